@@ -1,0 +1,65 @@
+//! `tracelake demo`: the bundled sample through the whole pipeline.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use tracelake::engine::{EngineOptions, PrintFormat, open_session, run_statements};
+use tracelake::ingest::Decoder;
+use tracelake::lake::Lake;
+use tracelake::lake::import::{ImportOptions, ImportOutcome, ImportSource, import_source};
+
+use super::{Ctx, import::summary_line, status::describe};
+
+/// Generated with `tracelake generate --events 3000 --seed 7`.
+const SAMPLE: &[u8] = include_bytes!("../../data/sample.events.jsonl");
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {}
+
+const QUERIES: &[(&str, &str)] = &[
+    ("Events by type and schema", "SELECT type, schema, count(*) AS events FROM events GROUP BY type, schema ORDER BY events DESC, type, schema LIMIT 12"),
+    (
+        "Failing tools",
+        "SELECT tool_name, count(*) AS failures, min(tool_error) AS example_error FROM events \
+         WHERE type = 'tool.result' AND (tool_is_error OR tool_error IS NOT NULL) \
+         GROUP BY tool_name ORDER BY failures DESC LIMIT 5",
+    ),
+    (
+        "Busiest agents",
+        "SELECT agent, count(DISTINCT session) AS sessions, count(*) AS events, sum(usage_total) AS llm_tokens \
+         FROM events GROUP BY agent ORDER BY events DESC",
+    ),
+];
+
+pub async fn run(ctx: &Ctx, _args: DemoArgs) -> anyhow::Result<ExitCode> {
+    let temp = tempfile::tempdir().context("creating a temporary directory")?;
+    let lake = match &ctx.lake {
+        Some(dir) => Lake::new(dir.clone()),
+        None => Lake::new(temp.path().join("lake")),
+    };
+    let sample = temp.path().join("sample.events.jsonl");
+    std::fs::write(&sample, SAMPLE).context("writing the sample data")?;
+
+    println!("tracelake demo: {} sample events → lake at {}\n", SAMPLE.iter().filter(|&&b| b == b'\n').count(), lake.root().display());
+    let decoder = Decoder::new(ctx.redactor()?);
+    let opts = ImportOptions { force: true, ..ImportOptions::default() };
+    if let ImportOutcome::Imported(summary) = import_source(&lake, &decoder, &ImportSource::File(sample), &opts, &|_| {})? {
+        println!("{}\n", summary_line(&summary));
+    }
+    let session = open_session(&lake, ctx.redactor()?, &EngineOptions::default()).await?;
+    print!("{}", describe(&session).await?);
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for (title, sql) in QUERIES {
+        writeln!(out, "\n{title}:")?;
+        run_statements(&session, sql, |schema, batches| PrintFormat::Table.write(&mut out, &schema, &batches)).await?;
+    }
+    if ctx.lake.is_none() {
+        writeln!(out, "\nThe demo lake was temporary. Keep one with `tracelake demo --lake DIR`, then explore it with `tracelake sql --lake DIR`.")?;
+    } else {
+        writeln!(out, "\nExplore it: tracelake sql --lake {} \"SELECT * FROM events LIMIT 5\"", lake.root().display())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,110 @@
+//! The command line: argument parsing and one module per command.
+
+mod demo;
+mod generate;
+mod import;
+mod progress;
+mod sql;
+mod status;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use tracelake::config::Config;
+use tracelake::lake::Lake;
+use tracelake::redact::Redactor;
+
+/// Find out why AI agents fail: analyze OpenClaw agent traces with SQL.
+#[derive(Debug, Parser)]
+#[command(name = "tracelake", version, about)]
+pub struct Cli {
+    /// Lake directory.
+    #[arg(long, global = true, env = "TRACELAKE_LAKE")]
+    lake: Option<PathBuf>,
+    /// OpenClaw cortex plugin config file (or its `traceAnalyzer` object alone).
+    #[arg(long, global = true, env = "TRACELAKE_CONFIG")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the pipeline on the bundled sample data and print what it finds.
+    Demo(demo::DemoArgs),
+    /// Import raw events from JSONL files (either schema, one JSON object a line).
+    Import(import::ImportArgs),
+    /// Run SQL over the lake (no query: an interactive prompt).
+    Sql(sql::SqlArgs),
+    /// Show what the lake holds.
+    Status,
+    /// Write deterministic synthetic traces with injected failure patterns.
+    Generate(generate::GenerateArgs),
+}
+
+/// Settings every command shares.
+pub struct Ctx {
+    pub config: Config,
+    pub lake: Option<PathBuf>,
+}
+
+impl Ctx {
+    pub fn lake(&self) -> anyhow::Result<Lake> {
+        self.lake
+            .clone()
+            .map(Lake::new)
+            .context("no lake given: pass --lake DIR or set TRACELAKE_LAKE")
+    }
+
+    pub fn redactor(&self) -> anyhow::Result<Redactor> {
+        Redactor::new(&self.config.redact_patterns).context("check `traceAnalyzer.redactPatterns` in the config file")
+    }
+}
+
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    match dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    let config = match &cli.config {
+        Some(path) => Config::load(path)?,
+        None => Config::default(),
+    };
+    let ctx = Ctx { config, lake: cli.lake };
+    match cli.command {
+        Command::Demo(args) => block_on(demo::run(&ctx, args)),
+        Command::Import(args) => import::run(&ctx, args),
+        Command::Sql(args) => block_on(sql::run(&ctx, args)),
+        Command::Status => block_on(status::run(&ctx)),
+        Command::Generate(args) => generate::run(args),
+    }
+}
+
+fn block_on<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(future: F) -> anyhow::Result<ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?
+        .block_on(future)
+}
+
+/// `1234567` → `1.2 MB`.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1000.0 && unit < UNITS.len() - 1 {
+        value /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 { format!("{bytes} B") } else { format!("{value:.1} {}", UNITS[unit]) }
+}

@@ -1,0 +1,100 @@
+//! Reading newline-delimited input with a bound on line length, so one huge line cannot
+//! exhaust memory.
+
+use std::io::{self, BufRead};
+
+/// One line of input, without its line terminator.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Line {
+    Complete(Vec<u8>),
+    /// A line longer than the limit: its first `limit` bytes and its full length.
+    TooLong { prefix: Vec<u8>, len: u64 },
+}
+
+/// Splits a reader into lines of at most `max_bytes` bytes each.
+pub struct BoundedLines<R> {
+    reader: R,
+    max_bytes: usize,
+}
+
+impl<R: BufRead> BoundedLines<R> {
+    pub fn new(reader: R, max_bytes: usize) -> Self {
+        Self { reader, max_bytes }
+    }
+
+    /// The next line, or `None` at the end of input.
+    pub fn next_line(&mut self) -> io::Result<Option<Line>> {
+        let mut line = Vec::new();
+        let mut len: u64 = 0;
+        let mut saw_any = false;
+        loop {
+            let buf = self.reader.fill_buf()?;
+            if buf.is_empty() {
+                break;
+            }
+            saw_any = true;
+            let (chunk, found_newline) = match memchr_newline(buf) {
+                Some(i) => (&buf[..i], true),
+                None => (buf, false),
+            };
+            len += chunk.len() as u64;
+            let room = self.max_bytes.saturating_sub(line.len());
+            line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            let consumed = chunk.len() + usize::from(found_newline);
+            self.reader.consume(consumed);
+            if found_newline {
+                break;
+            }
+        }
+        if !saw_any {
+            return Ok(None);
+        }
+        if line.last() == Some(&b'\r') && len <= self.max_bytes as u64 {
+            line.pop();
+            len -= 1;
+        }
+        Ok(Some(if len > self.max_bytes as u64 {
+            Line::TooLong { prefix: line, len }
+        } else {
+            Line::Complete(line)
+        }))
+    }
+}
+
+fn memchr_newline(buf: &[u8]) -> Option<usize> {
+    buf.iter().position(|&b| b == b'\n')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(input: &[u8], max: usize) -> Vec<Line> {
+        let mut lines = BoundedLines::new(io::BufReader::with_capacity(4, input), max);
+        std::iter::from_fn(|| lines.next_line().unwrap()).collect()
+    }
+
+    #[test]
+    fn splits_lines_and_strips_terminators() {
+        assert_eq!(
+            all(b"ab\r\ncd\n\nef", 10),
+            vec![
+                Line::Complete(b"ab".to_vec()),
+                Line::Complete(b"cd".to_vec()),
+                Line::Complete(vec![]),
+                Line::Complete(b"ef".to_vec()),
+            ]
+        );
+    }
+
+    #[test]
+    fn long_lines_are_cut_and_measured_and_the_next_line_survives() {
+        assert_eq!(
+            all(b"0123456789abc\nok\n", 5),
+            vec![
+                Line::TooLong { prefix: b"01234".to_vec(), len: 13 },
+                Line::Complete(b"ok".to_vec()),
+            ]
+        );
+    }
+}

@@ -1,0 +1,322 @@
+//! Importing JSONL files of raw events into the lake.
+//!
+//! A reader thread splits the input into chunks of lines, decoder threads normalize and
+//! redact them, and the calling thread buffers and writes the Parquet files. The import
+//! is committed (its files named in the manifest) only at the end, so a crash leaves
+//! nothing behind that the next writer does not sweep away.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Instant;
+
+use sha2::{Digest, Sha256};
+
+use super::LakeError;
+use super::layout::{Lake, WriterId};
+use super::state::{ImportRecord, Manifest, WriteLock, sweep_uncommitted};
+use super::writer::EventSink;
+use crate::ingest::lines::{BoundedLines, Line};
+use crate::ingest::{Decoder, Event, QuarantineReason, QuarantinedLine};
+
+const CHUNK_LINES: usize = 2048;
+const READ_BUFFER: usize = 1 << 20;
+
+/// Where raw events come from.
+#[derive(Debug, Clone)]
+pub enum ImportSource {
+    File(PathBuf),
+    Stdin,
+}
+
+impl ImportSource {
+    /// `-` means standard input.
+    pub fn from_arg(arg: &str) -> Self {
+        if arg == "-" { Self::Stdin } else { Self::File(PathBuf::from(arg)) }
+    }
+
+    pub fn name(&self) -> String {
+        match self {
+            Self::File(p) => p.display().to_string(),
+            Self::Stdin => "-".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    /// Import again even when the same content was imported before (replacing it).
+    pub force: bool,
+    pub max_event_bytes: usize,
+    /// Bytes of events buffered before the largest partition is written out.
+    pub buffer_bytes: usize,
+    /// Decoder threads.
+    pub threads: usize,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        Self {
+            force: false,
+            max_event_bytes: crate::ingest::DEFAULT_MAX_EVENT_BYTES,
+            buffer_bytes: 64 << 20,
+            threads: thread::available_parallelism().map_or(2, |n| n.get()),
+        }
+    }
+}
+
+/// What one import did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportSummary {
+    pub source: String,
+    pub lines: u64,
+    pub events: u64,
+    pub quarantined: BTreeMap<QuarantineReason, u64>,
+    pub bytes: u64,
+    pub files: usize,
+    pub seconds: f64,
+    /// Leftover files of an earlier crashed writer that were removed first.
+    pub swept: usize,
+}
+
+impl ImportSummary {
+    pub fn quarantined_total(&self) -> u64 {
+        self.quarantined.values().sum()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ImportOutcome {
+    Imported(ImportSummary),
+    /// The same content was imported before; nothing was written.
+    AlreadyImported { source: String, previous: Box<ImportRecord> },
+}
+
+/// Imports one source. `progress` is called with the number of input bytes consumed.
+pub fn import_source(
+    lake: &Lake,
+    decoder: &Decoder,
+    source: &ImportSource,
+    opts: &ImportOptions,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<ImportOutcome, LakeError> {
+    let started = Instant::now();
+    let started_at = chrono::Utc::now();
+    let lock = WriteLock::acquire(lake)?;
+    let mut manifest = Manifest::load(lake)?;
+    let swept = sweep_uncommitted(lake, &manifest, &lock)?.len();
+    let name = source.name();
+
+    let known_hash = match source {
+        ImportSource::File(path) => Some(hash_file(path)?),
+        ImportSource::Stdin => None,
+    };
+    if let Some(hash) = &known_hash
+        && let Some(previous) = manifest.find_import(hash)
+        && !opts.force
+    {
+        return Ok(ImportOutcome::AlreadyImported { source: name, previous: Box::new(previous.clone()) });
+    }
+
+    let reader: Box<dyn Read + Send> = match source {
+        ImportSource::File(path) => Box::new(File::open(path).map_err(|e| LakeError::io(path, e))?),
+        ImportSource::Stdin => Box::new(io::stdin()),
+    };
+    let writer_id = WriterId::random();
+    let mut sink = EventSink::new(lake.clone(), writer_id.clone(), opts.buffer_bytes);
+    let counts = run_pipeline(reader, &name, decoder, opts, &mut sink, progress)?;
+    let files = sink.finish()?;
+    let sha256 = known_hash.unwrap_or(counts.sha256);
+
+    if let Some(previous) = manifest.find_import(&sha256)
+        && !opts.force
+    {
+        // Standard input can be recognized only after reading it: drop what was written.
+        let previous = Box::new(previous.clone());
+        sweep_uncommitted(lake, &manifest, &lock)?;
+        return Ok(ImportOutcome::AlreadyImported { source: name, previous });
+    }
+    let replaced: Vec<ImportRecord> = manifest.imports.iter().filter(|r| r.sha256 == sha256).cloned().collect();
+    manifest.imports.retain(|r| r.sha256 != sha256);
+    manifest.imports.push(ImportRecord {
+        writer_id: writer_id.as_str().to_owned(),
+        source: name.clone(),
+        sha256,
+        bytes: counts.bytes,
+        lines: counts.lines,
+        events: counts.events,
+        quarantined: counts.quarantined.values().sum(),
+        started_at: started_at.to_rfc3339(),
+        finished_at: chrono::Utc::now().to_rfc3339(),
+        files: files.iter().map(|f| lake.relative(&f.path)).collect(),
+    });
+    manifest.save(lake)?;
+    if !replaced.is_empty() {
+        sweep_uncommitted(lake, &manifest, &lock)?;
+    }
+    Ok(ImportOutcome::Imported(ImportSummary {
+        source: name,
+        lines: counts.lines,
+        events: counts.events,
+        quarantined: counts.quarantined,
+        bytes: counts.bytes,
+        files: files.len(),
+        seconds: started.elapsed().as_secs_f64(),
+        swept,
+    }))
+}
+
+/// sha256 of a file's content, hex.
+pub fn hash_file(path: &std::path::Path) -> Result<String, LakeError> {
+    let mut file = File::open(path).map_err(|e| LakeError::io(path, e))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; READ_BUFFER];
+    loop {
+        let n = file.read(&mut buf).map_err(|e| LakeError::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex::encode(hasher.finalize()))
+}
+
+struct Counts {
+    lines: u64,
+    events: u64,
+    bytes: u64,
+    quarantined: BTreeMap<QuarantineReason, u64>,
+    sha256: String,
+}
+
+/// Lines with their 1-based line numbers, and the bytes they took in the input.
+struct Chunk {
+    lines: Vec<(u64, Line)>,
+    bytes: u64,
+}
+
+type Decoded = (Vec<Result<Event, QuarantinedLine>>, u64);
+
+fn run_pipeline(
+    reader: Box<dyn Read + Send>,
+    source: &str,
+    decoder: &Decoder,
+    opts: &ImportOptions,
+    sink: &mut EventSink,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Counts, LakeError> {
+    let (chunk_tx, chunk_rx) = sync_channel::<Chunk>(opts.threads * 2);
+    let (done_tx, done_rx) = sync_channel::<Decoded>(opts.threads * 2);
+    let chunk_rx = Arc::new(Mutex::new(chunk_rx));
+    let max_event_bytes = opts.max_event_bytes;
+
+    thread::scope(|scope| {
+        let read = scope.spawn(move || read_chunks(reader, max_event_bytes, chunk_tx));
+        for _ in 0..opts.threads.max(1) {
+            let rx = Arc::clone(&chunk_rx);
+            let tx = done_tx.clone();
+            scope.spawn(move || decode_chunks(&rx, decoder, source, &tx));
+        }
+        drop(done_tx);
+
+        let mut counts = Counts { lines: 0, events: 0, bytes: 0, quarantined: BTreeMap::new(), sha256: String::new() };
+        let mut write_error = None;
+        for (results, bytes) in done_rx {
+            if write_error.is_some() {
+                continue; // keep draining so the other threads can finish
+            }
+            counts.bytes += bytes;
+            progress(bytes);
+            for result in results {
+                match result {
+                    Ok(event) => {
+                        counts.events += 1;
+                        if let Err(e) = sink.push(event) {
+                            write_error = Some(e);
+                            break;
+                        }
+                    }
+                    Err(line) => {
+                        *counts.quarantined.entry(line.reason).or_default() += 1;
+                        sink.push_quarantined(line);
+                    }
+                }
+            }
+        }
+        let (lines, sha256) = read.join().expect("reader thread panicked").map_err(|error| LakeError::Read {
+            source_name: source.to_owned(),
+            error,
+        })?;
+        if let Some(e) = write_error {
+            return Err(e);
+        }
+        counts.lines = lines;
+        counts.sha256 = sha256;
+        Ok(counts)
+    })
+}
+
+/// Reads the input into chunks; returns the number of lines and the content hash.
+fn read_chunks(
+    reader: Box<dyn Read + Send>,
+    max_event_bytes: usize,
+    tx: std::sync::mpsc::SyncSender<Chunk>,
+) -> io::Result<(u64, String)> {
+    let mut hashing = HashingReader { inner: reader, hasher: Sha256::new() };
+    let mut lines = BoundedLines::new(BufReader::with_capacity(READ_BUFFER, &mut hashing), max_event_bytes);
+    let mut line_no = 0u64;
+    let mut chunk = Chunk { lines: Vec::with_capacity(CHUNK_LINES), bytes: 0 };
+    while let Some(line) = lines.next_line()? {
+        line_no += 1;
+        let (len, blank) = match &line {
+            Line::Complete(b) => (b.len() as u64, b.iter().all(u8::is_ascii_whitespace)),
+            Line::TooLong { len, .. } => (*len, false),
+        };
+        chunk.bytes += len + 1;
+        if !blank {
+            chunk.lines.push((line_no, line));
+        }
+        if chunk.lines.len() >= CHUNK_LINES {
+            let full = std::mem::replace(&mut chunk, Chunk { lines: Vec::with_capacity(CHUNK_LINES), bytes: 0 });
+            if tx.send(full).is_err() {
+                break;
+            }
+        }
+    }
+    if !chunk.lines.is_empty() || chunk.bytes > 0 {
+        let _ = tx.send(chunk);
+    }
+    drop(lines);
+    Ok((line_no, hex::encode(hashing.hasher.finalize())))
+}
+
+fn decode_chunks(rx: &Mutex<Receiver<Chunk>>, decoder: &Decoder, source: &str, tx: &std::sync::mpsc::SyncSender<Decoded>) {
+    loop {
+        let chunk = match rx.lock().expect("chunk queue").recv() {
+            Ok(chunk) => chunk,
+            Err(_) => return,
+        };
+        let results = chunk.lines.into_iter().map(|(no, line)| decoder.decode_line(line, source, no)).collect();
+        if tx.send((results, chunk.bytes)).is_err() {
+            return;
+        }
+    }
+}
+
+/// Hashes everything read through it.
+struct HashingReader<R> {
+    inner: R,
+    hasher: Sha256,
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+}

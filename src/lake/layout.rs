@@ -1,0 +1,113 @@
+//! Where things live in a lake directory. Paths are built only from values this module
+//! makes (dates from timestamps, ids it generates): never from strings in events.
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+
+use super::schema::PARTITION_COLUMN;
+
+/// The tables stored as hive-partitioned Parquet under the lake root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Table {
+    Events,
+    Quarantine,
+}
+
+impl Table {
+    pub fn dir_name(self) -> &'static str {
+        match self {
+            Table::Events => "events",
+            Table::Quarantine => "quarantine",
+        }
+    }
+}
+
+/// A lake directory.
+#[derive(Debug, Clone)]
+pub struct Lake {
+    root: PathBuf,
+}
+
+impl Lake {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn table_dir(&self, table: Table) -> PathBuf {
+        self.root.join(table.dir_name())
+    }
+
+    pub fn partition_dir(&self, table: Table, date: &PartitionDate) -> PathBuf {
+        self.table_dir(table).join(format!("{PARTITION_COLUMN}={}", date.0))
+    }
+
+    pub fn state_dir(&self) -> PathBuf {
+        self.root.join("_state")
+    }
+
+    /// A path relative to the lake root, as stored in state files.
+    pub fn relative(&self, path: &Path) -> String {
+        path.strip_prefix(&self.root).unwrap_or(path).to_string_lossy().into_owned()
+    }
+}
+
+/// A partition value `YYYY-MM-DD`, made only from a timestamp.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PartitionDate(String);
+
+impl PartitionDate {
+    /// The UTC date of `ts_ms`; timestamps outside chrono's range fall back to 1970-01-01
+    /// (the normalizer rejects them before they get here).
+    pub fn from_millis(ts_ms: i64) -> Self {
+        let date = DateTime::<Utc>::from_timestamp_millis(ts_ms).unwrap_or_default().date_naive();
+        Self(date.format("%Y-%m-%d").to_string())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// File name of the `n`th data file written by writer `writer_id`.
+pub fn part_file_name(writer_id: &WriterId, n: usize) -> String {
+    format!("part-{}-{n:05}.parquet", writer_id.0)
+}
+
+/// A random id that names the files of one writer (an import or an export run).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriterId(String);
+
+impl WriterId {
+    pub fn random() -> Self {
+        let bytes: [u8; 8] = rand::random();
+        Self(hex::encode(bytes))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_dates_come_from_utc_time() {
+        assert_eq!(PartitionDate::from_millis(1_767_225_603_963).as_str(), "2026-01-01");
+        assert_eq!(PartitionDate::from_millis(1_767_225_599_999).as_str(), "2025-12-31");
+    }
+
+    #[test]
+    fn part_names_are_made_of_hex_and_numbers_only() {
+        let id = WriterId::random();
+        let name = part_file_name(&id, 3);
+        assert!(name.starts_with("part-") && name.ends_with("-00003.parquet"), "{name}");
+        assert!(id.as_str().chars().all(|c| c.is_ascii_hexdigit()));
+    }
+}

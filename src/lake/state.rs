@@ -1,0 +1,143 @@
+//! The lake's own bookkeeping under `_state/`: a write lock, and the manifest of committed
+//! data files. A data file counts only once the manifest names it; files that a crashed
+//! writer left behind are swept away by the next writer.
+
+use std::collections::HashSet;
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::LakeError;
+use super::layout::{Lake, Table};
+use super::writer::sync_dir;
+
+const MANIFEST: &str = "manifest.json";
+const LOCK: &str = "lock";
+
+/// One committed import of a JSONL source.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportRecord {
+    pub writer_id: String,
+    /// The source as the user named it (a path, or `-` for standard input).
+    pub source: String,
+    /// sha256 of the source's bytes, hex.
+    pub sha256: String,
+    pub bytes: u64,
+    pub lines: u64,
+    pub events: u64,
+    pub quarantined: u64,
+    pub started_at: String,
+    pub finished_at: String,
+    /// Data files, relative to the lake root.
+    pub files: Vec<String>,
+}
+
+/// Everything committed to the lake.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Manifest {
+    pub version: u32,
+    pub imports: Vec<ImportRecord>,
+}
+
+impl Manifest {
+    pub fn load(lake: &Lake) -> Result<Self, LakeError> {
+        let path = lake.state_dir().join(MANIFEST);
+        match fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| LakeError::CorruptState { path, source: e }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self { version: 1, ..Self::default() }),
+            Err(e) => Err(LakeError::io(&path, e)),
+        }
+    }
+
+    pub fn save(&self, lake: &Lake) -> Result<(), LakeError> {
+        write_json_atomic(&lake.state_dir().join(MANIFEST), self)
+    }
+
+    pub fn find_import(&self, sha256: &str) -> Option<&ImportRecord> {
+        self.imports.iter().find(|r| r.sha256 == sha256)
+    }
+
+    /// Every committed data file, relative to the lake root.
+    pub fn committed_files(&self) -> HashSet<&str> {
+        self.imports.iter().flat_map(|r| r.files.iter().map(String::as_str)).collect()
+    }
+}
+
+/// Writes `value` as JSON to `path` atomically (temp file, fsync, rename, fsync dir).
+pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), LakeError> {
+    let dir = path.parent().expect("state files live in a directory");
+    fs::create_dir_all(dir).map_err(|e| LakeError::io(dir, e))?;
+    let tmp = path.with_extension("json.tmp");
+    let mut file = File::create(&tmp).map_err(|e| LakeError::io(&tmp, e))?;
+    let json = serde_json::to_vec_pretty(value).expect("state serializes");
+    file.write_all(&json).and_then(|_| file.sync_all()).map_err(|e| LakeError::io(&tmp, e))?;
+    fs::rename(&tmp, path).map_err(|e| LakeError::io(path, e))?;
+    sync_dir(dir)
+}
+
+/// Exclusive right to write to a lake, held until dropped.
+#[derive(Debug)]
+pub struct WriteLock {
+    _file: File,
+}
+
+impl WriteLock {
+    pub fn acquire(lake: &Lake) -> Result<Self, LakeError> {
+        let dir = lake.state_dir();
+        fs::create_dir_all(&dir).map_err(|e| LakeError::io(&dir, e))?;
+        let path = dir.join(LOCK);
+        let file = File::options().create(true).truncate(false).write(true).open(&path).map_err(|e| LakeError::io(&path, e))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Self { _file: file }),
+            Err(fs::TryLockError::WouldBlock) => Err(LakeError::Locked(lake.root().to_path_buf())),
+            Err(fs::TryLockError::Error(e)) => Err(LakeError::io(&path, e)),
+        }
+    }
+}
+
+/// Removes data files (and temp files) that no committed record names: leftovers of a
+/// writer that crashed before its commit. Needs the write lock. Returns what was removed.
+pub fn sweep_uncommitted(lake: &Lake, manifest: &Manifest, _lock: &WriteLock) -> Result<Vec<PathBuf>, LakeError> {
+    let committed = manifest.committed_files();
+    let mut removed = Vec::new();
+    for table in [Table::Events, Table::Quarantine] {
+        for path in data_files(&lake.table_dir(table), true)? {
+            if !committed.contains(lake.relative(&path).as_str()) {
+                fs::remove_file(&path).map_err(|e| LakeError::io(&path, e))?;
+                removed.push(path);
+            }
+        }
+    }
+    Ok(removed)
+}
+
+/// Files under a table directory (`*.parquet`, and with `with_temp` also `.*.tmp`).
+pub fn data_files(table_dir: &Path, with_temp: bool) -> Result<Vec<PathBuf>, LakeError> {
+    let mut files = Vec::new();
+    let partitions = match fs::read_dir(table_dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(files),
+        Err(e) => return Err(LakeError::io(table_dir, e)),
+    };
+    for partition in partitions {
+        let partition = partition.map_err(|e| LakeError::io(table_dir, e))?.path();
+        if !partition.is_dir() {
+            continue;
+        }
+        for entry in fs::read_dir(&partition).map_err(|e| LakeError::io(&partition, e))? {
+            let path = entry.map_err(|e| LakeError::io(&partition, e))?.path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            let is_data = name.ends_with(".parquet") && !name.starts_with('.');
+            let is_temp = name.starts_with('.') && name.ends_with(".tmp");
+            if is_data || (with_temp && is_temp) {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}

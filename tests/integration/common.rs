@@ -1,0 +1,100 @@
+//! Helpers shared by the integration tests.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use serde_json::Value;
+use tracelake::ingest::{Decoder, Event, QuarantinedLine};
+use tracelake::redact::Redactor;
+
+/// Runs the tracelake binary.
+pub fn tracelake(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tracelake"))
+        .args(args)
+        .env_remove("TRACELAKE_LAKE")
+        .env_remove("TRACELAKE_CONFIG")
+        .output()
+        .expect("running tracelake")
+}
+
+/// Runs the binary and requires success; returns stdout.
+pub fn tracelake_ok(args: &[&str]) -> String {
+    let out = tracelake(args);
+    assert!(
+        out.status.success(),
+        "tracelake {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+pub fn decoder() -> Decoder {
+    Decoder::new(Redactor::builtin())
+}
+
+/// Decodes one raw event given as JSON.
+pub fn decode(raw: Value) -> Result<Event, QuarantinedLine> {
+    decoder().decode(raw.to_string().as_bytes(), "test", 1, None)
+}
+
+pub fn event(raw: Value) -> Event {
+    decode(raw).expect("a valid event")
+}
+
+/// The realworld sample files next to the repository.
+pub fn realworld(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/realworld").join(name)
+}
+
+/// Every `*.parquet` file below `dir`.
+pub fn parquet_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "parquet") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// All batches of one Parquet file, read with the plain Parquet reader.
+pub fn read_parquet(path: &Path) -> Vec<RecordBatch> {
+    let file = std::fs::File::open(path).unwrap();
+    ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap().map(Result::unwrap).collect()
+}
+
+/// Every string value in every column of every Parquet file below `dir`.
+pub fn all_strings(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for file in parquet_files(dir) {
+        for batch in read_parquet(&file) {
+            for column in batch.columns() {
+                if column.data_type() == &DataType::Utf8 {
+                    out.extend(column.as_string::<i32>().iter().flatten().map(str::to_owned));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Total rows in the Parquet files below `dir`.
+pub fn parquet_rows(dir: &Path) -> usize {
+    parquet_files(dir).iter().flat_map(|f| read_parquet(f)).map(|b| b.num_rows()).sum()
+}
+
+/// Lines of a JSON-lines output.
+pub fn json_lines(text: &str) -> Vec<Value> {
+    text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("json line")).collect()
+}

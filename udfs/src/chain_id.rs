@@ -1,0 +1,96 @@
+//! `chain_id(session, agent, first_ts) -> text`: the deterministic chain id of spec §6.4,
+//! the first 16 hex digits of sha256("session:agent:firstTs").
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, Int64Array, StringBuilder};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{Result, exec_err};
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+};
+use sha2::{Digest, Sha256};
+
+use crate::strings::string_at;
+
+/// The chain id for a chain of `agent` in `session` whose first event is at `first_ts_ms`.
+pub fn chain_id(session: &str, agent: &str, first_ts_ms: i64) -> String {
+    let digest = Sha256::digest(format!("{session}:{agent}:{first_ts_ms}"));
+    let mut hex = String::with_capacity(16);
+    for byte in &digest[..8] {
+        hex.push_str(&format!("{byte:02x}"));
+    }
+    hex
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct ChainIdUdf {
+    signature: Signature,
+}
+
+impl ChainIdUdf {
+    pub fn new() -> Self {
+        Self {
+            signature: Signature::any(3, Volatility::Immutable),
+        }
+    }
+}
+
+impl Default for ChainIdUdf {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ScalarUDFImpl for ChainIdUdf {
+    fn name(&self) -> &str {
+        "chain_id"
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        for t in &arg_types[..2] {
+            if !matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null) {
+                return exec_err!("chain_id(session, agent, first_ts): session and agent must be text, got {t}");
+            }
+        }
+        if !(arg_types[2].is_integer() || matches!(arg_types[2], DataType::Timestamp(..) | DataType::Null)) {
+            return exec_err!("chain_id(session, agent, first_ts): first_ts must be an integer (ms) or a timestamp, got {}", arg_types[2]);
+        }
+        Ok(DataType::Utf8)
+    }
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let rows = args.number_rows;
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let ts = as_millis(&arrays[2])?;
+        let mut out = StringBuilder::with_capacity(rows, rows * 16);
+        for row in 0..rows {
+            match (string_at(&arrays[0], row)?, string_at(&arrays[1], row)?, ts.is_valid(row)) {
+                (Some(session), Some(agent), true) => {
+                    out.append_value(chain_id(session, agent, ts.value(row)))
+                }
+                _ => out.append_null(),
+            }
+        }
+        let out: ArrayRef = Arc::new(out.finish());
+        if args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_))) {
+            return Ok(ColumnarValue::Scalar(datafusion::common::ScalarValue::try_from_array(&out, 0)?));
+        }
+        Ok(ColumnarValue::Array(out))
+    }
+}
+
+/// Integer milliseconds from an integer or a timestamp array.
+fn as_millis(array: &ArrayRef) -> Result<Int64Array> {
+    let millis = match array.data_type() {
+        DataType::Timestamp(_, tz) => cast(
+            array,
+            &DataType::Timestamp(datafusion::arrow::datatypes::TimeUnit::Millisecond, tz.clone()),
+        )?,
+        _ => array.clone(),
+    };
+    let ints = cast(&millis, &DataType::Int64)?;
+    Ok(ints.as_any().downcast_ref::<Int64Array>().expect("cast to Int64").clone())
+}

@@ -1,0 +1,163 @@
+//! Secret redaction (spec §11.2) and the `redact(text)` UDF.
+
+use std::borrow::Cow;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{Result, ScalarValue};
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+};
+use regex::{Regex, RegexSet};
+
+use crate::strings::map_strings;
+
+/// Built-in patterns and their replacements. The JWT pattern runs before the API-key
+/// pattern so that `Bearer eyJ…` loses the whole token, not only its header segment.
+const BUILTIN_PATTERNS: &[(&str, &str)] = &[
+    (
+        r"eyJ[A-Za-z0-9_-]{20,}\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}",
+        "[REDACTED_JWT]",
+    ),
+    (
+        r"(?:sk-|pk_(?:live|test)_|Bearer\s+)[A-Za-z0-9_-]{20,}",
+        "[REDACTED_API_KEY]",
+    ),
+    (r"://([^:]+):([^@]+)@", "://${1}:[REDACTED]@"),
+    (
+        r"(?i)((?:PASSWORD|SECRET|TOKEN|KEY|CREDENTIAL|API_KEY)\s*=\s*)\S+",
+        "${1}[REDACTED]",
+    ),
+    (
+        r"-----BEGIN [A-Z ]*(?:PRIVATE |RSA )?KEY-----[\s\S]*?-----END [A-Z ]*KEY-----",
+        "[REDACTED_PEM_BLOCK]",
+    ),
+    (r"gh[ps]_[A-Za-z0-9]{36,}", "[REDACTED_GH_TOKEN]"),
+    (r"AAAA[A-Za-z0-9+/]{40,}", "[REDACTED_SSH_KEY]"),
+];
+
+/// Replacement for matches of user-supplied patterns.
+const CUSTOM_REPLACEMENT: &str = "[REDACTED]";
+
+#[derive(Debug, thiserror::Error)]
+pub enum RedactorError {
+    #[error("invalid redaction pattern {pattern:?}: {source}")]
+    InvalidPattern {
+        pattern: String,
+        #[source]
+        source: regex::Error,
+    },
+}
+
+/// Removes secrets from text: the built-in patterns first, then the user's, in order.
+#[derive(Debug, Clone)]
+pub struct Redactor {
+    rules: Arc<[(Regex, &'static str)]>,
+    custom: Arc<[String]>,
+    /// One pass over the text that tells whether any rule can match at all.
+    any: Arc<RegexSet>,
+}
+
+impl Redactor {
+    /// A redactor with the built-in patterns and `custom` ones; an invalid custom pattern
+    /// is an error naming it.
+    pub fn new(custom: &[String]) -> Result<Self, RedactorError> {
+        let mut rules: Vec<(Regex, &'static str)> = BUILTIN_PATTERNS
+            .iter()
+            .map(|(p, r)| (Regex::new(p).expect("built-in pattern compiles"), *r))
+            .collect();
+        for pattern in custom {
+            let regex = Regex::new(pattern).map_err(|source| RedactorError::InvalidPattern {
+                pattern: pattern.clone(),
+                source,
+            })?;
+            rules.push((regex, CUSTOM_REPLACEMENT));
+        }
+        let any = RegexSet::new(rules.iter().map(|(r, _)| r.as_str()))
+            .expect("patterns compiled one by one compile as a set");
+        Ok(Self {
+            rules: rules.into(),
+            custom: custom.into(),
+            any: Arc::new(any),
+        })
+    }
+
+    /// A redactor with only the built-in patterns.
+    pub fn builtin() -> Self {
+        Self::new(&[]).expect("built-in patterns compile")
+    }
+
+    /// The user's patterns this redactor applies after the built-in ones.
+    pub fn custom_patterns(&self) -> &[String] {
+        &self.custom
+    }
+
+    /// `text` with every secret replaced; borrowed when nothing matched.
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if !self.any.is_match(text) {
+            return Cow::Borrowed(text);
+        }
+        let mut out = Cow::Borrowed(text);
+        for (regex, replacement) in self.rules.iter() {
+            if let Cow::Owned(replaced) = regex.replace_all(&out, *replacement) {
+                out = Cow::Owned(replaced);
+            }
+        }
+        out
+    }
+}
+
+impl PartialEq for Redactor {
+    fn eq(&self, other: &Self) -> bool {
+        self.custom == other.custom
+    }
+}
+impl Eq for Redactor {}
+impl Hash for Redactor {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.custom.hash(state);
+    }
+}
+
+/// `redact(text) -> text`: the text with secrets replaced.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct RedactUdf {
+    signature: Signature,
+    redactor: Redactor,
+}
+
+impl RedactUdf {
+    pub fn new(redactor: Redactor) -> Self {
+        Self {
+            signature: Signature::string(1, Volatility::Immutable),
+            redactor,
+        }
+    }
+}
+
+impl ScalarUDFImpl for RedactUdf {
+    fn name(&self) -> &str {
+        "redact"
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        match &args.args[0] {
+            ColumnarValue::Scalar(scalar) => {
+                let text = scalar.try_as_str().flatten();
+                Ok(ColumnarValue::Scalar(ScalarValue::Utf8(
+                    text.map(|t| self.redactor.redact(t).into_owned()),
+                )))
+            }
+            ColumnarValue::Array(array) => {
+                let out = map_strings(array, |t| self.redactor.redact(t).into_owned())?;
+                Ok(ColumnarValue::Array(Arc::new(out)))
+            }
+        }
+    }
+}
