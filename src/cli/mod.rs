@@ -1,11 +1,13 @@
 //! The command line: argument parsing and one module per command.
 
 mod demo;
+mod export;
 mod generate;
 mod import;
 mod progress;
 mod sql;
 mod status;
+mod time_args;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -36,10 +38,12 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Import raw events from JSONL files (either schema, one JSON object a line).
     Import(import::ImportArgs),
+    /// Export the JetStream event stream into the lake (new events only, exactly once).
+    Export(export::ExportArgs),
     /// Run SQL over the lake (no query: an interactive prompt).
     Sql(sql::SqlArgs),
     /// Show what the lake holds.
-    Status,
+    Status(status::StatusArgs),
     /// Write deterministic synthetic traces with injected failure patterns.
     Generate(generate::GenerateArgs),
 }
@@ -83,8 +87,9 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Demo(args) => block_on(demo::run(&ctx, args)),
         Command::Import(args) => import::run(&ctx, args),
+        Command::Export(args) => block_on(export::run(&ctx, args)),
         Command::Sql(args) => block_on(sql::run(&ctx, args)),
-        Command::Status => block_on(status::run(&ctx)),
+        Command::Status(args) => block_on(status::run(&ctx, args)),
         Command::Generate(args) => generate::run(args),
     }
 }

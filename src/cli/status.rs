@@ -4,17 +4,45 @@ use std::process::ExitCode;
 
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{Int64Type, TimestampMillisecondType};
+use clap::Args;
 use datafusion::prelude::SessionContext;
+use tracelake::config::NatsConfig;
+use tracelake::ingest::nats::NatsSource;
 use tracelake::engine::{EngineOptions, open_session};
 use tracelake::lake::state::Manifest;
 
 use super::Ctx;
 
-pub async fn run(ctx: &Ctx) -> anyhow::Result<ExitCode> {
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// NATS server to compare the export cursor with (default: traceAnalyzer.nats.url).
+    #[arg(long, env = "NATS_URL")]
+    nats_url: Option<String>,
+}
+
+pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
     let lake = ctx.lake()?;
     let session = open_session(&lake, ctx.redactor()?, &EngineOptions::default()).await?;
     print!("{}", describe(&session).await?);
     let manifest = Manifest::load(&lake)?;
+    if let Some(export) = &manifest.export {
+        let nats = NatsConfig {
+            url: args.nats_url.unwrap_or_else(|| ctx.config.nats.url.clone()),
+            stream: export.stream.clone(),
+            ..ctx.config.nats.clone()
+        };
+        let stream = match NatsSource::connect(&nats).await {
+            Ok(mut source) => match source.last_sequence().await {
+                Ok(last) => format!("last sequence {last}, {} behind", last.saturating_sub(export.cursor)),
+                Err(e) => format!("not readable ({e})"),
+            },
+            Err(e) => format!("not reachable ({e})"),
+        };
+        println!("export:      stream {:?} at sequence {}; stream {stream}", export.stream, export.cursor);
+        if let Some(run) = &export.last_run {
+            println!("last export: {} ({} events, {} quarantined)", run.finished_at, run.events, run.quarantined);
+        }
+    }
     match manifest.imports.last() {
         Some(last) => println!(
             "imports:     {} (last: {} at {}, {} events)",

@@ -22,6 +22,11 @@ impl<R: BufRead> BoundedLines<R> {
         Self { reader, max_bytes }
     }
 
+    /// The underlying reader.
+    pub fn into_inner(self) -> R {
+        self.reader
+    }
+
     /// The next line, or `None` at the end of input.
     pub fn next_line(&mut self) -> io::Result<Option<Line>> {
         let mut line = Vec::new();

@@ -3,6 +3,7 @@
 
 pub mod event;
 pub mod lines;
+pub mod nats;
 pub mod normalize;
 pub mod quarantine;
 

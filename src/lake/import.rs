@@ -9,8 +9,6 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, sync_channel};
-use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Instant;
 
@@ -19,9 +17,10 @@ use sha2::{Digest, Sha256};
 use super::LakeError;
 use super::layout::{Lake, WriterId};
 use super::state::{ImportRecord, Manifest, WriteLock, sweep_uncommitted};
+use super::pipeline::{Chunk, RawEvent, decode_in_order};
 use super::writer::EventSink;
 use crate::ingest::lines::{BoundedLines, Line};
-use crate::ingest::{Decoder, Event, QuarantineReason, QuarantinedLine};
+use crate::ingest::{Decoder, QuarantineReason};
 
 const CHUNK_LINES: usize = 2048;
 const READ_BUFFER: usize = 1 << 20;
@@ -129,7 +128,7 @@ pub fn import_source(
     let writer_id = WriterId::random();
     let mut sink = EventSink::new(lake.clone(), writer_id.clone(), opts.buffer_bytes);
     let counts = run_pipeline(reader, &name, decoder, opts, &mut sink, progress)?;
-    let files = sink.finish()?;
+    let files = sink.flush_all()?;
     let sha256 = known_hash.unwrap_or(counts.sha256);
 
     if let Some(previous) = manifest.find_import(&sha256)
@@ -193,14 +192,6 @@ struct Counts {
     sha256: String,
 }
 
-/// Lines with their 1-based line numbers, and the bytes they took in the input.
-struct Chunk {
-    lines: Vec<(u64, Line)>,
-    bytes: u64,
-}
-
-type Decoded = (Vec<Result<Event, QuarantinedLine>>, u64);
-
 fn run_pipeline(
     reader: Box<dyn Read + Send>,
     source: &str,
@@ -209,101 +200,73 @@ fn run_pipeline(
     sink: &mut EventSink,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Counts, LakeError> {
-    let (chunk_tx, chunk_rx) = sync_channel::<Chunk>(opts.threads * 2);
-    let (done_tx, done_rx) = sync_channel::<Decoded>(opts.threads * 2);
-    let chunk_rx = Arc::new(Mutex::new(chunk_rx));
-    let max_event_bytes = opts.max_event_bytes;
-
-    thread::scope(|scope| {
-        let read = scope.spawn(move || read_chunks(reader, max_event_bytes, chunk_tx));
-        for _ in 0..opts.threads.max(1) {
-            let rx = Arc::clone(&chunk_rx);
-            let tx = done_tx.clone();
-            scope.spawn(move || decode_chunks(&rx, decoder, source, &tx));
-        }
-        drop(done_tx);
-
-        let mut counts = Counts { lines: 0, events: 0, bytes: 0, quarantined: BTreeMap::new(), sha256: String::new() };
-        let mut write_error = None;
-        for (results, bytes) in done_rx {
-            if write_error.is_some() {
-                continue; // keep draining so the other threads can finish
-            }
-            counts.bytes += bytes;
-            progress(bytes);
-            for result in results {
-                match result {
-                    Ok(event) => {
-                        counts.events += 1;
-                        if let Err(e) = sink.push(event) {
-                            write_error = Some(e);
-                            break;
-                        }
-                    }
-                    Err(line) => {
-                        *counts.quarantined.entry(line.reason).or_default() += 1;
-                        sink.push_quarantined(line);
-                    }
+    let chunks = LineChunks {
+        lines: BoundedLines::new(
+            BufReader::with_capacity(READ_BUFFER, HashingReader { inner: reader, hasher: Sha256::new() }),
+            opts.max_event_bytes,
+        ),
+        line_no: 0,
+        error: None,
+    };
+    let mut counts = Counts { lines: 0, events: 0, bytes: 0, quarantined: BTreeMap::new(), sha256: String::new() };
+    let chunks = decode_in_order(chunks, decoder, source, opts.threads, |decoded| {
+        counts.bytes += decoded.bytes;
+        progress(decoded.bytes);
+        for result in decoded.results {
+            match result {
+                Ok(event) => {
+                    counts.events += 1;
+                    sink.push(event)?;
+                }
+                Err(line) => {
+                    *counts.quarantined.entry(line.reason).or_default() += 1;
+                    sink.push_quarantined(line);
                 }
             }
         }
-        let (lines, sha256) = read.join().expect("reader thread panicked").map_err(|error| LakeError::Read {
-            source_name: source.to_owned(),
-            error,
-        })?;
-        if let Some(e) = write_error {
-            return Err(e);
-        }
-        counts.lines = lines;
-        counts.sha256 = sha256;
-        Ok(counts)
-    })
+        Ok::<(), LakeError>(())
+    })?;
+    if let Some(error) = chunks.error {
+        return Err(LakeError::Read { source_name: source.to_owned(), error });
+    }
+    counts.lines = chunks.line_no;
+    counts.sha256 = hex::encode(chunks.lines.into_inner().into_inner().hasher.finalize());
+    Ok(counts)
 }
 
-/// Reads the input into chunks; returns the number of lines and the content hash.
-fn read_chunks(
-    reader: Box<dyn Read + Send>,
-    max_event_bytes: usize,
-    tx: std::sync::mpsc::SyncSender<Chunk>,
-) -> io::Result<(u64, String)> {
-    let mut hashing = HashingReader { inner: reader, hasher: Sha256::new() };
-    let mut lines = BoundedLines::new(BufReader::with_capacity(READ_BUFFER, &mut hashing), max_event_bytes);
-    let mut line_no = 0u64;
-    let mut chunk = Chunk { lines: Vec::with_capacity(CHUNK_LINES), bytes: 0 };
-    while let Some(line) = lines.next_line()? {
-        line_no += 1;
-        let (len, blank) = match &line {
-            Line::Complete(b) => (b.len() as u64, b.iter().all(u8::is_ascii_whitespace)),
-            Line::TooLong { len, .. } => (*len, false),
-        };
-        chunk.bytes += len + 1;
-        if !blank {
-            chunk.lines.push((line_no, line));
-        }
-        if chunk.lines.len() >= CHUNK_LINES {
-            let full = std::mem::replace(&mut chunk, Chunk { lines: Vec::with_capacity(CHUNK_LINES), bytes: 0 });
-            if tx.send(full).is_err() {
-                break;
+/// Chunks of lines from a reader; a read error ends the chunks and is kept in `error`.
+struct LineChunks<R> {
+    lines: BoundedLines<BufReader<HashingReader<R>>>,
+    line_no: u64,
+    error: Option<io::Error>,
+}
+
+impl<R: Read> Iterator for LineChunks<R> {
+    type Item = Chunk;
+
+    fn next(&mut self) -> Option<Chunk> {
+        let mut chunk = Chunk { events: Vec::with_capacity(CHUNK_LINES), ..Chunk::default() };
+        while chunk.events.len() < CHUNK_LINES {
+            let line = match self.lines.next_line() {
+                Ok(Some(line)) => line,
+                Ok(None) => break,
+                Err(e) => {
+                    self.error = Some(e);
+                    break;
+                }
+            };
+            self.line_no += 1;
+            chunk.bytes += 1 + match &line {
+                Line::Complete(b) => b.len() as u64,
+                Line::TooLong { len, .. } => *len,
+            };
+            chunk.last_position = self.line_no;
+            let blank = matches!(&line, Line::Complete(b) if b.iter().all(u8::is_ascii_whitespace));
+            if !blank {
+                chunk.events.push(RawEvent { position: self.line_no, line, subject: None });
             }
         }
-    }
-    if !chunk.lines.is_empty() || chunk.bytes > 0 {
-        let _ = tx.send(chunk);
-    }
-    drop(lines);
-    Ok((line_no, hex::encode(hashing.hasher.finalize())))
-}
-
-fn decode_chunks(rx: &Mutex<Receiver<Chunk>>, decoder: &Decoder, source: &str, tx: &std::sync::mpsc::SyncSender<Decoded>) {
-    loop {
-        let chunk = match rx.lock().expect("chunk queue").recv() {
-            Ok(chunk) => chunk,
-            Err(_) => return,
-        };
-        let results = chunk.lines.into_iter().map(|(no, line)| decoder.decode_line(line, source, no)).collect();
-        if tx.send((results, chunk.bytes)).is_err() {
-            return;
-        }
+        (chunk.bytes > 0).then_some(chunk)
     }
 }
 

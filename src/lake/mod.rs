@@ -1,6 +1,8 @@
 //! The Parquet lake: layout, schemas, atomic writers, state, and JSONL import.
 
+pub mod export;
 pub mod import;
+pub mod pipeline;
 pub mod layout;
 pub mod schema;
 pub mod state;

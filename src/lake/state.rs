@@ -35,12 +35,40 @@ pub struct ImportRecord {
     pub files: Vec<String>,
 }
 
+/// The position of the export from a JetStream stream, and what it wrote.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ExportState {
+    pub stream: String,
+    /// Subject filters the lake was exported with (empty: the whole stream).
+    pub filter_subjects: Vec<String>,
+    /// The last stream sequence whose events are in committed files.
+    pub cursor: u64,
+    /// Data files, relative to the lake root.
+    pub files: Vec<String>,
+    pub last_run: Option<ExportRun>,
+}
+
+/// What the last export run did.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ExportRun {
+    pub started_at: String,
+    pub finished_at: String,
+    pub events: u64,
+    pub quarantined: u64,
+    pub first_sequence: u64,
+    pub last_sequence: u64,
+}
+
 /// Everything committed to the lake.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Manifest {
     pub version: u32,
     pub imports: Vec<ImportRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub export: Option<ExportState>,
 }
 
 impl Manifest {
@@ -63,7 +91,8 @@ impl Manifest {
 
     /// Every committed data file, relative to the lake root.
     pub fn committed_files(&self) -> HashSet<&str> {
-        self.imports.iter().flat_map(|r| r.files.iter().map(String::as_str)).collect()
+        let exported = self.export.iter().flat_map(|e| e.files.iter().map(String::as_str));
+        self.imports.iter().flat_map(|r| r.files.iter().map(String::as_str)).chain(exported).collect()
     }
 }
 

@@ -115,20 +115,15 @@ impl EventSink {
         self.quarantined.push(line);
     }
 
-    /// Files written so far.
-    pub fn written(&self) -> &[WrittenFile] {
-        &self.written
-    }
-
-    /// Writes everything still buffered and returns every file written.
-    pub fn finish(mut self) -> Result<Vec<WrittenFile>, LakeError> {
+    /// Writes everything still buffered and returns every file written since the last call.
+    pub fn flush_all(&mut self) -> Result<Vec<WrittenFile>, LakeError> {
         let mut dates: Vec<PartitionDate> = self.partitions.keys().cloned().collect();
         dates.sort();
         for date in dates {
             self.flush(&date)?;
         }
         self.flush_quarantine()?;
-        Ok(self.written)
+        Ok(std::mem::take(&mut self.written))
     }
 
     fn flush_largest(&mut self) -> Result<(), LakeError> {

@@ -1,0 +1,61 @@
+//! Durations (`30s`, `15m`, `24h`, `7d`) and points in time (RFC 3339, `YYYY-MM-DD`, or a
+//! duration meaning "that long ago") on the command line.
+
+use std::time::Duration;
+
+use chrono::{DateTime, NaiveDate, Utc};
+
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number.parse().map_err(|_| format!("{text:?} is not a duration like 30s, 15m, 24h or 7d"))?;
+    let seconds = match unit {
+        "s" => n,
+        "m" => n * 60,
+        "h" | "" => n * 3600,
+        "d" => n * 86_400,
+        _ => return Err(format!("{text:?}: unknown unit {unit:?}; use s, m, h or d")),
+    };
+    if seconds == 0 {
+        return Err("the duration must be more than zero".into());
+    }
+    Ok(Duration::from_secs(seconds))
+}
+
+/// Milliseconds since the epoch of `text`: RFC 3339, a UTC date, or a duration ago.
+pub fn parse_time(text: &str) -> Result<i64, String> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return Ok(t.timestamp_millis());
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        return Ok(d.and_hms_opt(0, 0, 0).expect("midnight").and_utc().timestamp_millis());
+    }
+    match parse_duration(text) {
+        Ok(ago) => Ok(Utc::now().timestamp_millis() - ago.as_millis() as i64),
+        Err(_) => Err(format!("{text:?} is not a time: use RFC 3339 (2026-01-05T08:00:00Z), a date (2026-01-05) or a duration ago (24h)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("24h"), Ok(Duration::from_secs(86_400)));
+        assert_eq!(parse_duration("15m"), Ok(Duration::from_secs(900)));
+        assert_eq!(parse_duration("2d"), Ok(Duration::from_secs(172_800)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("3 weeks").is_err());
+    }
+
+    #[test]
+    fn times() {
+        assert_eq!(parse_time("2026-01-05"), Ok(1_767_571_200_000));
+        assert_eq!(parse_time("2026-01-05T08:00:00Z"), Ok(1_767_600_000_000));
+        let ago = parse_time("1h").unwrap();
+        assert!((Utc::now().timestamp_millis() - ago - 3_600_000).abs() < 5_000);
+        assert!(parse_time("yesterday").is_err());
+    }
+}

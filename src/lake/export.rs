@@ -1,0 +1,319 @@
+//! Exporting a JetStream stream into the lake, exactly once.
+//!
+//! Messages are read in stream order from just after the cursor. Every commit writes the
+//! buffered events as Parquet files (fsynced, renamed into place) and then, in one atomic
+//! manifest write, names those files and moves the cursor to the last sequence they hold.
+//! A crash before the manifest write leaves only uncommitted files, which the next writer
+//! removes; the next run starts again after the old cursor. So every event lands once.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+
+use super::LakeError;
+use super::layout::{Lake, WriterId};
+use super::pipeline::{Chunk, RawEvent, decode_in_order};
+use super::state::{ExportRun, ExportState, Manifest, WriteLock, sweep_uncommitted};
+use super::writer::EventSink;
+use crate::ingest::lines::Line;
+use crate::ingest::nats::{NatsError, NatsSource, StartAt};
+use crate::ingest::{Decoder, QuarantineReason};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error(transparent)]
+    Nats(#[from] NatsError),
+    #[error(transparent)]
+    Lake(#[from] LakeError),
+    #[error(
+        "the lake was exported from stream {stream:?} with filters {old:?}, not {new:?}; \
+         use the same filters, or --full to rebuild the lake's exported events with the new ones"
+    )]
+    FilterChanged { stream: String, old: Vec<String>, new: Vec<String> },
+    #[error("{source}; events up to sequence {cursor} are safely in the lake: run export again to continue")]
+    Interrupted {
+        cursor: u64,
+        #[source]
+        source: NatsError,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct ExportOptions {
+    pub stream: String,
+    pub filter_subjects: Vec<String>,
+    /// Start from the first message, replacing every event exported before.
+    pub full: bool,
+    /// Start at this time (ms since the epoch), replacing every event exported before.
+    pub since_ms: Option<i64>,
+    /// Commit after this many messages.
+    pub commit_every: usize,
+    /// …or after this much time.
+    pub commit_interval: Duration,
+    /// Messages per decode chunk.
+    pub chunk_messages: usize,
+    /// How long to wait for a message before taking the stream as caught up.
+    pub idle: Duration,
+    pub max_event_bytes: usize,
+    pub buffer_bytes: usize,
+    pub threads: usize,
+}
+
+impl ExportOptions {
+    pub fn new(stream: &str) -> Self {
+        Self {
+            stream: stream.to_owned(),
+            filter_subjects: Vec::new(),
+            full: false,
+            since_ms: None,
+            commit_every: 250_000,
+            commit_interval: Duration::from_secs(10),
+            chunk_messages: 1024,
+            idle: Duration::from_secs(2),
+            max_event_bytes: crate::ingest::DEFAULT_MAX_EVENT_BYTES,
+            buffer_bytes: 64 << 20,
+            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        }
+    }
+}
+
+/// What one export run did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExportSummary {
+    pub events: u64,
+    pub quarantined: BTreeMap<QuarantineReason, u64>,
+    pub bytes: u64,
+    pub files: usize,
+    pub seconds: f64,
+    pub cursor: u64,
+    pub stream_last_sequence: u64,
+    /// The run stopped early because it was asked to (Ctrl-C).
+    pub stopped: bool,
+}
+
+/// Progress callbacks: messages received and bytes.
+pub trait ExportProgress: Sync {
+    fn advance(&self, messages: u64, bytes: u64);
+}
+
+impl<F: Fn(u64, u64) + Sync> ExportProgress for F {
+    fn advance(&self, messages: u64, bytes: u64) {
+        self(messages, bytes)
+    }
+}
+
+/// Exports new messages of the stream into `lake`, until the stream is caught up or
+/// `stop` is set.
+pub async fn export(
+    lake: &Lake,
+    source: &mut NatsSource,
+    decoder: &Decoder,
+    opts: &ExportOptions,
+    stop: Arc<AtomicBool>,
+    progress: &dyn ExportProgress,
+) -> Result<ExportSummary, ExportError> {
+    let started = Instant::now();
+    let started_at = chrono::Utc::now().to_rfc3339();
+    let stream_last_sequence = source.last_sequence().await?;
+    let lock = WriteLock::acquire(lake)?;
+    let mut manifest = Manifest::load(lake)?;
+    sweep_uncommitted(lake, &manifest, &lock)?;
+
+    let rebuild = opts.full || opts.since_ms.is_some();
+    if let Some(state) = &manifest.export
+        && !rebuild
+        && (state.stream != opts.stream || state.filter_subjects != opts.filter_subjects)
+    {
+        return Err(ExportError::FilterChanged {
+            stream: state.stream.clone(),
+            old: state.filter_subjects.clone(),
+            new: opts.filter_subjects.clone(),
+        });
+    }
+    if rebuild || manifest.export.is_none() {
+        // Forget what was exported before; its files go once the manifest says so.
+        manifest.export = Some(ExportState {
+            stream: opts.stream.clone(),
+            filter_subjects: opts.filter_subjects.clone(),
+            ..ExportState::default()
+        });
+        manifest.save(lake)?;
+        sweep_uncommitted(lake, &manifest, &lock)?;
+    }
+    let cursor = manifest.export.as_ref().map_or(0, |s| s.cursor);
+    let start = match opts.since_ms {
+        Some(ms) => StartAt::Time(ms),
+        None if cursor == 0 => StartAt::First,
+        None => StartAt::Sequence(cursor + 1),
+    };
+
+    let mut summary = ExportSummary {
+        events: 0,
+        quarantined: BTreeMap::new(),
+        bytes: 0,
+        files: 0,
+        seconds: 0.0,
+        cursor,
+        stream_last_sequence,
+        stopped: false,
+    };
+    let mut first_sequence = 0;
+    if stream_last_sequence > cursor || opts.since_ms.is_some() {
+        let mut messages = source.messages(start, &opts.filter_subjects).await?;
+        let (tx, mut rx) = mpsc::channel::<Chunk>(opts.threads * 4);
+        let receive_opts = opts.clone();
+        let stop_receiving = Arc::clone(&stop);
+        let receiver = tokio::spawn(async move {
+            receive(&mut messages, &receive_opts, stream_last_sequence, &stop_receiving, &tx).await
+        });
+
+        let writer_id = WriterId::random();
+        let source_name = format!("nats:{}", opts.stream);
+        let write_result = tokio::task::block_in_place(|| {
+            let chunks = std::iter::from_fn(|| rx.blocking_recv());
+            let mut committer = Committer::new(lake, &mut manifest, EventSink::new(lake.clone(), writer_id, opts.buffer_bytes));
+            let mut since_commit = 0usize;
+            let mut last_commit = Instant::now();
+            decode_in_order(chunks, decoder, &source_name, opts.threads, |decoded| {
+                summary.bytes += decoded.bytes;
+                progress.advance(decoded.results.len() as u64, decoded.bytes);
+                since_commit += decoded.results.len();
+                if first_sequence == 0 {
+                    first_sequence = decoded.results.first().map_or(0, |r| match r {
+                        Ok(e) => e.stream_seq,
+                        Err(q) => q.position,
+                    });
+                }
+                for result in decoded.results {
+                    match result {
+                        Ok(event) => {
+                            summary.events += 1;
+                            committer.sink.push(event)?;
+                        }
+                        Err(line) => {
+                            *summary.quarantined.entry(line.reason).or_default() += 1;
+                            committer.sink.push_quarantined(line);
+                        }
+                    }
+                }
+                committer.last_position = decoded.last_position;
+                if since_commit >= opts.commit_every || last_commit.elapsed() >= opts.commit_interval {
+                    summary.files += committer.commit()?;
+                    since_commit = 0;
+                    last_commit = Instant::now();
+                }
+                Ok::<(), LakeError>(())
+            })?;
+            summary.files += committer.commit()?;
+            Ok::<(), LakeError>(())
+        });
+        let received = receiver.await.expect("receiver task panicked");
+        write_result?;
+        summary.cursor = manifest.export.as_ref().map_or(0, |s| s.cursor);
+        match received {
+            Ok(stopped) => summary.stopped = stopped,
+            Err(source) => return Err(ExportError::Interrupted { cursor: summary.cursor, source }),
+        }
+    }
+
+    summary.seconds = started.elapsed().as_secs_f64();
+    if let Some(state) = manifest.export.as_mut() {
+        state.last_run = Some(ExportRun {
+            started_at,
+            finished_at: chrono::Utc::now().to_rfc3339(),
+            events: summary.events,
+            quarantined: summary.quarantined.values().sum(),
+            first_sequence,
+            last_sequence: state.cursor,
+        });
+    }
+    manifest.save(lake)?;
+    Ok(summary)
+}
+
+/// Writes what is buffered and moves the cursor, in that order.
+struct Committer<'a> {
+    lake: &'a Lake,
+    manifest: &'a mut Manifest,
+    sink: EventSink,
+    last_position: u64,
+}
+
+impl<'a> Committer<'a> {
+    fn new(lake: &'a Lake, manifest: &'a mut Manifest, sink: EventSink) -> Self {
+        Self { lake, manifest, sink, last_position: 0 }
+    }
+
+    /// Returns the number of files committed.
+    fn commit(&mut self) -> Result<usize, LakeError> {
+        let files = self.sink.flush_all()?;
+        let state = self.manifest.export.as_mut().expect("export state is set before writing");
+        if self.last_position <= state.cursor && files.is_empty() {
+            return Ok(0);
+        }
+        state.files.extend(files.iter().map(|f| self.lake.relative(&f.path)));
+        state.cursor = state.cursor.max(self.last_position);
+        self.manifest.save(self.lake)?;
+        Ok(files.len())
+    }
+}
+
+/// Receives messages into chunks until the stream is caught up, `stop` is set, or the
+/// stream fails. Returns whether it stopped because it was asked to.
+async fn receive(
+    messages: &mut crate::ingest::nats::MessageStream,
+    opts: &ExportOptions,
+    stream_last_sequence: u64,
+    stop: &AtomicBool,
+    tx: &mpsc::Sender<Chunk>,
+) -> Result<bool, NatsError> {
+    let mut chunk = Chunk::default();
+    let flush_every = Duration::from_millis(200);
+    let mut chunk_started = Instant::now();
+    let mut seen_any = false;
+    let outcome = loop {
+        if stop.load(Ordering::Relaxed) {
+            break Ok(true);
+        }
+        let wait = if chunk.events.is_empty() { opts.idle } else { flush_every.min(opts.idle) };
+        match messages.next(wait).await {
+            Ok(Some(message)) => {
+                seen_any = true;
+                chunk.bytes += message.payload.len() as u64;
+                chunk.last_position = message.sequence;
+                let caught_up = message.pending == 0 || message.sequence >= stream_last_sequence;
+                let line = if message.payload.len() > opts.max_event_bytes {
+                    Line::TooLong { prefix: message.payload[..opts.max_event_bytes].to_vec(), len: message.payload.len() as u64 }
+                } else {
+                    Line::Complete(message.payload.to_vec())
+                };
+                chunk.events.push(RawEvent { position: message.sequence, line, subject: Some(message.subject) });
+                if caught_up {
+                    break Ok(false);
+                }
+                if chunk.events.len() >= opts.chunk_messages || chunk_started.elapsed() >= flush_every {
+                    if tx.send(std::mem::take(&mut chunk)).await.is_err() {
+                        break Ok(true);
+                    }
+                    chunk_started = Instant::now();
+                }
+            }
+            // Nothing more within the idle time: caught up (a filter may match nothing more).
+            Ok(None) if chunk.events.is_empty() || !seen_any => break Ok(false),
+            Ok(None) => {
+                if tx.send(std::mem::take(&mut chunk)).await.is_err() {
+                    break Ok(true);
+                }
+                chunk_started = Instant::now();
+            }
+            Err(e) => break Err(e),
+        }
+    };
+    if !chunk.events.is_empty() {
+        let _ = tx.send(chunk).await;
+    }
+    outcome
+}

@@ -1,0 +1,120 @@
+//! Decoding raw events on several threads while keeping their order.
+//!
+//! A producer thread pulls chunks of raw events from an iterator (a file reader, or a
+//! channel fed by the stream consumer), decoder threads turn them into events, and the
+//! calling thread receives the decoded chunks in input order, so that "everything up to
+//! position N" is a meaningful cursor.
+
+use std::collections::BTreeMap;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+use crate::ingest::lines::Line;
+use crate::ingest::{Decoder, Event, QuarantinedLine};
+
+/// One raw event: its position (line number or stream sequence), its bytes, and the
+/// NATS subject it came on.
+pub struct RawEvent {
+    pub position: u64,
+    pub line: Line,
+    pub subject: Option<String>,
+}
+
+/// Raw events read together, and how many input bytes they took.
+#[derive(Default)]
+pub struct Chunk {
+    pub events: Vec<RawEvent>,
+    pub bytes: u64,
+    /// The last input position this chunk covers (which may be past its last event).
+    pub last_position: u64,
+}
+
+/// A decoded chunk.
+pub struct Decoded {
+    pub results: Vec<Result<Event, QuarantinedLine>>,
+    pub bytes: u64,
+    pub last_position: u64,
+}
+
+/// Decodes `chunks` on `threads` threads and calls `each` with every decoded chunk, in
+/// input order. Stops at the first error of `each` (returned) and gives the iterator back
+/// when the input is exhausted.
+pub fn decode_in_order<I, E>(
+    chunks: I,
+    decoder: &Decoder,
+    source: &str,
+    threads: usize,
+    mut each: impl FnMut(Decoded) -> Result<(), E>,
+) -> Result<I, E>
+where
+    I: Iterator<Item = Chunk> + Send,
+{
+    let threads = threads.max(1);
+    let (raw_tx, raw_rx) = sync_channel::<(u64, Chunk)>(threads * 2);
+    let (done_tx, done_rx) = sync_channel::<(u64, Decoded)>(threads * 2);
+    let raw_rx = Arc::new(Mutex::new(raw_rx));
+    let stop = AtomicBool::new(false);
+
+    thread::scope(|scope| {
+        let stop = &stop;
+        let producer = scope.spawn(move || {
+            let mut chunks = chunks;
+            for (index, chunk) in (0u64..).zip(chunks.by_ref()) {
+                if stop.load(Ordering::Relaxed) || raw_tx.send((index, chunk)).is_err() {
+                    break;
+                }
+            }
+            chunks
+        });
+        for _ in 0..threads {
+            let rx = Arc::clone(&raw_rx);
+            let tx = done_tx.clone();
+            scope.spawn(move || decode_chunks(&rx, decoder, source, &tx));
+        }
+        drop(done_tx);
+
+        let mut waiting: BTreeMap<u64, Decoded> = BTreeMap::new();
+        let mut next = 0u64;
+        let mut failed = None;
+        for (index, decoded) in done_rx {
+            if failed.is_some() {
+                continue; // drain, so the other threads can finish
+            }
+            waiting.insert(index, decoded);
+            while let Some(decoded) = waiting.remove(&next) {
+                next += 1;
+                if let Err(e) = each(decoded) {
+                    failed = Some(e);
+                    stop.store(true, Ordering::Relaxed);
+                    break;
+                }
+            }
+        }
+        let chunks = producer.join().expect("producer thread panicked");
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(chunks),
+        }
+    })
+}
+
+fn decode_chunks(rx: &Mutex<Receiver<(u64, Chunk)>>, decoder: &Decoder, source: &str, tx: &SyncSender<(u64, Decoded)>) {
+    loop {
+        let received = rx.lock().expect("chunk queue").recv();
+        let Ok((index, chunk)) = received else { return };
+        let results = chunk
+            .events
+            .into_iter()
+            .map(|raw| match raw.line {
+                Line::Complete(bytes) => decoder.decode(&bytes, source, raw.position, raw.subject.as_deref()),
+                too_long => decoder.decode_line(too_long, source, raw.position),
+            })
+            .collect();
+        let decoded = Decoded { results, bytes: chunk.bytes, last_position: chunk.last_position };
+        if tx.send((index, decoded)).is_err() {
+            return;
+        }
+    }
+}
