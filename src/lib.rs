@@ -5,6 +5,7 @@
 //! DataFusion ([`engine`]).
 
 pub mod config;
+pub mod detect;
 pub mod engine;
 pub mod generate;
 pub mod ingest;

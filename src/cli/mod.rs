@@ -1,5 +1,6 @@
 //! The command line: argument parsing and one module per command.
 
+mod analyze;
 mod demo;
 mod export;
 mod generate;
@@ -40,6 +41,8 @@ enum Command {
     Import(import::ImportArgs),
     /// Export the JetStream event stream into the lake (new events only, exactly once).
     Export(export::ExportArgs),
+    /// Detect failure patterns (new events only, unless --full) and report them.
+    Analyze(analyze::AnalyzeArgs),
     /// Run SQL over the lake (no query: an interactive prompt).
     Sql(sql::SqlArgs),
     /// Show what the lake holds.
@@ -88,6 +91,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Demo(args) => block_on(demo::run(&ctx, args)),
         Command::Import(args) => import::run(&ctx, args),
         Command::Export(args) => block_on(export::run(&ctx, args)),
+        Command::Analyze(args) => block_on(analyze::run(&ctx, args)),
         Command::Sql(args) => block_on(sql::run(&ctx, args)),
         Command::Status(args) => block_on(status::run(&ctx, args)),
         Command::Generate(args) => generate::run(args),

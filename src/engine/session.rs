@@ -14,9 +14,10 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement};
 
 use super::EngineError;
-use crate::lake::schema::{EVENTS_SCHEMA, PARTITION_COLUMN, QUARANTINE_SCHEMA};
+use crate::lake::schema::{EVENTS_SCHEMA, FINDINGS_SCHEMA, PARTITION_COLUMN, QUARANTINE_SCHEMA};
 use crate::lake::{Lake, Table};
 use crate::redact::Redactor;
+use tracelake_udfs::Patterns;
 
 /// Settings of a query session.
 #[derive(Debug, Clone)]
@@ -24,6 +25,8 @@ pub struct EngineOptions {
     /// Memory for query execution; operators spill to disk beyond it.
     pub memory_limit_bytes: usize,
     pub target_partitions: usize,
+    /// Language packs for the text-category UDFs.
+    pub patterns: Arc<Patterns>,
 }
 
 impl Default for EngineOptions {
@@ -31,6 +34,7 @@ impl Default for EngineOptions {
         Self {
             memory_limit_bytes: 256 << 20,
             target_partitions: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            patterns: Arc::new(Patterns::default_languages()),
         }
     }
 }
@@ -53,7 +57,8 @@ pub async fn open_session(lake: &Lake, redactor: Redactor, opts: &EngineOptions)
     let ctx = SessionContext::new_with_config_rt(config, runtime);
     register_table(&ctx, lake, Table::Events, EVENTS_SCHEMA.clone()).await?;
     register_table(&ctx, lake, Table::Quarantine, QUARANTINE_SCHEMA.clone()).await?;
-    tracelake_udfs::register_all(&ctx, redactor);
+    register_table(&ctx, lake, Table::Findings, FINDINGS_SCHEMA.clone()).await?;
+    tracelake_udfs::register_all(&ctx, redactor, Arc::clone(&opts.patterns));
     Ok(ctx)
 }
 

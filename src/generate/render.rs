@@ -98,8 +98,10 @@ pub fn render(rng: &mut impl Rng, plan: &SessionPlan) -> Vec<Line> {
         }
         if b && let Some((b_type, b_payload)) = event.b {
             seq += 1;
-            // The second publisher sees the event a little later, sometimes in the next second.
-            let ts = event.ts + rng.random_range(20..950);
+            // The second publisher sees messages and tool events a little later, sometimes in
+            // the next second; lifecycle events carry the same time (that is how they pair up).
+            let jitter = if event.kind.starts_with("msg.") || event.kind.starts_with("tool.") { rng.random_range(20..950) } else { 0 };
+            let ts = event.ts + jitter;
             let id = format!("{}-{}", to_base36(ts as u64), hex(rng, 4));
             let raw = json!({"id": id, "timestamp": ts, "agent": plan.agent, "session": format!("agent:{}:{session}", plan.agent), "type": b_type, "visibility": "internal", "payload": b_payload, "meta": {"source": "session-sync", "runId": run_id, "seq": seq, "stream": "conversation"}});
             lines.push(Line { ts, event_type: b_type.into(), schema: "B", json: raw.to_string() });

@@ -12,6 +12,7 @@ use super::schema::PARTITION_COLUMN;
 pub enum Table {
     Events,
     Quarantine,
+    Findings,
 }
 
 impl Table {
@@ -19,6 +20,7 @@ impl Table {
         match self {
             Table::Events => "events",
             Table::Quarantine => "quarantine",
+            Table::Findings => "findings",
         }
     }
 }

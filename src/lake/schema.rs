@@ -78,6 +78,29 @@ pub static QUARANTINE_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     ]))
 });
 
+/// Columns of `findings`.
+pub static FINDINGS_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    let text = |name: &str| Field::new(name, DataType::Utf8, false);
+    Arc::new(Schema::new(vec![
+        text("finding_id"),
+        text("run_id"),
+        text("signal"),
+        text("severity"),
+        text("chain_id"),
+        text("agent"),
+        text("session"),
+        Field::new("start_idx", DataType::Int64, false),
+        Field::new("end_idx", DataType::Int64, false),
+        text("start_event_id"),
+        text("end_event_id"),
+        Field::new("occurred_at", ts_type(), false),
+        Field::new("detected_at", ts_type(), false),
+        text("summary"),
+        text("evidence"),
+        Field::new("fingerprint", DataType::Utf8, true),
+    ]))
+});
+
 /// Events (already in their final order) as one record batch.
 pub fn events_batch(events: &[Event]) -> Result<RecordBatch, ArrowError> {
     fn text<'a>(events: &'a [Event], f: impl Fn(&'a Event) -> Option<&'a str>) -> ArrayRef {

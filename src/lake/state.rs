@@ -61,6 +61,27 @@ pub struct ExportRun {
     pub last_sequence: u64,
 }
 
+/// One committed analysis run and the findings files it wrote.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AnalysisRecord {
+    pub run_id: String,
+    pub finished_at: String,
+    pub findings: u64,
+    pub files: Vec<String>,
+}
+
+/// Where incremental analysis resumes (spec §10.4 ProcessingState).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessingState {
+    pub last_processed_ts: i64,
+    pub last_processed_seq: u64,
+    pub total_events_processed: u64,
+    pub total_findings: u64,
+    pub updated_at: String,
+}
+
 /// Everything committed to the lake.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -69,6 +90,10 @@ pub struct Manifest {
     pub imports: Vec<ImportRecord>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub export: Option<ExportState>,
+    #[serde(default)]
+    pub analyses: Vec<AnalysisRecord>,
+    #[serde(default)]
+    pub processing_state: ProcessingState,
 }
 
 impl Manifest {
@@ -92,7 +117,8 @@ impl Manifest {
     /// Every committed data file, relative to the lake root.
     pub fn committed_files(&self) -> HashSet<&str> {
         let exported = self.export.iter().flat_map(|e| e.files.iter().map(String::as_str));
-        self.imports.iter().flat_map(|r| r.files.iter().map(String::as_str)).chain(exported).collect()
+        let analysed = self.analyses.iter().flat_map(|a| a.files.iter().map(String::as_str));
+        self.imports.iter().flat_map(|r| r.files.iter().map(String::as_str)).chain(exported).chain(analysed).collect()
     }
 }
 
@@ -133,7 +159,7 @@ impl WriteLock {
 pub fn sweep_uncommitted(lake: &Lake, manifest: &Manifest, _lock: &WriteLock) -> Result<Vec<PathBuf>, LakeError> {
     let committed = manifest.committed_files();
     let mut removed = Vec::new();
-    for table in [Table::Events, Table::Quarantine] {
+    for table in [Table::Events, Table::Quarantine, Table::Findings] {
         for path in data_files(&lake.table_dir(table), true)? {
             if !committed.contains(lake.relative(&path).as_str()) {
                 fs::remove_file(&path).map_err(|e| LakeError::io(&path, e))?;

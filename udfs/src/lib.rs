@@ -1,20 +1,40 @@
 //! DataFusion user-defined functions for agent-trace analysis.
 //!
-//! Every function is a struct implementing `ScalarUDFImpl`, one per file; [`register_all`]
-//! adds them all to a `SessionContext`, so they work in any DataFusion context.
+//! Every function is a struct implementing `ScalarUDFImpl` (or `WindowUDFImpl`), one per
+//! file; [`register_all`] adds them all to a `SessionContext`, so they work in any
+//! DataFusion context.
 
 pub mod chain_id;
-mod strings;
+pub mod chain_scan;
+pub mod fail_fingerprint;
+pub mod json_object;
+pub mod patterns;
 pub mod redact;
+pub mod similarity;
+mod strings;
+pub mod text_category;
 
-use datafusion::logical_expr::ScalarUDF;
+use std::sync::Arc;
+
+use datafusion::logical_expr::{ScalarUDF, WindowUDF};
 use datafusion::prelude::SessionContext;
 
 pub use chain_id::ChainIdUdf;
+pub use patterns::{Category, PatternError, Patterns};
 pub use redact::{RedactUdf, Redactor, RedactorError};
 
-/// Registers every tracelake UDF. `redactor` carries the built-in and the user's patterns.
-pub fn register_all(ctx: &SessionContext, redactor: Redactor) {
+/// Registers every tracelake UDF. `redactor` carries the built-in and the user's redaction
+/// patterns, `patterns` the chosen language packs.
+pub fn register_all(ctx: &SessionContext, redactor: Redactor, patterns: Arc<Patterns>) {
     ctx.register_udf(ScalarUDF::from(RedactUdf::new(redactor)));
     ctx.register_udf(ScalarUDF::from(ChainIdUdf::new()));
+    ctx.register_udf(ScalarUDF::from(fail_fingerprint::FailFingerprintUdf::new()));
+    ctx.register_udf(ScalarUDF::from(json_object::JsonObjectUdf::new()));
+    ctx.register_udf(ScalarUDF::from(similarity::PairSimilarityUdf::levenshtein_ratio()));
+    ctx.register_udf(ScalarUDF::from(similarity::PairSimilarityUdf::param_similarity()));
+    for udf in text_category::TextCategoryUdf::all(&patterns) {
+        ctx.register_udf(ScalarUDF::from(udf));
+    }
+    ctx.register_udwf(WindowUDF::from(chain_scan::ChainScanUdf::doom_loop_id()));
+    ctx.register_udwf(WindowUDF::from(chain_scan::ChainScanUdf::unrecovered_failure()));
 }

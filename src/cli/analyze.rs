@@ -1,0 +1,89 @@
+//! `tracelake analyze`: detect failure patterns and report them.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use tracelake::detect::report::{AnalysisReport, any_at_least};
+use tracelake::detect::{AnalyzeOptions, analyze};
+
+use super::Ctx;
+use super::time_args::parse_time;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Table,
+    Json,
+    Markdown,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Severity {
+    Low,
+    Medium,
+    High,
+    Critical,
+}
+
+impl Severity {
+    fn as_str(self) -> &'static str {
+        match self {
+            Severity::Low => "low",
+            Severity::Medium => "medium",
+            Severity::High => "high",
+            Severity::Critical => "critical",
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    /// Analyze every event and replace all earlier findings (default: only what is new).
+    #[arg(long, env = "TRACELAKE_FULL")]
+    full: bool,
+    /// Analyze the sessions active since this time (RFC 3339, YYYY-MM-DD, or e.g. 24h ago).
+    #[arg(long, env = "TRACELAKE_SINCE", value_parser = parse_time, conflicts_with = "full")]
+    since: Option<i64>,
+    /// Report format.
+    #[arg(long, value_enum, env = "TRACELAKE_FORMAT", default_value_t = ReportFormat::Table)]
+    format: ReportFormat,
+    /// Write the report to this file instead of standard output.
+    #[arg(long, env = "TRACELAKE_OUTPUT")]
+    output: Option<PathBuf>,
+    /// Exit with code 3 when a finding at or above this severity exists.
+    #[arg(long, value_enum, env = "TRACELAKE_FAIL_ON")]
+    fail_on: Option<Severity>,
+    /// A directory of extra detector .sql files.
+    #[arg(long, env = "TRACELAKE_DETECTORS")]
+    detectors: Option<PathBuf>,
+}
+
+pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
+    let lake = ctx.lake()?;
+    let opts = AnalyzeOptions { full: args.full, since_ms: args.since, detectors_dir: args.detectors.clone(), dry_run: false };
+    let analysis = analyze(&lake, &ctx.config, ctx.redactor()?, &opts).await?;
+    for (name, reason) in &analysis.skipped_detectors {
+        eprintln!("warning: detector {name} skipped: {reason}");
+    }
+    let report = AnalysisReport::assemble(&analysis);
+    let text = render(&report, args.format)?;
+    match &args.output {
+        Some(path) => std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?,
+        None => print!("{text}"),
+    }
+    if let Some(threshold) = args.fail_on
+        && any_at_least(&analysis.findings, threshold.as_str())
+    {
+        return Ok(ExitCode::from(3));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn render(report: &AnalysisReport, format: ReportFormat) -> anyhow::Result<String> {
+    Ok(match format {
+        ReportFormat::Json => serde_json::to_string_pretty(report)? + "\n",
+        ReportFormat::Markdown => report.to_markdown(),
+        ReportFormat::Table => report.to_terminal(15),
+    })
+}

@@ -1,0 +1,227 @@
+//! One analysis run: choose the events (all, or the sessions touched since the last run),
+//! rebuild chains, run every enabled detector, keep the new findings in the lake.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::datatypes::{Int64Type, TimestampMillisecondType};
+use datafusion::prelude::SessionContext;
+
+use super::finding::{Finding, finding_id, findings_batch, from_detector_batch, severity_rank};
+use super::sql::{CHAIN_VIEWS, CHAINS, Detector, SqlParams, builtin_detectors, user_detectors};
+use super::DetectError;
+use crate::config::Config;
+use crate::engine::{EngineOptions, open_session};
+use crate::lake::layout::{PartitionDate, part_file_name};
+use crate::lake::state::{AnalysisRecord, Manifest, ProcessingState, WriteLock, sweep_uncommitted};
+use crate::lake::writer::write_parquet_atomic;
+use crate::lake::{Lake, Table, WriterId};
+use crate::redact::Redactor;
+use tracelake_udfs::Patterns;
+
+#[derive(Debug, Clone, Default)]
+pub struct AnalyzeOptions {
+    /// Analyze every event and replace all earlier findings.
+    pub full: bool,
+    /// Analyze the sessions active since this time (ms), instead of since the last run.
+    pub since_ms: Option<i64>,
+    /// More detector files (besides config `detectorsDir`).
+    pub detectors_dir: Option<PathBuf>,
+    /// Keep the findings only in the report, not in the lake.
+    pub dry_run: bool,
+}
+
+/// What an analysis run found.
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    pub run_id: String,
+    pub started_at: i64,
+    pub completed_at: i64,
+    pub events_processed: u64,
+    pub chains: u64,
+    pub time_range: (i64, i64),
+    /// New findings of this run, most severe first.
+    pub findings: Vec<Finding>,
+    /// Findings detected but not kept because of `output.maxFindings`.
+    pub dropped_findings: usize,
+    /// User detectors that could not run: (file, reason).
+    pub skipped_detectors: Vec<(String, String)>,
+    pub previous_state: ProcessingState,
+    pub processing_state: ProcessingState,
+}
+
+pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &AnalyzeOptions) -> Result<Analysis, DetectError> {
+    let started_at = chrono::Utc::now().timestamp_millis();
+    let engine = EngineOptions { patterns: Arc::new(Patterns::new(&config.languages)?), ..EngineOptions::default() };
+    let ctx = open_session(lake, redactor, &engine).await?;
+    let lock = WriteLock::acquire(lake)?;
+    let mut manifest = Manifest::load(lake)?;
+    sweep_uncommitted(lake, &manifest, &lock)?;
+    let previous_state = manifest.processing_state.clone();
+
+    let resume = match (opts.full, opts.since_ms) {
+        (true, _) => None,
+        (false, Some(since)) => Some(since),
+        (false, None) => (previous_state.last_processed_ts > 0).then_some(previous_state.last_processed_ts),
+    };
+    let params = SqlParams { chain_gap_ms: config.chain_gap_minutes.max(0) * 60_000, ..SqlParams::default() };
+    let context_ms = config.incremental_context_window.max(0) * 60_000;
+    define_analysis_events(&ctx, resume, context_ms).await?;
+    build_chains(&ctx, &params).await?;
+    let (chains, events_processed, time_range) = chain_stats(&ctx).await?;
+
+    let run_id = format!("run-{}-{}", chrono::Utc::now().format("%Y%m%dT%H%M%S"), &WriterId::random().as_str()[..6]);
+    let mut detectors: Vec<Detector> = builtin_detectors()
+        .into_iter()
+        .filter(|d| config.signals.get(&d.name).is_none_or(|s| s.enabled))
+        .collect();
+    for dir in config.detectors_dir.iter().map(PathBuf::from).chain(opts.detectors_dir.clone()) {
+        detectors.extend(user_detectors(&dir).map_err(|source| DetectError::DetectorDir { path: dir.display().to_string(), source })?);
+    }
+    let mut findings = Vec::new();
+    let mut skipped_detectors = Vec::new();
+    for detector in &detectors {
+        match run_detector(&ctx, detector, &params).await {
+            Ok(found) => findings.extend(found),
+            Err(message) if detector.builtin => return Err(DetectError::Builtin { name: detector.name.clone(), message }),
+            Err(message) => skipped_detectors.push((detector.name.clone(), message)),
+        }
+    }
+
+    let detected_at = chrono::Utc::now().timestamp_millis();
+    for f in &mut findings {
+        if let Some(severity) = config.signals.get(&f.signal).and_then(|s| s.severity.clone()) {
+            f.severity = severity;
+        }
+        f.finding_id = finding_id(&f.signal, &f.agent, &f.session, &f.start_event_id, &f.end_event_id);
+        f.run_id = run_id.clone();
+        f.detected_at = detected_at;
+    }
+    let reported: HashSet<String> = if opts.full { HashSet::new() } else { reported_ids(&ctx).await? };
+    let mut seen = HashSet::new();
+    findings.retain(|f| !reported.contains(&f.finding_id) && seen.insert(f.finding_id.clone()));
+    findings.sort_by(|a, b| {
+        severity_rank(&b.severity)
+            .cmp(&severity_rank(&a.severity))
+            .then(a.occurred_at.cmp(&b.occurred_at))
+            .then(a.finding_id.cmp(&b.finding_id))
+    });
+    let max = usize::try_from(config.output.max_findings.max(0)).unwrap_or(usize::MAX);
+    let dropped_findings = findings.len().saturating_sub(max);
+    findings.truncate(max);
+
+    let processing_state = ProcessingState {
+        last_processed_ts: time_range.1.max(previous_state.last_processed_ts * i64::from(!opts.full)),
+        last_processed_seq: 0,
+        total_events_processed: if opts.full { 0 } else { previous_state.total_events_processed } + events_processed,
+        total_findings: if opts.full { 0 } else { previous_state.total_findings } + findings.len() as u64,
+        updated_at: chrono::Utc::now().to_rfc3339(),
+    };
+    if !opts.dry_run {
+        let mut files = Vec::new();
+        if !findings.is_empty() {
+            let writer = WriterId::random();
+            let dir = lake.partition_dir(Table::Findings, &PartitionDate::from_millis(detected_at));
+            let batch = findings_batch(&findings).map_err(crate::lake::LakeError::from)?;
+            let file = write_parquet_atomic(&dir, &part_file_name(&writer, 1), batch.schema(), [Ok(batch)])?;
+            files.push(lake.relative(&file.path));
+        }
+        if opts.full {
+            manifest.analyses.clear();
+        }
+        manifest.analyses.push(AnalysisRecord {
+            run_id: run_id.clone(),
+            finished_at: chrono::Utc::now().to_rfc3339(),
+            findings: findings.len() as u64,
+            files,
+        });
+        manifest.processing_state = processing_state.clone();
+        manifest.save(lake)?;
+        sweep_uncommitted(lake, &manifest, &lock)?;
+    }
+    Ok(Analysis {
+        run_id,
+        started_at,
+        completed_at: chrono::Utc::now().timestamp_millis(),
+        events_processed,
+        chains,
+        time_range,
+        findings,
+        dropped_findings,
+        skipped_detectors,
+        previous_state,
+        processing_state,
+    })
+}
+
+/// `analysis_events`: every event, or those of the sessions active after `resume`, from
+/// the context window before it on, so that chains spanning the resume point are whole.
+async fn define_analysis_events(ctx: &SessionContext, resume: Option<i64>, context_ms: i64) -> Result<(), DetectError> {
+    let select = match resume {
+        None => "SELECT * FROM events".to_owned(),
+        Some(t) => {
+            let iso = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339();
+            format!(
+                "SELECT e.* FROM events e WHERE e.ts >= '{}' AND EXISTS \
+                 (SELECT 1 FROM events n WHERE n.ts > '{}' AND n.agent = e.agent AND n.session = e.session)",
+                iso(t - context_ms),
+                iso(t)
+            )
+        }
+    };
+    ctx.sql(&format!("CREATE OR REPLACE VIEW analysis_events AS {select}")).await?.collect().await?;
+    Ok(())
+}
+
+/// Runs the chain SQL, keeping `chain_events` in memory: every detector reads it.
+pub async fn build_chains(ctx: &SessionContext, params: &SqlParams) -> Result<(), DetectError> {
+    for statement in [CHAINS] {
+        crate::engine::run_statements(ctx, &params.fill(statement), |_, _| Ok(())).await?;
+    }
+    let cached = ctx.table("chain_events").await?.cache().await?;
+    ctx.deregister_table("chain_events")?;
+    ctx.register_table("chain_events", cached.into_view())?;
+    crate::engine::run_statements(ctx, &params.fill(CHAIN_VIEWS), |_, _| Ok(())).await?;
+    Ok(())
+}
+
+/// (chains, events in chains, (first, last) event time in ms).
+async fn chain_stats(ctx: &SessionContext) -> Result<(u64, u64, (i64, i64)), DetectError> {
+    let batches = ctx
+        .sql("SELECT count(*) AS chains, CAST(coalesce(sum(n_events), 0) AS BIGINT) AS events, min(start_ts) AS first, max(end_ts) AS last FROM chains")
+        .await?
+        .collect()
+        .await?;
+    let b = &batches[0];
+    let first = b.column(2).as_primitive::<TimestampMillisecondType>();
+    let last = b.column(3).as_primitive::<TimestampMillisecondType>();
+    let range = if first.is_null(0) { (0, 0) } else { (first.value(0), last.value(0)) };
+    Ok((
+        b.column(0).as_primitive::<Int64Type>().value(0) as u64,
+        b.column(1).as_primitive::<Int64Type>().value(0) as u64,
+        range,
+    ))
+}
+
+async fn run_detector(ctx: &SessionContext, detector: &Detector, params: &SqlParams) -> Result<Vec<Finding>, String> {
+    let df = ctx.sql(&params.fill(&detector.sql)).await.map_err(|e| e.to_string())?;
+    let batches = df.collect().await.map_err(|e| e.to_string())?;
+    let mut findings = Vec::new();
+    for batch in &batches {
+        findings.extend(from_detector_batch(batch)?);
+    }
+    Ok(findings)
+}
+
+async fn reported_ids(ctx: &SessionContext) -> Result<HashSet<String>, DetectError> {
+    let batches = ctx.sql("SELECT finding_id FROM findings").await?.collect().await?;
+    Ok(batches
+        .iter()
+        .flat_map(|b| {
+            let ids = datafusion::arrow::compute::cast(b.column(0), &datafusion::arrow::datatypes::DataType::Utf8).expect("text");
+            ids.as_string::<i32>().iter().flatten().map(str::to_owned).collect::<Vec<_>>()
+        })
+        .collect())
+}

@@ -1,0 +1,133 @@
+//! Findings: what a detector reports, as rows of the `findings` table.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Int64Type, TimeUnit, TimestampMillisecondType};
+use sha2::{Digest, Sha256};
+
+use crate::lake::schema::FINDINGS_SCHEMA;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub finding_id: String,
+    pub run_id: String,
+    pub signal: String,
+    pub severity: String,
+    pub chain_id: String,
+    pub agent: String,
+    pub session: String,
+    pub start_idx: i64,
+    pub end_idx: i64,
+    pub start_event_id: String,
+    pub end_event_id: String,
+    pub occurred_at: i64,
+    pub detected_at: i64,
+    pub summary: String,
+    /// JSON text.
+    pub evidence: String,
+    pub fingerprint: Option<String>,
+}
+
+/// Severities from least to most severe.
+pub const SEVERITIES: [&str; 4] = ["low", "medium", "high", "critical"];
+
+pub fn severity_rank(severity: &str) -> usize {
+    SEVERITIES.iter().position(|s| *s == severity).unwrap_or(0)
+}
+
+/// The same finding gets the same id in every run: signal, place and events.
+pub fn finding_id(signal: &str, agent: &str, session: &str, start_event_id: &str, end_event_id: &str) -> String {
+    let digest = Sha256::digest(format!("{signal}|{agent}|{session}|{start_event_id}|{end_event_id}"));
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The columns a detector must yield.
+pub const DETECTOR_COLUMNS: [&str; 13] = [
+    "signal",
+    "severity",
+    "chain_id",
+    "agent",
+    "session",
+    "start_idx",
+    "end_idx",
+    "start_event_id",
+    "end_event_id",
+    "occurred_at",
+    "summary",
+    "evidence",
+    "fingerprint",
+];
+
+/// Reads a detector's result batch into findings (ids and times filled in by the caller).
+pub fn from_detector_batch(batch: &RecordBatch) -> Result<Vec<Finding>, String> {
+    let column = |name: &str| batch.column_by_name(name).ok_or_else(|| format!("missing column `{name}`"));
+    let text = |name: &str| -> Result<ArrayRef, String> {
+        cast(column(name)?, &DataType::Utf8).map_err(|e| format!("column `{name}`: {e}"))
+    };
+    let int = |name: &str| -> Result<ArrayRef, String> {
+        cast(column(name)?, &DataType::Int64).map_err(|e| format!("column `{name}`: {e}"))
+    };
+    let occurred = cast(column("occurred_at")?, &DataType::Timestamp(TimeUnit::Millisecond, None))
+        .map_err(|e| format!("column `occurred_at`: {e}"))?;
+    let occurred = occurred.as_primitive::<TimestampMillisecondType>();
+    let texts: Vec<ArrayRef> = ["signal", "severity", "chain_id", "agent", "session", "start_event_id", "end_event_id", "summary", "evidence", "fingerprint"]
+        .iter()
+        .map(|n| text(n))
+        .collect::<Result<_, _>>()?;
+    let t: Vec<&StringArray> = texts.iter().map(|a| a.as_string::<i32>()).collect();
+    let (start, end) = (int("start_idx")?, int("end_idx")?);
+    let (start, end) = (start.as_primitive::<Int64Type>(), end.as_primitive::<Int64Type>());
+    let get = |a: &StringArray, i: usize| if a.is_null(i) { String::new() } else { a.value(i).to_owned() };
+    Ok((0..batch.num_rows())
+        .map(|i| Finding {
+            finding_id: String::new(),
+            run_id: String::new(),
+            signal: get(t[0], i),
+            severity: get(t[1], i),
+            chain_id: get(t[2], i),
+            agent: get(t[3], i),
+            session: get(t[4], i),
+            start_idx: start.value(i),
+            end_idx: end.value(i),
+            start_event_id: get(t[5], i),
+            end_event_id: get(t[6], i),
+            occurred_at: if occurred.is_null(i) { 0 } else { occurred.value(i) },
+            detected_at: 0,
+            summary: get(t[7], i),
+            evidence: if t[8].is_null(i) { "{}".into() } else { t[8].value(i).to_owned() },
+            fingerprint: (!t[9].is_null(i)).then(|| t[9].value(i).to_owned()),
+        })
+        .collect())
+}
+
+/// Findings as a batch of the `findings` table.
+pub fn findings_batch(findings: &[Finding]) -> Result<RecordBatch, datafusion::arrow::error::ArrowError> {
+    let text = |f: &dyn Fn(&Finding) -> Option<&str>| -> ArrayRef { Arc::new(findings.iter().map(f).collect::<StringArray>()) };
+    let int = |f: &dyn Fn(&Finding) -> i64| -> ArrayRef { Arc::new(Int64Array::from_iter_values(findings.iter().map(f))) };
+    let time = |f: &dyn Fn(&Finding) -> i64| -> ArrayRef {
+        Arc::new(TimestampMillisecondArray::from_iter_values(findings.iter().map(f)).with_timezone("UTC"))
+    };
+    RecordBatch::try_new(
+        FINDINGS_SCHEMA.clone(),
+        vec![
+            text(&|f| Some(&f.finding_id)),
+            text(&|f| Some(&f.run_id)),
+            text(&|f| Some(&f.signal)),
+            text(&|f| Some(&f.severity)),
+            text(&|f| Some(&f.chain_id)),
+            text(&|f| Some(&f.agent)),
+            text(&|f| Some(&f.session)),
+            int(&|f| f.start_idx),
+            int(&|f| f.end_idx),
+            text(&|f| Some(&f.start_event_id)),
+            text(&|f| Some(&f.end_event_id)),
+            time(&|f| f.occurred_at),
+            time(&|f| f.detected_at),
+            text(&|f| Some(&f.summary)),
+            text(&|f| Some(&f.evidence)),
+            text(&|f| f.fingerprint.as_deref()),
+        ],
+    )
+}

@@ -1,0 +1,30 @@
+//! Failure detection: chains rebuilt in SQL, the detectors run over them, findings kept
+//! in the lake, and the analysis report.
+
+pub mod analyze;
+pub mod finding;
+pub mod report;
+pub mod sql;
+
+pub use analyze::{Analysis, AnalyzeOptions, analyze};
+pub use finding::Finding;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DetectError {
+    #[error(transparent)]
+    Engine(#[from] crate::engine::EngineError),
+    #[error("{0}")]
+    DataFusion(#[from] datafusion::error::DataFusionError),
+    #[error(transparent)]
+    Lake(#[from] crate::lake::LakeError),
+    #[error(transparent)]
+    Patterns(#[from] tracelake_udfs::PatternError),
+    #[error("built-in detector {name} failed: {message}")]
+    Builtin { name: String, message: String },
+    #[error("cannot read detector directory {path}: {source}")]
+    DetectorDir {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,219 @@
+//! The AnalysisReport of spec §10.4 (camelCase JSON), and its Markdown and terminal forms.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::analyze::Analysis;
+use super::finding::{Finding, severity_rank};
+use crate::lake::state::ProcessingState;
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AnalysisReport {
+    pub version: u32,
+    pub generated_at: String,
+    pub stats: Stats,
+    pub signal_stats: Vec<SignalStats>,
+    pub findings: Vec<ReportFinding>,
+    pub generated_outputs: Vec<Value>,
+    pub rule_effectiveness: Vec<Value>,
+    pub processing_state: ProcessingState,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stats {
+    pub started_at: i64,
+    pub completed_at: i64,
+    pub events_processed: u64,
+    pub chains_reconstructed: u64,
+    pub findings_detected: usize,
+    pub findings_classified: usize,
+    pub outputs_generated: usize,
+    pub time_range: TimeRange,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TimeRange {
+    pub start_ms: i64,
+    pub end_ms: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignalStats {
+    pub signal: String,
+    pub count: usize,
+    pub by_severity: BTreeMap<String, usize>,
+    pub top_agents: Vec<AgentCount>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentCount {
+    pub agent: String,
+    pub count: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReportFinding {
+    pub id: String,
+    pub chain_id: String,
+    pub agent: String,
+    pub session: String,
+    pub signal: SignalDetail,
+    pub detected_at: i64,
+    pub occurred_at: i64,
+    pub classification: Option<Value>,
+    pub start_event_id: String,
+    pub end_event_id: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignalDetail {
+    pub signal: String,
+    pub severity: String,
+    pub event_range: EventRange,
+    pub summary: String,
+    pub evidence: Value,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EventRange {
+    pub start: i64,
+    pub end: i64,
+}
+
+impl AnalysisReport {
+    pub fn assemble(analysis: &Analysis) -> Self {
+        AnalysisReport {
+            version: 1,
+            generated_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            stats: Stats {
+                started_at: analysis.started_at,
+                completed_at: analysis.completed_at,
+                events_processed: analysis.events_processed,
+                chains_reconstructed: analysis.chains,
+                findings_detected: analysis.findings.len(),
+                findings_classified: 0,
+                outputs_generated: 0,
+                time_range: TimeRange { start_ms: analysis.time_range.0, end_ms: analysis.time_range.1 },
+            },
+            signal_stats: signal_stats(&analysis.findings),
+            findings: analysis.findings.iter().map(report_finding).collect(),
+            generated_outputs: Vec::new(),
+            rule_effectiveness: Vec::new(),
+            processing_state: analysis.processing_state.clone(),
+        }
+    }
+
+    pub fn to_markdown(&self) -> String {
+        let mut md = String::from("# Trace analysis\n\n");
+        md.push_str(&format!(
+            "{} events in {} chains analyzed; {} findings.\n\n",
+            self.stats.events_processed, self.stats.chains_reconstructed, self.stats.findings_detected
+        ));
+        if !self.signal_stats.is_empty() {
+            md.push_str("| signal | findings | by severity | top agents |\n|---|---|---|---|\n");
+            for s in &self.signal_stats {
+                let sev: Vec<String> = s.by_severity.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                let agents: Vec<String> = s.top_agents.iter().map(|a| format!("{} {}", a.agent, a.count)).collect();
+                md.push_str(&format!("| {} | {} | {} | {} |\n", s.signal, s.count, sev.join(", "), agents.join(", ")));
+            }
+            md.push_str("\n## Findings\n\n| severity | signal | agent | session | summary |\n|---|---|---|---|---|\n");
+            for f in &self.findings {
+                md.push_str(&format!(
+                    "| {} | {} | {} | {} | {} |\n",
+                    f.signal.severity,
+                    f.signal.signal,
+                    f.agent,
+                    f.session,
+                    f.signal.summary.replace('|', "\\|").replace('\n', " ")
+                ));
+            }
+        }
+        md
+    }
+
+    /// A short summary for the terminal.
+    pub fn to_terminal(&self, max_rows: usize) -> String {
+        let mut out = format!(
+            "analyzed {} events in {} chains: {} findings\n",
+            self.stats.events_processed, self.stats.chains_reconstructed, self.stats.findings_detected
+        );
+        for s in &self.signal_stats {
+            let sev: Vec<String> = s.by_severity.iter().rev().map(|(k, v)| format!("{k} {v}")).collect();
+            out.push_str(&format!("  {:<22} {:>5}  ({})\n", s.signal, s.count, sev.join(", ")));
+        }
+        if !self.findings.is_empty() {
+            out.push_str("\nmost severe:\n");
+            for f in self.findings.iter().take(max_rows) {
+                let summary: String = f.signal.summary.chars().take(90).collect();
+                out.push_str(&format!("  [{:<8}] {:<20} {}@{}: {}\n", f.signal.severity, f.signal.signal, f.agent, short(&f.session), summary));
+            }
+            if self.findings.len() > max_rows {
+                out.push_str(&format!("  … {} more (--format json or markdown for all)\n", self.findings.len() - max_rows));
+            }
+        }
+        out
+    }
+}
+
+fn short(session: &str) -> String {
+    if session.chars().count() > 14 { session.chars().take(13).collect::<String>() + "…" } else { session.to_owned() }
+}
+
+fn report_finding(f: &Finding) -> ReportFinding {
+    ReportFinding {
+        id: f.finding_id.clone(),
+        chain_id: f.chain_id.clone(),
+        agent: f.agent.clone(),
+        session: f.session.clone(),
+        signal: SignalDetail {
+            signal: f.signal.clone(),
+            severity: f.severity.clone(),
+            event_range: EventRange { start: f.start_idx, end: f.end_idx },
+            summary: f.summary.clone(),
+            evidence: serde_json::from_str(&f.evidence).unwrap_or(Value::String(f.evidence.clone())),
+        },
+        detected_at: f.detected_at,
+        occurred_at: f.occurred_at,
+        classification: None,
+        start_event_id: f.start_event_id.clone(),
+        end_event_id: f.end_event_id.clone(),
+    }
+}
+
+/// Per signal: count, by severity, top 5 agents (spec §10.4), in order of first appearance.
+pub fn signal_stats(findings: &[Finding]) -> Vec<SignalStats> {
+    let mut order: Vec<String> = Vec::new();
+    let mut stats: BTreeMap<String, (usize, BTreeMap<String, usize>, BTreeMap<String, usize>)> = BTreeMap::new();
+    for f in findings {
+        if !stats.contains_key(&f.signal) {
+            order.push(f.signal.clone());
+        }
+        let entry = stats.entry(f.signal.clone()).or_default();
+        entry.0 += 1;
+        *entry.1.entry(f.severity.clone()).or_default() += 1;
+        *entry.2.entry(f.agent.clone()).or_default() += 1;
+    }
+    order
+        .into_iter()
+        .map(|signal| {
+            let (count, by_severity, agents) = stats.remove(&signal).expect("counted");
+            let mut top: Vec<AgentCount> = agents.into_iter().map(|(agent, count)| AgentCount { agent, count }).collect();
+            top.sort_by(|a, b| b.count.cmp(&a.count).then(a.agent.cmp(&b.agent)));
+            top.truncate(5);
+            SignalStats { signal, count, by_severity, top_agents: top }
+        })
+        .collect()
+}
+
+/// Whether any finding is at or above `severity`.
+pub fn any_at_least(findings: &[Finding], severity: &str) -> bool {
+    findings.iter().any(|f| severity_rank(&f.severity) >= severity_rank(severity))
+}

@@ -1,0 +1,71 @@
+//! The SQL behind the analysis: chain reconstruction and the detectors, embedded from
+//! `sql/`, plus the user's detector files.
+
+use std::path::{Path, PathBuf};
+
+/// Chain reconstruction: `deduped_events`, `chain_events`.
+pub const CHAINS: &str = include_str!("../../sql/chains.sql");
+/// Views over the chain events: `chains`, `tool_attempts`.
+pub const CHAIN_VIEWS: &str = include_str!("../../sql/chain_views.sql");
+
+/// A detector: a SELECT that yields the finding columns.
+#[derive(Debug, Clone)]
+pub struct Detector {
+    /// The signal id for built-ins; the file name for user detectors.
+    pub name: String,
+    pub sql: String,
+    pub builtin: bool,
+}
+
+/// The seven built-in detectors, in the order of spec §7.
+pub fn builtin_detectors() -> Vec<Detector> {
+    [
+        ("SIG-CORRECTION", include_str!("../../sql/detectors/sig_correction.sql")),
+        ("SIG-TOOL-FAIL", include_str!("../../sql/detectors/sig_tool_fail.sql")),
+        ("SIG-DOOM-LOOP", include_str!("../../sql/detectors/sig_doom_loop.sql")),
+        ("SIG-DISSATISFIED", include_str!("../../sql/detectors/sig_dissatisfied.sql")),
+        ("SIG-REPEAT-FAIL", include_str!("../../sql/detectors/sig_repeat_fail.sql")),
+        ("SIG-HALLUCINATION", include_str!("../../sql/detectors/sig_hallucination.sql")),
+        ("SIG-UNVERIFIED-CLAIM", include_str!("../../sql/detectors/sig_unverified_claim.sql")),
+    ]
+    .into_iter()
+    .map(|(name, sql)| Detector { name: name.into(), sql: sql.into(), builtin: true })
+    .collect()
+}
+
+/// Every `.sql` file in `dir`, sorted by name.
+pub fn user_detectors(dir: &Path) -> std::io::Result<Vec<Detector>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "sql") && p.is_file())
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let sql = std::fs::read_to_string(&path)?;
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            Ok(Detector { name, sql, builtin: false })
+        })
+        .collect()
+}
+
+/// Settings filled into the SQL templates.
+#[derive(Debug, Clone, Copy)]
+pub struct SqlParams {
+    pub chain_gap_ms: i64,
+    pub max_chain_events: i64,
+}
+
+impl Default for SqlParams {
+    fn default() -> Self {
+        Self { chain_gap_ms: 30 * 60_000, max_chain_events: 1000 }
+    }
+}
+
+impl SqlParams {
+    pub fn fill(&self, sql: &str) -> String {
+        sql.replace("${chain_gap_ms}", &self.chain_gap_ms.to_string())
+            .replace("${max_chain_events}", &self.max_chain_events.to_string())
+    }
+}

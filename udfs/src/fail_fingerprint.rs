@@ -1,0 +1,105 @@
+//! `fail_fingerprint(tool_name, params, error)`: the cross-session identity of a tool
+//! failure (spec §7.5). Volatile parts of the error (timestamps, pids, sequence numbers,
+//! /tmp paths) and of the params (timeout, timestamp) are dropped first.
+
+use std::sync::{Arc, LazyLock};
+
+use datafusion::arrow::array::{ArrayRef, StringBuilder};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{Result, ScalarValue};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+use regex::Regex;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::strings::string_at;
+
+static VOLATILE: LazyLock<[(Regex, &'static str); 4]> = LazyLock::new(|| {
+    [
+        (Regex::new(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}[.\dZ]*").expect("valid"), "<TIMESTAMP>"),
+        (Regex::new(r"(?i)\bpid[= ]\d+").expect("valid"), "pid=<PID>"),
+        (Regex::new(r"(?i)\bseq[= ]\d+").expect("valid"), "seq=<SEQ>"),
+        (Regex::new(r"/tmp/\S+").expect("valid"), "/tmp/<PATH>"),
+    ]
+});
+
+/// The error with volatile parts replaced, trimmed, at most 200 characters.
+pub fn normalize_error(error: &str) -> String {
+    let mut text = error.to_owned();
+    for (regex, replacement) in VOLATILE.iter() {
+        text = regex.replace_all(&text, *replacement).into_owned();
+    }
+    text.trim().chars().take(200).collect()
+}
+
+/// First 16 hex digits of sha256("tool|stable params|normalized error").
+pub fn fail_fingerprint(tool_name: &str, params: &str, error: &str) -> String {
+    let mut params: Value = serde_json::from_str(params).unwrap_or(Value::Object(Default::default()));
+    if let Some(object) = params.as_object_mut() {
+        object.remove("timeout");
+        object.remove("timestamp");
+    }
+    let digest = Sha256::digest(format!("{tool_name}|{params}|{}", normalize_error(error)));
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct FailFingerprintUdf {
+    signature: Signature,
+}
+
+impl FailFingerprintUdf {
+    pub fn new() -> Self {
+        Self { signature: Signature::string(3, Volatility::Immutable) }
+    }
+}
+
+impl Default for FailFingerprintUdf {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ScalarUDFImpl for FailFingerprintUdf {
+    fn name(&self) -> &str {
+        "fail_fingerprint"
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let mut out = StringBuilder::with_capacity(args.number_rows, args.number_rows * 16);
+        for row in 0..args.number_rows {
+            let tool = string_at(&arrays[0], row)?.unwrap_or("");
+            let params = string_at(&arrays[1], row)?.unwrap_or("{}");
+            match string_at(&arrays[2], row)? {
+                Some(error) => out.append_value(fail_fingerprint(tool, params, error)),
+                None => out.append_null(),
+            }
+        }
+        let out: ArrayRef = Arc::new(out.finish());
+        if scalar {
+            return Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?));
+        }
+        Ok(ColumnarValue::Array(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn volatile_parts_do_not_change_the_fingerprint() {
+        let a = fail_fingerprint("exec", r#"{"command":"x","timeout":5}"#, "2026-01-01T10:00:00.123Z pid=123 failed at /tmp/abc.sock");
+        let b = fail_fingerprint("exec", r#"{"command":"x","timeout":30}"#, "2026-02-03 11:22:33 pid 999 failed at /tmp/zzz");
+        assert_eq!(a, b);
+        assert_ne!(a, fail_fingerprint("exec", r#"{"command":"y"}"#, "pid=1 failed at /tmp/x"));
+        assert_eq!(normalize_error("seq=42 seq 7"), "seq=<SEQ> seq=<SEQ>");
+    }
+}

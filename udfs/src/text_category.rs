@@ -1,0 +1,78 @@
+//! `is_correction(text)`, `is_question(text)`, … : does a text fall in a signal category,
+//! per the chosen language packs. One struct serves every category.
+
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{Result, ScalarValue, exec_err};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+
+use crate::patterns::{Category, Patterns};
+
+#[derive(Debug)]
+pub struct TextCategoryUdf {
+    name: String,
+    category: Category,
+    patterns: Arc<Patterns>,
+    signature: Signature,
+}
+
+impl TextCategoryUdf {
+    pub fn new(category: Category, patterns: Arc<Patterns>) -> Self {
+        Self {
+            name: format!("is_{}", category.key()),
+            category,
+            patterns,
+            signature: Signature::string(1, Volatility::Immutable),
+        }
+    }
+
+    /// One UDF per category.
+    pub fn all(patterns: &Arc<Patterns>) -> Vec<Self> {
+        Category::ALL.iter().map(|c| Self::new(*c, Arc::clone(patterns))).collect()
+    }
+}
+
+impl PartialEq for TextCategoryUdf {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && self.patterns.languages() == other.patterns.languages()
+    }
+}
+impl Eq for TextCategoryUdf {}
+impl Hash for TextCategoryUdf {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+        self.patterns.languages().hash(state);
+    }
+}
+
+impl ScalarUDFImpl for TextCategoryUdf {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Boolean)
+    }
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let test = |text: Option<&str>| text.map(|t| self.patterns.is(self.category, t));
+        match &args.args[0] {
+            ColumnarValue::Scalar(s) => Ok(ColumnarValue::Scalar(ScalarValue::Boolean(test(s.try_as_str().flatten())))),
+            ColumnarValue::Array(array) => Ok(ColumnarValue::Array(Arc::new(map_bool(array, test)?) as ArrayRef)),
+        }
+    }
+}
+
+fn map_bool(array: &ArrayRef, f: impl Fn(Option<&str>) -> Option<bool>) -> Result<BooleanArray> {
+    Ok(match array.data_type() {
+        DataType::Utf8 => array.as_string::<i32>().iter().map(f).collect(),
+        DataType::LargeUtf8 => array.as_string::<i64>().iter().map(f).collect(),
+        DataType::Utf8View => array.as_string_view().iter().map(f).collect(),
+        DataType::Null => BooleanArray::new_null(array.len()),
+        other => return exec_err!("expected text, got {other}"),
+    })
+}
