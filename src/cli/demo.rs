@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
+use tracelake::detect::report::AnalysisReport;
+use tracelake::detect::{AnalyzeOptions, analyze};
 use tracelake::engine::{EngineOptions, PrintFormat, open_session, run_statements};
 use tracelake::ingest::Decoder;
 use tracelake::lake::Lake;
@@ -12,7 +14,7 @@ use tracelake::lake::import::{ImportOptions, ImportOutcome, ImportSource, import
 
 use super::{Ctx, import::summary_line, status::describe};
 
-/// Generated with `tracelake generate --events 3000 --seed 7`.
+/// Generated with `tracelake generate --events 3000 --seed 7 --output data/sample.events.jsonl`.
 const SAMPLE: &[u8] = include_bytes!("../../data/sample.events.jsonl");
 
 #[derive(Debug, Args)]
@@ -56,6 +58,9 @@ pub async fn run(ctx: &Ctx, _args: DemoArgs) -> anyhow::Result<ExitCode> {
         writeln!(out, "\n{title}:")?;
         run_statements(&session, sql, |schema, batches| PrintFormat::Table.write(&mut out, &schema, &batches)).await?;
     }
+    let analysis = analyze(&lake, &ctx.config, ctx.redactor()?, &AnalyzeOptions { full: true, ..AnalyzeOptions::default() }).await?;
+    writeln!(out, "\nAnalysis:")?;
+    write!(out, "{}", AnalysisReport::assemble(&analysis).to_terminal(10))?;
     if ctx.lake.is_none() {
         writeln!(out, "\nThe demo lake was temporary. Keep one with `tracelake demo --lake DIR`, then explore it with `tracelake sql --lake DIR`.")?;
     } else {

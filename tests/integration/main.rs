@@ -1,5 +1,6 @@
 //! Integration tests, compiled into one binary.
 
+mod analyze;
 mod common;
 mod export;
 mod generate;
