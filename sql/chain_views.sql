@@ -33,3 +33,23 @@ SELECT chain_id, agent, session, idx AS call_idx, idx + 1 AS result_idx, id AS c
     tool_name, tool_params, result_failed AS failed, result_error AS error
 FROM paired
 WHERE type = 'tool.call' AND next_type = 'tool.result';
+
+-- The first failure of each kind in each session: (fingerprint, session) with where it
+-- happened. Kept in the lake (`failures`) so later runs compare against all history.
+CREATE OR REPLACE VIEW failure_occurrences AS
+WITH fails AS (
+    SELECT *, fail_fingerprint(tool_name, tool_params, coalesce(error, 'error')) AS fingerprint
+    FROM tool_attempts
+    WHERE failed
+)
+SELECT fingerprint, session,
+    first_value(agent ORDER BY ts, call_idx) AS agent,
+    min(ts) AS first_ts,
+    first_value(chain_id ORDER BY ts, call_idx) AS chain_id,
+    first_value(call_idx ORDER BY ts, call_idx) AS start_idx,
+    first_value(call_id ORDER BY ts, call_idx) AS start_event_id,
+    first_value(result_id ORDER BY ts, call_idx) AS end_event_id,
+    first_value(tool_name ORDER BY ts, call_idx) AS tool_name,
+    first_value(error ORDER BY ts, call_idx) AS error
+FROM fails
+GROUP BY fingerprint, session;

@@ -1,28 +1,20 @@
 -- SIG-REPEAT-FAIL (spec §7.5): the same failure (tool, stable params, normalized error)
--- in another session. Sessions are counted in the order of their first such failure;
--- the second is high, the third and later critical. Each session is reported once, at
--- its first occurrence.
-WITH fails AS (
-    SELECT *, fail_fingerprint(tool_name, tool_params, coalesce(error, 'error')) AS fingerprint
-    FROM tool_attempts
-    WHERE failed
+-- in another session. Sessions are counted in the order of their first such failure,
+-- over the whole lake history (`failure_history`: earlier runs); the second is high, the
+-- third and later critical. Each session is reported once, at its first occurrence.
+WITH combined AS (
+    SELECT *, true AS is_new FROM failure_occurrences
+    UNION ALL
+    SELECT *, false AS is_new FROM failure_history
 ),
-per_session AS (
-    SELECT fingerprint, session,
-        min(ts) AS first_ts,
-        first_value(chain_id ORDER BY ts, call_idx) AS chain_id,
-        first_value(agent ORDER BY ts, call_idx) AS agent,
-        first_value(call_idx ORDER BY ts, call_idx) AS start_idx,
-        first_value(call_id ORDER BY ts, call_idx) AS start_event_id,
-        first_value(result_id ORDER BY ts, call_idx) AS end_event_id,
-        first_value(tool_name ORDER BY ts, call_idx) AS tool_name,
-        first_value(error ORDER BY ts, call_idx) AS error
-    FROM fails
-    GROUP BY fingerprint, session
+first_per_session AS (
+    SELECT *, row_number() OVER (PARTITION BY fingerprint, session ORDER BY first_ts, is_new) AS nth
+    FROM combined
 ),
 ranked AS (
     SELECT *, row_number() OVER (PARTITION BY fingerprint ORDER BY first_ts, session) AS session_count
-    FROM per_session
+    FROM first_per_session
+    WHERE nth = 1
 )
 SELECT
     'SIG-REPEAT-FAIL' AS signal, CASE WHEN session_count >= 3 THEN 'critical' ELSE 'high' END AS severity,
@@ -31,4 +23,4 @@ SELECT
     json_object('toolName', tool_name, 'fingerprint', fingerprint, 'count', session_count) AS evidence,
     fingerprint
 FROM ranked
-WHERE session_count >= 2
+WHERE session_count >= 2 AND is_new

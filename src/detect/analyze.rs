@@ -13,9 +13,11 @@ use super::finding::{Finding, finding_id, findings_batch, from_detector_batch, s
 use super::sql::{CHAIN_VIEWS, CHAINS, Detector, SqlParams, builtin_detectors, user_detectors};
 use super::DetectError;
 use crate::config::Config;
+use crate::engine::session::FAILURE_COLUMNS;
 use crate::engine::{EngineOptions, open_session};
 use crate::lake::layout::{PartitionDate, part_file_name};
 use crate::lake::state::{AnalysisRecord, Manifest, ProcessingState, WriteLock, sweep_uncommitted};
+use crate::lake::schema::FAILURES_SCHEMA;
 use crate::lake::writer::write_parquet_atomic;
 use crate::lake::{Lake, Table, WriterId};
 use crate::redact::Redactor;
@@ -54,7 +56,8 @@ pub struct Analysis {
 
 pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &AnalyzeOptions) -> Result<Analysis, DetectError> {
     let started_at = chrono::Utc::now().timestamp_millis();
-    let engine = EngineOptions { patterns: Arc::new(Patterns::new(&config.languages)?), ..EngineOptions::default() };
+    let params = SqlParams { chain_gap_ms: config.chain_gap_minutes.max(0) * 60_000, ..SqlParams::default() };
+    let engine = EngineOptions { patterns: Arc::new(Patterns::new(&config.languages)?), sql_params: params, ..EngineOptions::default() };
     let ctx = open_session(lake, redactor, &engine).await?;
     let lock = WriteLock::acquire(lake)?;
     let mut manifest = Manifest::load(lake)?;
@@ -66,9 +69,13 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         (false, Some(since)) => Some(since),
         (false, None) => (previous_state.last_processed_ts > 0).then_some(previous_state.last_processed_ts),
     };
-    let params = SqlParams { chain_gap_ms: config.chain_gap_minutes.max(0) * 60_000, ..SqlParams::default() };
     let context_ms = config.incremental_context_window.max(0) * 60_000;
     define_analysis_events(&ctx, resume, context_ms).await?;
+    if opts.full {
+        // A full run rebuilds the failure history from scratch.
+        let empty = format!("CREATE OR REPLACE VIEW failure_history AS SELECT {FAILURE_COLUMNS} FROM failures WHERE false");
+        ctx.sql(&empty).await?.collect().await?;
+    }
     build_chains(&ctx, &params).await?;
     let (chains, events_processed, time_range) = chain_stats(&ctx).await?;
 
@@ -121,11 +128,19 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     };
     if !opts.dry_run {
         let mut files = Vec::new();
+        let writer = WriterId::random();
+        let date = PartitionDate::from_millis(detected_at);
         if !findings.is_empty() {
-            let writer = WriterId::random();
-            let dir = lake.partition_dir(Table::Findings, &PartitionDate::from_millis(detected_at));
             let batch = findings_batch(&findings).map_err(crate::lake::LakeError::from)?;
+            let dir = lake.partition_dir(Table::Findings, &date);
             let file = write_parquet_atomic(&dir, &part_file_name(&writer, 1), batch.schema(), [Ok(batch)])?;
+            files.push(lake.relative(&file.path));
+        }
+        let failures = ctx.sql(FAILURES_QUERY).await?.collect().await?;
+        if failures.iter().any(|b| b.num_rows() > 0) {
+            let dir = lake.partition_dir(Table::Failures, &date);
+            let batches = failures.into_iter().map(Ok);
+            let file = write_parquet_atomic(&dir, &part_file_name(&writer, 2), FAILURES_SCHEMA.clone(), batches)?;
             files.push(lake.relative(&file.path));
         }
         if opts.full {
@@ -155,6 +170,10 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         processing_state,
     })
 }
+
+/// The failure occurrences of this run, in the columns of the `failures` table.
+const FAILURES_QUERY: &str = "SELECT fingerprint, session, agent, first_ts, chain_id, CAST(start_idx AS BIGINT) AS start_idx, \
+     start_event_id, end_event_id, tool_name, error FROM failure_occurrences";
 
 /// `analysis_events`: every event, or those of the sessions active after `resume`, from
 /// the context window before it on, so that chains spanning the resume point are whole.

@@ -14,10 +14,11 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement};
 
 use super::EngineError;
-use crate::lake::schema::{EVENTS_SCHEMA, FINDINGS_SCHEMA, PARTITION_COLUMN, QUARANTINE_SCHEMA};
+use crate::lake::schema::{EVENTS_SCHEMA, FAILURES_SCHEMA, FINDINGS_SCHEMA, PARTITION_COLUMN, QUARANTINE_SCHEMA};
 use crate::lake::{Lake, Table};
 use crate::redact::Redactor;
 use tracelake_udfs::Patterns;
+use crate::detect::sql::{CHAIN_VIEWS, CHAINS, SqlParams};
 
 /// Settings of a query session.
 #[derive(Debug, Clone)]
@@ -27,6 +28,8 @@ pub struct EngineOptions {
     pub target_partitions: usize,
     /// Language packs for the text-category UDFs.
     pub patterns: Arc<Patterns>,
+    /// Settings of the chain views.
+    pub sql_params: SqlParams,
 }
 
 impl Default for EngineOptions {
@@ -35,6 +38,7 @@ impl Default for EngineOptions {
             memory_limit_bytes: 256 << 20,
             target_partitions: std::thread::available_parallelism().map_or(2, |n| n.get()),
             patterns: Arc::new(Patterns::default_languages()),
+            sql_params: SqlParams::default(),
         }
     }
 }
@@ -58,7 +62,9 @@ pub async fn open_session(lake: &Lake, redactor: Redactor, opts: &EngineOptions)
     register_table(&ctx, lake, Table::Events, EVENTS_SCHEMA.clone()).await?;
     register_table(&ctx, lake, Table::Quarantine, QUARANTINE_SCHEMA.clone()).await?;
     register_table(&ctx, lake, Table::Findings, FINDINGS_SCHEMA.clone()).await?;
+    register_table(&ctx, lake, Table::Failures, FAILURES_SCHEMA.clone()).await?;
     tracelake_udfs::register_all(&ctx, redactor, Arc::clone(&opts.patterns));
+    define_chain_views(&ctx, &opts.sql_params).await?;
     Ok(ctx)
 }
 
@@ -80,6 +86,20 @@ async fn register_table(ctx: &SessionContext, lake: &Lake, table: Table, file_sc
         .with_table_partition_cols(vec![(PARTITION_COLUMN.to_owned(), DataType::Utf8)]);
     let config = ListingTableConfig::new(url).with_listing_options(options).with_schema(file_schema);
     ctx.register_table(name, Arc::new(ListingTable::try_new(config)?))?;
+    Ok(())
+}
+
+/// The columns of `failures` without its partition column.
+pub const FAILURE_COLUMNS: &str = "fingerprint, session, agent, first_ts, chain_id, start_idx, start_event_id, end_event_id, tool_name, error";
+
+/// Views for ad-hoc queries: `analysis_events` (all events), `deduped_events`,
+/// `chain_events`, `chains`, `tool_attempts`. Views cost nothing until queried.
+async fn define_chain_views(ctx: &SessionContext, params: &SqlParams) -> Result<(), EngineError> {
+    ctx.sql("CREATE VIEW analysis_events AS SELECT * FROM events").await?.collect().await?;
+    ctx.sql(&format!("CREATE VIEW failure_history AS SELECT {FAILURE_COLUMNS} FROM failures")).await?.collect().await?;
+    for sql in [CHAINS, CHAIN_VIEWS] {
+        run_statements(ctx, &params.fill(sql), |_, _| Ok(())).await?;
+    }
     Ok(())
 }
 

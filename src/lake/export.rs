@@ -74,7 +74,7 @@ impl ExportOptions {
             chunk_messages: 1024,
             idle: Duration::from_secs(2),
             max_event_bytes: crate::ingest::DEFAULT_MAX_EVENT_BYTES,
-            buffer_bytes: 64 << 20,
+            buffer_bytes: 24 << 20,
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
         }
     }

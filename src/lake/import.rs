@@ -62,7 +62,7 @@ impl Default for ImportOptions {
         Self {
             force: false,
             max_event_bytes: crate::ingest::DEFAULT_MAX_EVENT_BYTES,
-            buffer_bytes: 64 << 20,
+            buffer_bytes: 24 << 20,
             threads: thread::available_parallelism().map_or(2, |n| n.get()),
         }
     }
@@ -110,15 +110,20 @@ pub fn import_source(
     let swept = sweep_uncommitted(lake, &manifest, &lock)?.len();
     let name = source.name();
 
-    let known_hash = match source {
-        ImportSource::File(path) => Some(hash_file(path)?),
+    // A full hash before importing costs a pass over the file; the quick fingerprint
+    // finds the candidates, and only those are hashed first to confirm.
+    let quick = match source {
+        ImportSource::File(path) => Some(quick_fingerprint(path)?),
         ImportSource::Stdin => None,
     };
-    if let Some(hash) = &known_hash
-        && let Some(previous) = manifest.find_import(hash)
+    if let (ImportSource::File(path), Some(quick)) = (source, &quick)
         && !opts.force
+        && manifest.imports.iter().any(|r| &r.quick == quick)
     {
-        return Ok(ImportOutcome::AlreadyImported { source: name, previous: Box::new(previous.clone()) });
+        let hash = hash_file(path)?;
+        if let Some(previous) = manifest.find_import(&hash) {
+            return Ok(ImportOutcome::AlreadyImported { source: name, previous: Box::new(previous.clone()) });
+        }
     }
 
     let reader: Box<dyn Read + Send> = match source {
@@ -129,7 +134,7 @@ pub fn import_source(
     let mut sink = EventSink::new(lake.clone(), writer_id.clone(), opts.buffer_bytes);
     let counts = run_pipeline(reader, &name, decoder, opts, &mut sink, progress)?;
     let files = sink.flush_all()?;
-    let sha256 = known_hash.unwrap_or(counts.sha256);
+    let sha256 = counts.sha256;
 
     if let Some(previous) = manifest.find_import(&sha256)
         && !opts.force
@@ -145,6 +150,7 @@ pub fn import_source(
         writer_id: writer_id.as_str().to_owned(),
         source: name.clone(),
         sha256,
+        quick: quick.unwrap_or_default(),
         bytes: counts.bytes,
         lines: counts.lines,
         events: counts.events,
@@ -167,6 +173,23 @@ pub fn import_source(
         seconds: started.elapsed().as_secs_f64(),
         swept,
     }))
+}
+
+/// Size, and sha256 of the first and the last MiB, hex.
+pub fn quick_fingerprint(path: &std::path::Path) -> Result<String, LakeError> {
+    use std::io::{Seek, SeekFrom};
+    const PART: u64 = 1 << 20;
+    let mut file = File::open(path).map_err(|e| LakeError::io(path, e))?;
+    let size = file.metadata().map_err(|e| LakeError::io(path, e))?.len();
+    let mut hasher = Sha256::new();
+    hasher.update(size.to_le_bytes());
+    let mut buf = vec![0u8; PART as usize];
+    for offset in [0, size.saturating_sub(PART)] {
+        file.seek(SeekFrom::Start(offset)).map_err(|e| LakeError::io(path, e))?;
+        let n = file.read(&mut buf).map_err(|e| LakeError::io(path, e))?;
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex::encode(hasher.finalize()))
 }
 
 /// sha256 of a file's content, hex.

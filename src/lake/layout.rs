@@ -13,6 +13,7 @@ pub enum Table {
     Events,
     Quarantine,
     Findings,
+    Failures,
 }
 
 impl Table {
@@ -21,6 +22,7 @@ impl Table {
             Table::Events => "events",
             Table::Quarantine => "quarantine",
             Table::Findings => "findings",
+            Table::Failures => "failures",
         }
     }
 }

@@ -3,7 +3,7 @@
 use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{
-    ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray,
+    ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray, StringBuilder, TimestampMillisecondArray,
     UInt64Array,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
@@ -101,16 +101,39 @@ pub static FINDINGS_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     ]))
 });
 
+/// Columns of `failures`: the first occurrence of each failure fingerprint per session.
+pub static FAILURES_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    let text = |name: &str| Field::new(name, DataType::Utf8, true);
+    Arc::new(Schema::new(vec![
+        text("fingerprint"),
+        text("session"),
+        text("agent"),
+        Field::new("first_ts", ts_type(), true),
+        text("chain_id"),
+        Field::new("start_idx", DataType::Int64, true),
+        text("start_event_id"),
+        text("end_event_id"),
+        text("tool_name"),
+        text("error"),
+    ]))
+});
+
 /// Events (already in their final order) as one record batch.
-pub fn events_batch(events: &[Event]) -> Result<RecordBatch, ArrowError> {
-    fn text<'a>(events: &'a [Event], f: impl Fn(&'a Event) -> Option<&'a str>) -> ArrayRef {
-        Arc::new(events.iter().map(f).collect::<StringArray>())
+pub fn events_batch(events: &[&Event]) -> Result<RecordBatch, ArrowError> {
+    fn text<'a>(events: &[&'a Event], f: impl Fn(&'a Event) -> Option<&'a str>) -> ArrayRef {
+        // Sized up front: growing the value buffer while appending would copy it again and again.
+        let bytes = events.iter().map(|e| f(e).map_or(0, str::len)).sum();
+        let mut builder = StringBuilder::with_capacity(events.len(), bytes);
+        for e in events {
+            builder.append_option(f(e));
+        }
+        Arc::new(builder.finish())
     }
-    fn int(events: &[Event], f: impl Fn(&Event) -> Option<i64>) -> ArrayRef {
-        Arc::new(events.iter().map(f).collect::<Int64Array>())
+    fn int(events: &[&Event], f: impl Fn(&Event) -> Option<i64>) -> ArrayRef {
+        Arc::new(events.iter().map(|e| f(e)).collect::<Int64Array>())
     }
-    fn flag(events: &[Event], f: impl Fn(&Event) -> Option<bool>) -> ArrayRef {
-        Arc::new(events.iter().map(f).collect::<BooleanArray>())
+    fn flag(events: &[&Event], f: impl Fn(&Event) -> Option<bool>) -> ArrayRef {
+        Arc::new(events.iter().map(|e| f(e)).collect::<BooleanArray>())
     }
     let e = events;
     let columns: Vec<ArrayRef> = vec![

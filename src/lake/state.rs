@@ -25,6 +25,10 @@ pub struct ImportRecord {
     pub source: String,
     /// sha256 of the source's bytes, hex.
     pub sha256: String,
+    /// A cheap fingerprint (size, first and last MiB) that finds candidate re-imports
+    /// without hashing the whole file first.
+    #[serde(default)]
+    pub quick: String,
     pub bytes: u64,
     pub lines: u64,
     pub events: u64,
@@ -159,7 +163,7 @@ impl WriteLock {
 pub fn sweep_uncommitted(lake: &Lake, manifest: &Manifest, _lock: &WriteLock) -> Result<Vec<PathBuf>, LakeError> {
     let committed = manifest.committed_files();
     let mut removed = Vec::new();
-    for table in [Table::Events, Table::Quarantine, Table::Findings] {
+    for table in [Table::Events, Table::Quarantine, Table::Findings, Table::Failures] {
         for path in data_files(&lake.table_dir(table), true)? {
             if !committed.contains(lake.relative(&path).as_str()) {
                 fs::remove_file(&path).map_err(|e| LakeError::io(&path, e))?;

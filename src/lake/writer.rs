@@ -5,12 +5,15 @@ use std::collections::HashMap;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::thread;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::basic::{Compression, ZstdLevel};
 use datafusion::parquet::file::properties::{EnabledStatistics, WriterProperties};
+use datafusion::parquet::schema::types::ColumnPath;
 
 use super::LakeError;
 use super::layout::{Lake, PartitionDate, Table, WriterId, part_file_name};
@@ -20,15 +23,27 @@ use crate::ingest::{Event, QuarantinedLine};
 /// Rows per record batch handed to the Parquet writer (and per row group at most).
 const BATCH_ROWS: usize = 64 * 1024;
 
+/// Columns whose values are mostly unique: a dictionary would only cost time.
+const NO_DICTIONARY: &[&str] = &[
+    "id", "content", "tool_params", "tool_result", "tool_error", "error", "payload", "extra", "trace_id", "span_id",
+    "parent_span_id", "tool_call_id", "raw", "detail", "summary", "evidence", "finding_id", "start_event_id",
+    "end_event_id",
+];
+
 /// The settings of every Parquet file the lake writes.
 pub fn writer_properties() -> WriterProperties {
-    WriterProperties::builder()
+    let mut builder = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).expect("valid zstd level")))
         .set_max_row_group_row_count(Some(BATCH_ROWS * 2))
         .set_dictionary_enabled(true)
         .set_statistics_enabled(EnabledStatistics::Page)
-        .set_created_by(concat!("tracelake ", env!("CARGO_PKG_VERSION")).into())
-        .build()
+        .set_created_by(concat!("tracelake ", env!("CARGO_PKG_VERSION")).into());
+    for column in NO_DICTIONARY {
+        builder = builder
+            .set_column_dictionary_enabled(ColumnPath::from(*column), false)
+            .set_column_statistics_enabled(ColumnPath::from(*column), EnabledStatistics::None);
+    }
+    builder.build()
 }
 
 /// A data file that is complete and visible in the lake.
@@ -73,16 +88,61 @@ pub fn sync_dir(dir: &Path) -> Result<(), LakeError> {
 }
 
 /// Buffers events per date partition and writes each partition's rows sorted by
-/// (agent, session, ts) once the buffer grows past its limit.
+/// (agent, session, ts) once the buffer grows past its limit. Files are written on a
+/// background thread, so buffering goes on while a file is compressed.
 pub struct EventSink {
     lake: Lake,
     writer_id: WriterId,
     max_buffer_bytes: usize,
     buffered_bytes: usize,
-    partitions: HashMap<PartitionDate, (Vec<Event>, usize)>,
+    /// Keyed by days since the epoch.
+    partitions: HashMap<i64, (Vec<Box<Event>>, usize)>,
     quarantined: Vec<QuarantinedLine>,
     files_written: usize,
-    written: Vec<WrittenFile>,
+    writes: Option<BackgroundWriter>,
+}
+
+const DAY_MS: i64 = 86_400_000;
+
+/// A thread that writes partition files as they are handed over.
+struct BackgroundWriter {
+    tx: SyncSender<(PathBuf, String, Vec<Box<Event>>)>,
+    handle: thread::JoinHandle<Result<Vec<WrittenFile>, LakeError>>,
+}
+
+impl BackgroundWriter {
+    fn start() -> Self {
+        // One partition waits while another is written: at most two buffers in memory.
+        let (tx, rx) = sync_channel::<(PathBuf, String, Vec<Box<Event>>)>(1);
+        let handle = thread::spawn(move || {
+            let mut written = Vec::new();
+            for (dir, name, events) in rx {
+                written.push(write_sorted_events(&dir, &name, events)?);
+            }
+            Ok(written)
+        });
+        Self { tx, handle }
+    }
+
+    fn finish(self) -> Result<Vec<WrittenFile>, LakeError> {
+        drop(self.tx);
+        self.handle.join().expect("writer thread panicked")
+    }
+}
+
+/// Writes events sorted by (agent, session, ts) as one Parquet file.
+fn write_sorted_events(dir: &Path, name: &str, events: Vec<Box<Event>>) -> Result<WrittenFile, LakeError> {
+    // Sorting indices moves 4 bytes per swap instead of a whole event.
+    let mut order: Vec<u32> = (0..events.len() as u32).collect();
+    order.sort_unstable_by(|&a, &b| {
+        let (a, b) = (&events[a as usize], &events[b as usize]);
+        (&a.agent, &a.session, a.ts, a.stream_seq).cmp(&(&b.agent, &b.session, b.ts, b.stream_seq))
+    });
+    let batches = order.chunks(BATCH_ROWS).map(|chunk| {
+        let rows: Vec<&Event> = chunk.iter().map(|&i| events[i as usize].as_ref()).collect();
+        events_batch(&rows).map_err(LakeError::from)
+    });
+    write_parquet_atomic(dir, name, super::schema::EVENTS_SCHEMA.clone(), batches)
 }
 
 impl EventSink {
@@ -95,14 +155,14 @@ impl EventSink {
             partitions: HashMap::new(),
             quarantined: Vec::new(),
             files_written: 0,
-            written: Vec::new(),
+            writes: None,
         }
     }
 
     pub fn push(&mut self, event: Event) -> Result<(), LakeError> {
         let size = event.approx_bytes();
-        let (events, bytes) = self.partitions.entry(PartitionDate::from_millis(event.ts)).or_default();
-        events.push(event);
+        let (events, bytes) = self.partitions.entry(event.ts.div_euclid(DAY_MS)).or_default();
+        events.push(Box::new(event));
         *bytes += size;
         self.buffered_bytes += size;
         while self.buffered_bytes > self.max_buffer_bytes {
@@ -117,54 +177,59 @@ impl EventSink {
 
     /// Writes everything still buffered and returns every file written since the last call.
     pub fn flush_all(&mut self) -> Result<Vec<WrittenFile>, LakeError> {
-        let mut dates: Vec<PartitionDate> = self.partitions.keys().cloned().collect();
-        dates.sort();
-        for date in dates {
-            self.flush(&date)?;
+        let mut days: Vec<i64> = self.partitions.keys().copied().collect();
+        days.sort();
+        for day in days {
+            self.flush(day)?;
         }
-        self.flush_quarantine()?;
-        Ok(std::mem::take(&mut self.written))
+        let mut written = match self.writes.take() {
+            Some(writes) => writes.finish()?,
+            None => Vec::new(),
+        };
+        if let Some(file) = self.flush_quarantine()? {
+            written.push(file);
+        }
+        Ok(written)
     }
 
     fn flush_largest(&mut self) -> Result<(), LakeError> {
-        let largest = self.partitions.iter().max_by_key(|(_, (_, bytes))| *bytes).map(|(d, _)| d.clone());
+        let largest = self.partitions.iter().max_by_key(|(_, (_, bytes))| *bytes).map(|(d, _)| *d);
         match largest {
-            Some(date) => self.flush(&date),
+            Some(day) => self.flush(day),
             None => Ok(()),
         }
     }
 
-    fn flush(&mut self, date: &PartitionDate) -> Result<(), LakeError> {
-        let Some((mut events, bytes)) = self.partitions.remove(date) else {
+    fn flush(&mut self, day: i64) -> Result<(), LakeError> {
+        let Some((events, bytes)) = self.partitions.remove(&day) else {
             return Ok(());
         };
         self.buffered_bytes -= bytes;
         if events.is_empty() {
             return Ok(());
         }
-        events.sort_unstable_by(|a, b| {
-            (&a.agent, &a.session, a.ts, a.stream_seq).cmp(&(&b.agent, &b.session, b.ts, b.stream_seq))
-        });
-        let dir = self.lake.partition_dir(Table::Events, date);
+        let dir = self.lake.partition_dir(Table::Events, &PartitionDate::from_millis(day * DAY_MS));
         let name = self.next_name();
-        let batches = events.chunks(BATCH_ROWS).map(|chunk| events_batch(chunk).map_err(LakeError::from));
-        let file = write_parquet_atomic(&dir, &name, super::schema::EVENTS_SCHEMA.clone(), batches)?;
-        self.written.push(file);
+        let writes = self.writes.get_or_insert_with(BackgroundWriter::start);
+        if writes.tx.send((dir, name, events)).is_err() {
+            // The writer stopped on an error: report it.
+            return Err(self.writes.take().expect("writer").finish().err().unwrap_or_else(|| {
+                LakeError::io(self.lake.root(), std::io::Error::other("the file writer stopped"))
+            }));
+        }
         Ok(())
     }
 
-    fn flush_quarantine(&mut self) -> Result<(), LakeError> {
+    fn flush_quarantine(&mut self) -> Result<Option<WrittenFile>, LakeError> {
         if self.quarantined.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         let lines = std::mem::take(&mut self.quarantined);
         let date = PartitionDate::from_millis(lines[0].quarantined_at);
         let dir = self.lake.partition_dir(Table::Quarantine, &date);
         let name = self.next_name();
         let batch = quarantine_batch(&lines).map_err(LakeError::from);
-        let file = write_parquet_atomic(&dir, &name, Arc::clone(&super::schema::QUARANTINE_SCHEMA), [batch])?;
-        self.written.push(file);
-        Ok(())
+        write_parquet_atomic(&dir, &name, Arc::clone(&super::schema::QUARANTINE_SCHEMA), [batch]).map(Some)
     }
 
     fn next_name(&mut self) -> String {

@@ -8,4 +8,6 @@ mod import;
 mod nats_server;
 mod normalize;
 mod redaction;
+mod signals;
 mod sql_cli;
+mod trace;

@@ -39,8 +39,8 @@ fn runs_several_statements_from_a_file() {
     let (dir, lake) = imported_lake();
     let file = dir.path().join("q.sql");
     let mut f = std::fs::File::create(&file).unwrap();
-    writeln!(f, "CREATE VIEW failures AS SELECT * FROM events WHERE tool_error IS NOT NULL;").unwrap();
-    writeln!(f, "SELECT count(*) AS failures FROM failures;").unwrap();
+    writeln!(f, "CREATE VIEW tool_failures AS SELECT * FROM events WHERE tool_error IS NOT NULL;").unwrap();
+    writeln!(f, "SELECT count(*) AS failures FROM tool_failures;").unwrap();
     writeln!(f, "SELECT chain_id('s', 'main', 1700000000000) AS id, redact('PASSWORD=x') AS r;").unwrap();
     drop(f);
     let out = tracelake_ok(&["sql", "--lake", &lake, "--format", "ndjson", "-f", file.to_str().unwrap()]);
