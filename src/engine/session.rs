@@ -35,7 +35,7 @@ pub struct EngineOptions {
 impl Default for EngineOptions {
     fn default() -> Self {
         Self {
-            memory_limit_bytes: 256 << 20,
+            memory_limit_bytes: 1 << 30,
             target_partitions: std::thread::available_parallelism().map_or(2, |n| n.get()),
             patterns: Arc::new(Patterns::default_languages()),
             sql_params: SqlParams::default(),
