@@ -12,7 +12,7 @@ use datafusion::logical_expr::{
 };
 use sha2::{Digest, Sha256};
 
-use crate::strings::string_at;
+use crate::strings::{all_scalar, columnar, string_at};
 
 /// The chain id for a chain of `agent` in `session` whose first event is at `first_ts_ms`.
 pub fn chain_id(session: &str, agent: &str, first_ts_ms: i64) -> String {
@@ -74,11 +74,7 @@ impl ScalarUDFImpl for ChainIdUdf {
                 _ => out.append_null(),
             }
         }
-        let out: ArrayRef = Arc::new(out.finish());
-        if args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_))) {
-            return Ok(ColumnarValue::Scalar(datafusion::common::ScalarValue::try_from_array(&out, 0)?));
-        }
-        Ok(ColumnarValue::Array(out))
+        columnar(Arc::new(out.finish()), all_scalar(&args.args))
     }
 }
 

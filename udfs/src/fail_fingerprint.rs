@@ -4,15 +4,15 @@
 
 use std::sync::{Arc, LazyLock};
 
-use datafusion::arrow::array::{ArrayRef, StringBuilder};
+use datafusion::arrow::array::StringBuilder;
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::{Result, ScalarValue};
+use datafusion::common::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 use regex::Regex;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::strings::string_at;
+use crate::strings::{all_scalar, columnar, string_at};
 
 static VOLATILE: LazyLock<[(Regex, &'static str); 4]> = LazyLock::new(|| {
     [
@@ -71,7 +71,7 @@ impl ScalarUDFImpl for FailFingerprintUdf {
         Ok(DataType::Utf8)
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let scalar = all_scalar(&args.args);
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
         let mut out = StringBuilder::with_capacity(args.number_rows, args.number_rows * 16);
         for row in 0..args.number_rows {
@@ -82,11 +82,7 @@ impl ScalarUDFImpl for FailFingerprintUdf {
                 None => out.append_null(),
             }
         }
-        let out: ArrayRef = Arc::new(out.finish());
-        if scalar {
-            return Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?));
-        }
-        Ok(ColumnarValue::Array(out))
+        columnar(Arc::new(out.finish()), scalar)
     }
 }
 

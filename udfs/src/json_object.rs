@@ -6,11 +6,11 @@ use std::sync::Arc;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder};
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
 use datafusion::arrow::compute::cast;
-use datafusion::common::{Result, ScalarValue, exec_err};
+use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 use serde_json::{Map, Value};
 
-use crate::strings::string_at;
+use crate::strings::{all_scalar, columnar, string_at};
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct JsonObjectUdf {
@@ -43,7 +43,7 @@ impl ScalarUDFImpl for JsonObjectUdf {
         Ok(DataType::Utf8)
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let scalar = all_scalar(&args.args);
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
         let values: Vec<ArrayRef> = arrays
             .iter()
@@ -64,11 +64,7 @@ impl ScalarUDFImpl for JsonObjectUdf {
             }
             out.append_value(Value::Object(object).to_string());
         }
-        let out: ArrayRef = Arc::new(out.finish());
-        if scalar {
-            return Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?));
-        }
-        Ok(ColumnarValue::Array(out))
+        columnar(Arc::new(out.finish()), scalar)
     }
 }
 

@@ -4,13 +4,13 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, Float64Builder};
+use datafusion::arrow::array::Float64Builder;
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::{Result, ScalarValue};
+use datafusion::common::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 use serde_json::Value;
 
-use crate::strings::string_at;
+use crate::strings::{all_scalar, columnar, string_at};
 
 /// Compared prefix length, to keep the quadratic distance bounded.
 const MAX_CHARS: usize = 500;
@@ -99,7 +99,7 @@ impl ScalarUDFImpl for PairSimilarityUdf {
         Ok(DataType::Float64)
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let scalar = all_scalar(&args.args);
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
         let mut out = Float64Builder::with_capacity(args.number_rows);
         for row in 0..args.number_rows {
@@ -111,11 +111,7 @@ impl ScalarUDFImpl for PairSimilarityUdf {
                 _ => out.append_null(),
             }
         }
-        let out: ArrayRef = Arc::new(out.finish());
-        if scalar {
-            return Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?));
-        }
-        Ok(ColumnarValue::Array(out))
+        columnar(Arc::new(out.finish()), scalar)
     }
 }
 

@@ -2,7 +2,8 @@
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArray};
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::{Result, exec_err};
+use datafusion::common::{Result, ScalarValue, exec_err};
+use datafusion::logical_expr::ColumnarValue;
 
 /// Applies `f` to every value of a string array, producing a Utf8 array.
 pub(crate) fn map_strings(
@@ -29,4 +30,17 @@ pub(crate) fn string_at(array: &ArrayRef, row: usize) -> Result<Option<&str>> {
         DataType::Utf8View => array.as_string_view().value(row),
         other => return exec_err!("expected a string argument, got {other}"),
     }))
+}
+
+/// Whether every argument is a scalar (then the result is one too).
+pub(crate) fn all_scalar(args: &[ColumnarValue]) -> bool {
+    args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)))
+}
+
+/// A UDF result: the first value as a scalar when every argument was one, else the array.
+pub(crate) fn columnar(out: ArrayRef, scalar: bool) -> Result<ColumnarValue> {
+    if scalar {
+        return Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?));
+    }
+    Ok(ColumnarValue::Array(out))
 }
