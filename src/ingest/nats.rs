@@ -3,8 +3,7 @@
 
 use std::time::Duration;
 
-use async_nats::jetstream::consumer::{AckPolicy, DeliverPolicy, pull};
-use async_nats::jetstream::{self, stream::Stream};
+use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig, stream::Stream};
 use futures::StreamExt;
 
 use crate::config::NatsConfig;
@@ -38,9 +37,6 @@ pub enum NatsError {
     #[error("receiving from the stream: {0}")]
     Receive(String),
 }
-
-/// Messages requested per pull.
-const FETCH_BATCH: usize = 4096;
 
 /// Where to start reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,14 +107,7 @@ impl NatsSource {
                     .map_err(|e| NatsError::JetStream(format!("start time out of range: {e}")))?,
             },
         };
-        // An ephemeral pull consumer without acks: the position lives in the lake's cursor,
-        // and large batches keep the server streaming.
-        let mut config = pull::Config {
-            deliver_policy,
-            ack_policy: AckPolicy::None,
-            inactive_threshold: Duration::from_secs(60),
-            ..pull::Config::default()
-        };
+        let mut config = OrderedConfig { deliver_policy, ..OrderedConfig::default() };
         match filters {
             [] => {}
             [one] => config.filter_subject = one.clone(),
@@ -129,14 +118,7 @@ impl NatsSource {
             .create_consumer(config)
             .await
             .map_err(|e| NatsError::JetStream(format!("creating a consumer: {e}")))?;
-        let messages = consumer
-            .stream()
-            .max_messages_per_batch(FETCH_BATCH)
-            .heartbeat(Duration::from_secs(1))
-            .expires(Duration::from_secs(5))
-            .messages()
-            .await
-            .map_err(|e| NatsError::JetStream(format!("starting to fetch: {e}")))?;
+        let messages = consumer.messages().await.map_err(|e| NatsError::JetStream(format!("starting to fetch: {e}")))?;
         Ok(MessageStream { inner: messages })
     }
 }
@@ -152,7 +134,7 @@ pub struct StreamMessage {
 }
 
 pub struct MessageStream {
-    inner: pull::Stream,
+    inner: jetstream::consumer::pull::Ordered,
 }
 
 impl MessageStream {

@@ -274,14 +274,18 @@ async fn receive(
     let flush_every = Duration::from_millis(200);
     let mut chunk_started = Instant::now();
     let mut seen_any = false;
+    let mut last_sequence = 0;
     let outcome = loop {
         if stop.load(Ordering::Relaxed) {
             break Ok(true);
         }
         let wait = if chunk.events.is_empty() { opts.idle } else { flush_every.min(opts.idle) };
         match messages.next(wait).await {
+            // A redelivered message (after a reconnect) is already in this run: never twice.
+            Ok(Some(message)) if message.sequence <= last_sequence => {}
             Ok(Some(message)) => {
                 seen_any = true;
+                last_sequence = message.sequence;
                 chunk.bytes += message.payload.len() as u64;
                 chunk.last_position = message.sequence;
                 let caught_up = message.pending == 0 || message.sequence >= stream_last_sequence;
