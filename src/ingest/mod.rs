@@ -69,7 +69,9 @@ impl Decoder {
             Ok(v) => v,
             Err(e) => return Err(fail(QuarantineReason::InvalidJson, e.to_string())),
         };
-        redact_json(&self.redactor, &mut value);
+        if self.redactor.may_match_json(text) {
+            redact_json(&self.redactor, &mut value);
+        }
         normalize::normalize(value, position, subject).map_err(|reason| fail(reason, reason_detail(reason)))
     }
 

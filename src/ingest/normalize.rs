@@ -52,9 +52,9 @@ pub fn normalize(raw: Value, stream_seq: u64, subject: Option<&str>) -> Result<E
     };
     let schema = detect_schema(&raw, &raw_type);
     let payload = raw.remove("payload").unwrap_or(Value::Null);
-    let scope = raw.get("scope").cloned().unwrap_or(Value::Null);
-    let trace = raw.get("trace").cloned().unwrap_or(Value::Null);
-    let meta = raw.get("meta").cloned().unwrap_or(Value::Null);
+    let scope = raw.get("scope").unwrap_or(&Value::Null);
+    let trace = raw.get("trace").unwrap_or(&Value::Null);
+    let meta = raw.get("meta").unwrap_or(&Value::Null);
 
     let agent = text_field(raw.get("agent")).filter(|a| !a.is_empty()).unwrap_or_else(|| "unknown".into());
     let raw_session = text_field(raw.get("session"))

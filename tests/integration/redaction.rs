@@ -112,3 +112,13 @@ fn nested_tool_results_stay_valid_json_after_redaction() {
     assert_eq!(result["url"], "https://admin:[REDACTED]@db.example.org/x");
     assert!(result["headers"][0]["auth"].as_str().unwrap().starts_with("Bearer [REDACTED"));
 }
+
+#[test]
+fn secrets_behind_json_escapes_are_still_found() {
+    // The raw line does not contain the secret as written; the decoded string does.
+    let decoder = Decoder::new(Redactor::builtin());
+    let raw = r#"{"ts": 1771504212206, "type": "msg.in", "payload": {"content": "key sk\u002dabcdefghijklmnopqrstuvwxyz and PASSWORD\u003dhunter2"}}"#;
+    let e = decoder.decode(raw.as_bytes(), "t", 1, None).unwrap();
+    assert_eq!(e.content.as_deref(), Some("key [REDACTED_API_KEY] and PASSWORD=[REDACTED]"));
+    assert!(!e.payload.contains("hunter2") && !e.payload.contains("abcdefghijklmnopqrstuvwxyz"), "{}", e.payload);
+}

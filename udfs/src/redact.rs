@@ -93,6 +93,13 @@ impl Redactor {
         &self.custom
     }
 
+    /// Whether any string inside the JSON text `raw` could need redaction. Sound only for
+    /// text without escapes (a backslash could hide a match) and when every pattern is a
+    /// built-in one (user patterns may be anchored); otherwise it answers true.
+    pub fn may_match_json(&self, raw: &str) -> bool {
+        !self.custom.is_empty() || raw.contains('\\') || self.any.is_match(raw)
+    }
+
     /// `text` with every secret replaced; borrowed when nothing matched.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         if !self.any.is_match(text) {
