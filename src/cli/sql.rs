@@ -54,7 +54,7 @@ async fn execute(session: &SessionContext, sql: &str, format: PrintFormat) -> an
 /// Statements end with `;`; `\q` or `exit` leaves.
 async fn repl(session: &SessionContext, format: PrintFormat) -> anyhow::Result<ExitCode> {
     let mut editor = DefaultEditor::new().context("starting the interactive prompt")?;
-    println!("tracelake SQL — tables: events, quarantine. End statements with `;`, `\\q` to quit.");
+    println!("tracelake SQL — tables: events, quarantine, findings, failures; views: chains, chain_events, tool_attempts. End statements with `;`, `\\q` to quit.");
     let mut buffer = String::new();
     loop {
         let prompt = if buffer.is_empty() { "tracelake> " } else { "       ...> " };
