@@ -61,7 +61,7 @@ pub struct AnalyzeArgs {
 
 pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let lake = ctx.lake()?;
-    let opts = AnalyzeOptions { full: args.full, since_ms: args.since, detectors_dir: args.detectors.clone(), dry_run: false };
+    let opts = AnalyzeOptions { full: args.full, since_ms: args.since, detectors_dir: args.detectors.clone() };
     let analysis = analyze(&lake, &ctx.config, ctx.redactor()?, &opts).await?;
     for (name, reason) in &analysis.skipped_detectors {
         eprintln!("warning: detector {name} skipped: {reason}");

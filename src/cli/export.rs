@@ -13,7 +13,7 @@ use tracelake::ingest::nats::{NatsSource, subject_filters};
 use tracelake::lake::export::{ExportOptions, ExportSummary, export};
 
 use super::time_args::{parse_duration, parse_time};
-use super::{Ctx, human_bytes};
+use super::{Ctx, human_bytes, quarantined_text, rate};
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
@@ -101,15 +101,13 @@ async fn wait_or_stop(interval: Duration, stop: &AtomicBool) -> bool {
 }
 
 fn summary_line(s: &ExportSummary) -> String {
-    let quarantined: u64 = s.quarantined.values().sum();
-    let reasons: Vec<String> = s.quarantined.iter().map(|(r, n)| format!("{r} {n}")).collect();
-    let rate = if s.seconds > 0.0 { s.events as f64 / s.seconds } else { 0.0 };
     format!(
-        "exported {} events, {quarantined} quarantined{}, {} in {:.2} s ({rate:.0} events/s); cursor {} of {}{}",
+        "exported {} events, {}, {} in {:.2} s ({:.0} events/s); cursor {} of {}{}",
         s.events,
-        if reasons.is_empty() { String::new() } else { format!(" ({})", reasons.join(", ")) },
+        quarantined_text(&s.quarantined),
         human_bytes(s.bytes),
         s.seconds,
+        rate(s.events, s.seconds),
         s.cursor,
         s.stream_last_sequence,
         if s.stopped { " (stopped early)" } else { "" }

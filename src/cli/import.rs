@@ -6,7 +6,7 @@ use clap::Args;
 use tracelake::ingest::Decoder;
 use tracelake::lake::import::{ImportOptions, ImportOutcome, ImportSource, ImportSummary, import_source};
 
-use super::{Ctx, human_bytes, progress};
+use super::{Ctx, human_bytes, progress, quarantined_text, rate};
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
@@ -47,13 +47,8 @@ pub fn run(ctx: &Ctx, args: ImportArgs) -> anyhow::Result<ExitCode> {
 
 /// `imported F: 8758 events, 0 quarantined, 4.6 MB in 0.21 s (41,000 events/s)`.
 pub fn summary_line(s: &ImportSummary) -> String {
-    let quarantined = if s.quarantined.is_empty() {
-        "0 quarantined".to_owned()
-    } else {
-        let reasons: Vec<String> = s.quarantined.iter().map(|(r, n)| format!("{r} {n}")).collect();
-        format!("{} quarantined ({})", s.quarantined_total(), reasons.join(", "))
-    };
-    let rate = if s.seconds > 0.0 { s.events as f64 / s.seconds } else { 0.0 };
+    let quarantined = quarantined_text(&s.quarantined);
+    let rate = rate(s.events, s.seconds);
     let swept = if s.swept > 0 { format!("; removed {} leftover file(s) of an interrupted write", s.swept) } else { String::new() };
     format!(
         "imported {}: {} events, {quarantined}, {} in {:.2} s ({:.0} events/s){swept}",

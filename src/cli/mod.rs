@@ -106,6 +106,21 @@ fn block_on<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(future: F
         .block_on(future)
 }
 
+/// `3 quarantined (invalid_json 2, too_large 1)`, or `0 quarantined`.
+pub fn quarantined_text(counts: &std::collections::BTreeMap<tracelake::ingest::QuarantineReason, u64>) -> String {
+    let total: u64 = counts.values().sum();
+    if counts.is_empty() {
+        return format!("{total} quarantined");
+    }
+    let reasons: Vec<String> = counts.iter().map(|(r, n)| format!("{r} {n}")).collect();
+    format!("{total} quarantined ({})", reasons.join(", "))
+}
+
+/// Events per second, 0 for no time.
+pub fn rate(events: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 { events as f64 / seconds } else { 0.0 }
+}
+
 /// `1234567` → `1.2 MB`.
 pub fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];

@@ -31,8 +31,6 @@ pub struct AnalyzeOptions {
     pub since_ms: Option<i64>,
     /// More detector files (besides config `detectorsDir`).
     pub detectors_dir: Option<PathBuf>,
-    /// Keep the findings only in the report, not in the lake.
-    pub dry_run: bool,
 }
 
 /// What an analysis run found.
@@ -46,11 +44,8 @@ pub struct Analysis {
     pub time_range: (i64, i64),
     /// New findings of this run, most severe first.
     pub findings: Vec<Finding>,
-    /// Findings detected but not kept because of `output.maxFindings`.
-    pub dropped_findings: usize,
     /// User detectors that could not run: (file, reason).
     pub skipped_detectors: Vec<(String, String)>,
-    pub previous_state: ProcessingState,
     pub processing_state: ProcessingState,
 }
 
@@ -116,46 +111,45 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
             .then(a.finding_id.cmp(&b.finding_id))
     });
     let max = usize::try_from(config.output.max_findings.max(0)).unwrap_or(usize::MAX);
-    let dropped_findings = findings.len().saturating_sub(max);
     findings.truncate(max);
 
+    // A full run starts the totals afresh.
+    let earlier = if opts.full { ProcessingState::default() } else { previous_state };
     let processing_state = ProcessingState {
-        last_processed_ts: time_range.1.max(previous_state.last_processed_ts * i64::from(!opts.full)),
+        last_processed_ts: time_range.1.max(earlier.last_processed_ts),
         last_processed_seq: 0,
-        total_events_processed: if opts.full { 0 } else { previous_state.total_events_processed } + events_processed,
-        total_findings: if opts.full { 0 } else { previous_state.total_findings } + findings.len() as u64,
+        total_events_processed: earlier.total_events_processed + events_processed,
+        total_findings: earlier.total_findings + findings.len() as u64,
         updated_at: chrono::Utc::now().to_rfc3339(),
     };
-    if !opts.dry_run {
-        let mut files = Vec::new();
-        let writer = WriterId::random();
-        let date = PartitionDate::from_millis(detected_at);
-        if !findings.is_empty() {
-            let batch = findings_batch(&findings).map_err(crate::lake::LakeError::from)?;
-            let dir = lake.partition_dir(Table::Findings, &date);
-            let file = write_parquet_atomic(&dir, &part_file_name(&writer, 1), batch.schema(), [Ok(batch)])?;
-            files.push(lake.relative(&file.path));
-        }
-        let failures = ctx.sql(FAILURES_QUERY).await?.collect().await?;
-        if failures.iter().any(|b| b.num_rows() > 0) {
-            let dir = lake.partition_dir(Table::Failures, &date);
-            let batches = failures.into_iter().map(Ok);
-            let file = write_parquet_atomic(&dir, &part_file_name(&writer, 2), FAILURES_SCHEMA.clone(), batches)?;
-            files.push(lake.relative(&file.path));
-        }
-        if opts.full {
-            manifest.analyses.clear();
-        }
-        manifest.analyses.push(AnalysisRecord {
-            run_id: run_id.clone(),
-            finished_at: chrono::Utc::now().to_rfc3339(),
-            findings: findings.len() as u64,
-            files,
-        });
-        manifest.processing_state = processing_state.clone();
-        manifest.save(lake)?;
-        sweep_uncommitted(lake, &manifest, &lock)?;
+    let mut files = Vec::new();
+    let writer = WriterId::random();
+    let date = PartitionDate::from_millis(detected_at);
+    if !findings.is_empty() {
+        let batch = findings_batch(&findings).map_err(crate::lake::LakeError::from)?;
+        let dir = lake.partition_dir(Table::Findings, &date);
+        let file = write_parquet_atomic(&dir, &part_file_name(&writer, 1), batch.schema(), [Ok(batch)])?;
+        files.push(lake.relative(&file.path));
     }
+    let failures = ctx.sql(FAILURES_QUERY).await?.collect().await?;
+    if failures.iter().any(|b| b.num_rows() > 0) {
+        let dir = lake.partition_dir(Table::Failures, &date);
+        let batches = failures.into_iter().map(Ok);
+        let file = write_parquet_atomic(&dir, &part_file_name(&writer, 2), FAILURES_SCHEMA.clone(), batches)?;
+        files.push(lake.relative(&file.path));
+    }
+    if opts.full {
+        manifest.analyses.clear();
+    }
+    manifest.analyses.push(AnalysisRecord {
+        run_id: run_id.clone(),
+        finished_at: chrono::Utc::now().to_rfc3339(),
+        findings: findings.len() as u64,
+        files,
+    });
+    manifest.processing_state = processing_state.clone();
+    manifest.save(lake)?;
+    sweep_uncommitted(lake, &manifest, &lock)?;
     Ok(Analysis {
         run_id,
         started_at,
@@ -164,9 +158,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         chains,
         time_range,
         findings,
-        dropped_findings,
         skipped_detectors,
-        previous_state,
         processing_state,
     })
 }
@@ -196,9 +188,7 @@ async fn define_analysis_events(ctx: &SessionContext, resume: Option<i64>, conte
 
 /// Runs the chain SQL, keeping `chain_events` in memory: every detector reads it.
 pub async fn build_chains(ctx: &SessionContext, params: &SqlParams) -> Result<(), DetectError> {
-    for statement in [CHAINS] {
-        crate::engine::run_statements(ctx, &params.fill(statement), |_, _| Ok(())).await?;
-    }
+    crate::engine::run_statements(ctx, &params.fill(CHAINS), |_, _| Ok(())).await?;
     let cached = ctx.table("chain_events").await?.cache().await?;
     ctx.deregister_table("chain_events")?;
     ctx.register_table("chain_events", cached.into_view())?;

@@ -31,10 +31,6 @@ impl Decoder {
         Self { redactor }
     }
 
-    pub fn redactor(&self) -> &Redactor {
-        &self.redactor
-    }
-
     /// Decodes one line read from `source` at `position` (1-based line number or stream sequence).
     pub fn decode_line(&self, line: Line, source: &str, position: u64) -> Result<Event, QuarantinedLine> {
         match line {

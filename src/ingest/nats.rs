@@ -51,7 +51,6 @@ pub enum StartAt {
 
 /// An open connection to the stream.
 pub struct NatsSource {
-    url: String,
     stream: Stream,
 }
 
@@ -84,11 +83,7 @@ impl NatsSource {
             }
             _ => NatsError::JetStream(format!("looking up stream {:?} on {url}: {e}", config.stream)),
         })?;
-        Ok(Self { url, stream })
-    }
-
-    pub fn url(&self) -> &str {
-        &self.url
+        Ok(Self { stream })
     }
 
     /// The stream's last sequence number right now.

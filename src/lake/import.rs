@@ -82,12 +82,6 @@ pub struct ImportSummary {
     pub swept: usize,
 }
 
-impl ImportSummary {
-    pub fn quarantined_total(&self) -> u64 {
-        self.quarantined.values().sum()
-    }
-}
-
 #[derive(Debug, Clone, PartialEq)]
 pub enum ImportOutcome {
     Imported(ImportSummary),

@@ -164,7 +164,7 @@ pub fn sweep_uncommitted(lake: &Lake, manifest: &Manifest, _lock: &WriteLock) ->
     let committed = manifest.committed_files();
     let mut removed = Vec::new();
     for table in [Table::Events, Table::Quarantine, Table::Findings, Table::Failures] {
-        for path in data_files(&lake.table_dir(table), true)? {
+        for path in data_files(&lake.table_dir(table))? {
             if !committed.contains(lake.relative(&path).as_str()) {
                 fs::remove_file(&path).map_err(|e| LakeError::io(&path, e))?;
                 removed.push(path);
@@ -174,8 +174,8 @@ pub fn sweep_uncommitted(lake: &Lake, manifest: &Manifest, _lock: &WriteLock) ->
     Ok(removed)
 }
 
-/// Files under a table directory (`*.parquet`, and with `with_temp` also `.*.tmp`).
-pub fn data_files(table_dir: &Path, with_temp: bool) -> Result<Vec<PathBuf>, LakeError> {
+/// Files under a table directory: `*.parquet`, and the `.*.tmp` files of unfinished writes.
+pub fn data_files(table_dir: &Path) -> Result<Vec<PathBuf>, LakeError> {
     let mut files = Vec::new();
     let partitions = match fs::read_dir(table_dir) {
         Ok(rd) => rd,
@@ -192,7 +192,7 @@ pub fn data_files(table_dir: &Path, with_temp: bool) -> Result<Vec<PathBuf>, Lak
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
             let is_data = name.ends_with(".parquet") && !name.starts_with('.');
             let is_temp = name.starts_with('.') && name.ends_with(".tmp");
-            if is_data || (with_temp && is_temp) {
+            if is_data || is_temp {
                 files.push(path);
             }
         }

@@ -88,11 +88,6 @@ impl Redactor {
         Self::new(&[]).expect("built-in patterns compile")
     }
 
-    /// The user's patterns this redactor applies after the built-in ones.
-    pub fn custom_patterns(&self) -> &[String] {
-        &self.custom
-    }
-
     /// Whether any string inside the JSON text `raw` could need redaction. Sound only for
     /// text without escapes (a backslash could hide a match) and when every pattern is a
     /// built-in one (user patterns may be anchored); otherwise it answers true.
