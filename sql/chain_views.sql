@@ -10,11 +10,12 @@ SELECT
     sum(CASE WHEN type = 'msg.out' THEN 1 ELSE 0 END) AS n_msg_out,
     sum(CASE WHEN type = 'tool.call' THEN 1 ELSE 0 END) AS n_tool_call,
     sum(CASE WHEN type = 'tool.result' THEN 1 ELSE 0 END) AS n_tool_result,
-    first_value(id ORDER BY idx) AS first_event_id,
-    last_value(id ORDER BY idx) AS last_event_id,
+    max(CASE WHEN idx = 0 THEN id END) AS first_event_id,
+    max(CASE WHEN idx = chain_len - 1 THEN id END) AS last_event_id,
     CASE
         WHEN max(piece) > 0 OR count(*) = ${max_chain_events} THEN 'memory_cap'
-        WHEN first_value(type ORDER BY idx) = 'session.start' OR last_value(type ORDER BY idx) = 'session.end' THEN 'lifecycle'
+        WHEN max(CASE WHEN idx = 0 THEN type END) = 'session.start'
+            OR max(CASE WHEN idx = chain_len - 1 THEN type END) = 'session.end' THEN 'lifecycle'
         ELSE 'gap'
     END AS boundary_type
 FROM chain_events
@@ -22,16 +23,9 @@ GROUP BY chain_id, agent, session;
 
 -- Tool attempts: a tool.call directly followed by its tool.result.
 CREATE OR REPLACE VIEW tool_attempts AS
-WITH paired AS (
-    SELECT *,
-        lead(type) OVER w AS next_type, lead(id) OVER w AS result_id,
-        lead(failed) OVER w AS result_failed, lead(tool_error) OVER w AS result_error
-    FROM chain_events
-    WINDOW w AS (PARTITION BY chain_id ORDER BY idx)
-)
-SELECT chain_id, agent, session, idx AS call_idx, idx + 1 AS result_idx, id AS call_id, result_id, ts,
-    tool_name, tool_params, result_failed AS failed, result_error AS error
-FROM paired
+SELECT chain_id, chain_no, agent, session, idx AS call_idx, idx + 1 AS result_idx, id AS call_id, next_id AS result_id, ts,
+    tool_name, tool_params, next_failed AS failed, next_tool_error AS error
+FROM chain_events
 WHERE type = 'tool.call' AND next_type = 'tool.result';
 
 -- The first failure of each kind in each session: (fingerprint, session) with where it

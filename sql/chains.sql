@@ -4,9 +4,8 @@
 
 -- Events published by both schemas appear twice: same type, agent and session, less than
 -- a second apart, same content (messages), tool and params (calls), tool (results), or the
--- exact time (everything else). Of such a pair the one with the higher sequence stays.
--- Neighbours are compared by time difference, not by second bucket, so a pair that
--- straddles a second boundary is caught too.
+-- exact time (everything else). Of such a pair the one with the higher sequence stays
+-- (`superseded` compares each event with its neighbours in key order).
 CREATE OR REPLACE VIEW deduped_events AS
 WITH keyed AS (
     SELECT *,
@@ -20,59 +19,48 @@ WITH keyed AS (
         CASE WHEN type IN ('msg.in', 'msg.out', 'tool.call', 'tool.result') THEN 1000 ELSE 1 END AS dedup_window_ms
     FROM analysis_events
 ),
-neighbours AS (
+marked AS (
     SELECT *,
-        lag(ts_ms) OVER w AS prev_ts_ms, lag(stream_seq) OVER w AS prev_seq,
-        lead(ts_ms) OVER w AS next_ts_ms, lead(stream_seq) OVER w AS next_seq
+        superseded(ts_ms, stream_seq, dedup_window_ms, agent, session, type, dedup_key)
+            OVER (ORDER BY agent, session, type, dedup_key, ts_ms, stream_seq) AS is_copy
     FROM keyed
-    WINDOW w AS (PARTITION BY agent, session, type, dedup_key ORDER BY ts_ms, stream_seq)
 )
-SELECT * FROM neighbours
-WHERE NOT (
-    (next_ts_ms IS NOT NULL AND next_ts_ms - ts_ms < dedup_window_ms AND next_seq > stream_seq)
-    OR (prev_ts_ms IS NOT NULL AND ts_ms - prev_ts_ms < dedup_window_ms AND prev_seq > stream_seq)
-);
+SELECT * FROM marked WHERE NOT is_copy;
 
--- Each (session, agent) is cut into segments at session.start, after session.end, at a
--- run.end → run.start pause over 5 minutes and at an inactivity gap over chainGapMinutes;
--- a segment longer than the cap is cut into pieces of the cap. Chains under 2 events go.
+-- Each (session, agent) is cut into chains by `chain_position` (session.start, after
+-- session.end, a run.end → run.start pause over 5 minutes, an inactivity gap over
+-- chainGapMinutes, and pieces of at most the cap). Chains under 2 events go. Every event
+-- also carries its neighbours in the chain (prev_*, next_*), so detectors that look one
+-- step back or ahead need no window of their own.
 CREATE OR REPLACE VIEW chain_events AS
-WITH ordered AS (
+WITH positioned AS (
     SELECT *,
-        lag(type) OVER w AS prev_type,
-        lag(ts_ms) OVER w AS prev_event_ts_ms
+        chain_position(agent, session, type, ts_ms, ${chain_gap_ms}, ${max_chain_events}) OVER w AS pos,
+        lag(type) OVER w AS lag_type, lag(content) OVER w AS lag_content,
+        lag(id) OVER w AS lag_id, lag(ts) OVER w AS lag_ts,
+        lead(type) OVER w AS lead_type, lead(id) OVER w AS lead_id,
+        lead(tool_error) OVER w AS lead_tool_error,
+        lead(tool_error IS NOT NULL OR coalesce(tool_is_error, false)) OVER w AS lead_failed
     FROM deduped_events
-    WINDOW w AS (PARTITION BY session, agent ORDER BY ts_ms, stream_seq)
+    WINDOW w AS (ORDER BY agent, session, ts_ms, stream_seq)
 ),
-segmented AS (
-    SELECT *,
-        sum(CASE
-            WHEN prev_type IS NULL THEN 1
-            WHEN type = 'session.start' OR prev_type = 'session.end' THEN 1
-            WHEN prev_type = 'run.end' AND type = 'run.start' AND ts_ms - prev_event_ts_ms > 300000 THEN 1
-            WHEN ts_ms - prev_event_ts_ms > ${chain_gap_ms} THEN 1
-            ELSE 0
-        END) OVER (PARTITION BY session, agent ORDER BY ts_ms, stream_seq ROWS UNBOUNDED PRECEDING) AS segment
-    FROM ordered
-),
-positioned AS (
-    SELECT *, CAST(row_number() OVER (PARTITION BY session, agent, segment ORDER BY ts_ms, stream_seq) AS BIGINT) - 1 AS pos
-    FROM segmented
-),
-pieces AS (
-    SELECT *, pos / ${max_chain_events} AS piece, pos % ${max_chain_events} AS idx
+chained AS (
+    SELECT *, pos['chain_no'] AS chain_no, pos['idx'] AS idx, pos['len'] AS chain_len,
+        pos['start_ms'] AS chain_start_ms, pos['piece'] AS piece
     FROM positioned
-),
-sized AS (
-    SELECT *,
-        count(*) OVER (PARTITION BY session, agent, segment, piece) AS chain_len,
-        min(ts_ms) OVER (PARTITION BY session, agent, segment, piece) AS chain_start_ms
-    FROM pieces
 )
 SELECT
     chain_id(session, agent, chain_start_ms) AS chain_id,
-    idx, chain_len, agent, session, id, ts, ts_ms, type, content, tool_name, tool_params, tool_error,
+    chain_no, idx, chain_len, agent, session, id, ts, ts_ms, type, content, tool_name, tool_params, tool_error,
     (tool_error IS NOT NULL OR coalesce(tool_is_error, false)) AS failed,
-    piece, stream_seq
-FROM sized
+    piece, stream_seq,
+    CASE WHEN idx > 0 THEN lag_type END AS prev_type,
+    CASE WHEN idx > 0 THEN lag_content END AS prev_content,
+    CASE WHEN idx > 0 THEN lag_id END AS prev_id,
+    CASE WHEN idx > 0 THEN lag_ts END AS prev_ts,
+    CASE WHEN idx < chain_len - 1 THEN lead_type END AS next_type,
+    CASE WHEN idx < chain_len - 1 THEN lead_id END AS next_id,
+    CASE WHEN idx < chain_len - 1 THEN lead_tool_error END AS next_tool_error,
+    CASE WHEN idx < chain_len - 1 THEN lead_failed END AS next_failed
+FROM chained
 WHERE chain_len >= 2;

@@ -1,19 +1,12 @@
 -- SIG-CORRECTION (spec §7.1): the user corrects the agent right after it spoke; "nein"
 -- in answer to a question is an answer, not a correction.
-WITH pairs AS (
-    SELECT *,
-        lag(type) OVER w AS prev_type, lag(content) OVER w AS prev_content,
-        lag(id) OVER w AS prev_id, lag(ts) OVER w AS prev_ts
-    FROM chain_events
-    WINDOW w AS (PARTITION BY chain_id ORDER BY idx)
-)
 SELECT
     'SIG-CORRECTION' AS signal, 'medium' AS severity, chain_id, agent, session,
     idx - 1 AS start_idx, idx AS end_idx, prev_id AS start_event_id, id AS end_event_id, prev_ts AS occurred_at,
     'User corrected agent after: ''' || substr(coalesce(prev_content, ''), 1, 80) || '''' AS summary,
     json_object('agentMessage', prev_content, 'userCorrection', content) AS evidence,
     CAST(NULL AS VARCHAR) AS fingerprint
-FROM pairs
+FROM chain_events
 WHERE type = 'msg.in' AND prev_type = 'msg.out'
     AND is_correction(content)
     AND NOT (coalesce(is_question(prev_content), false) AND coalesce(is_short_negative(content), false))

@@ -1,7 +1,7 @@
 -- SIG-DOOM-LOOP (spec §7.3): three or more consecutive failing attempts of the same tool
 -- with parameters over 0.8 similar to the first; five or more are critical.
 WITH attempts AS (
-    SELECT *, doom_loop_id(tool_name, tool_params, failed) OVER (PARTITION BY chain_id ORDER BY call_idx) AS loop_id
+    SELECT *, doom_loop_id(tool_name, tool_params, failed) OVER (PARTITION BY chain_no ORDER BY call_idx) AS loop_id
     FROM tool_attempts
 ),
 loops AS (
@@ -15,7 +15,7 @@ loops AS (
         first_value(error ORDER BY call_idx) AS first_error
     FROM attempts
     WHERE loop_id IS NOT NULL
-    GROUP BY chain_id, agent, session, loop_id
+    GROUP BY chain_no, chain_id, agent, session, loop_id
 )
 SELECT
     'SIG-DOOM-LOOP' AS signal, CASE WHEN loop_size >= 5 THEN 'critical' ELSE 'high' END AS severity,

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{Int64Type, TimestampMillisecondType};
-use datafusion::prelude::SessionContext;
+use datafusion::datasource::MemTable;
+use datafusion::prelude::{SessionContext, col};
 
 use super::finding::{Finding, finding_id, findings_batch, from_detector_batch, severity_rank};
 use super::sql::{CHAIN_VIEWS, CHAINS, Detector, SqlParams, builtin_detectors, user_detectors};
@@ -186,12 +187,19 @@ async fn define_analysis_events(ctx: &SessionContext, resume: Option<i64>, conte
     Ok(())
 }
 
-/// Runs the chain SQL, keeping `chain_events` in memory: every detector reads it.
+/// Runs the chain SQL, keeping `chain_events` in memory, in chain order: every detector
+/// reads it, and windows over (chain_no, idx) then need no sort.
 pub async fn build_chains(ctx: &SessionContext, params: &SqlParams) -> Result<(), DetectError> {
     crate::engine::run_statements(ctx, &params.fill(CHAINS), |_, _| Ok(())).await?;
-    let cached = ctx.table("chain_events").await?.cache().await?;
+    let sorted = ctx.sql("SELECT * FROM chain_events ORDER BY chain_no, idx").await?;
+    let planned = Arc::new(sorted.schema().as_arrow().clone());
+    let batches = sorted.collect().await?;
+    // Execution may mark columns nullable where planning did not; the batches decide.
+    let schema = batches.first().map_or(planned, |b| b.schema());
+    let order = vec![vec![col("chain_no").sort(true, false), col("idx").sort(true, false)]];
+    let cached = MemTable::try_new(schema, vec![batches])?.with_sort_order(order);
     ctx.deregister_table("chain_events")?;
-    ctx.register_table("chain_events", cached.into_view())?;
+    ctx.register_table("chain_events", Arc::new(cached))?;
     crate::engine::run_statements(ctx, &params.fill(CHAIN_VIEWS), |_, _| Ok(())).await?;
     Ok(())
 }

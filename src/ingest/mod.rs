@@ -6,12 +6,14 @@ pub mod lines;
 pub mod nats;
 pub mod normalize;
 pub mod quarantine;
+pub mod raw;
 
 use serde_json::Value;
 
 use crate::redact::{Redactor, redact_json};
 pub use event::{Event, Schema};
 use lines::Line;
+use raw::{NotAnObject, RawObject};
 pub use quarantine::{QuarantineReason, QuarantinedLine};
 
 /// Default upper bound for one raw event (a JSONL line or a stream message).
@@ -61,14 +63,27 @@ impl Decoder {
             Ok(text) => text,
             Err(e) => return Err(fail(QuarantineReason::InvalidUtf8, e.to_string())),
         };
-        let mut value: Value = match serde_json::from_str(text) {
-            Ok(v) => v,
-            Err(e) => return Err(fail(QuarantineReason::InvalidJson, e.to_string())),
-        };
-        if self.redactor.may_match_json(text) {
+        let redacted;
+        let text = if self.redactor.may_match_json(text) {
+            let mut value: Value = match serde_json::from_str(text) {
+                Ok(v) => v,
+                Err(e) => return Err(fail(QuarantineReason::InvalidJson, e.to_string())),
+            };
             redact_json(&self.redactor, &mut value);
-        }
-        normalize::normalize(value, position, subject).map_err(|reason| fail(reason, reason_detail(reason)))
+            redacted = serde_json::to_string(&value).expect("a JSON value always serializes");
+            redacted.as_str()
+        } else {
+            text
+        };
+        let raw = match RawObject::parse(text) {
+            Ok(raw) => raw,
+            Err(NotAnObject::InvalidJson(e)) => return Err(fail(QuarantineReason::InvalidJson, e.to_string())),
+            Err(NotAnObject::OtherValue) => {
+                let reason = QuarantineReason::NotAnObject;
+                return Err(fail(reason, reason_detail(reason)));
+            }
+        };
+        normalize::normalize(&raw, position, subject).map_err(|reason| fail(reason, reason_detail(reason)))
     }
 
     fn quarantine(

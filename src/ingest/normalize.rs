@@ -1,9 +1,10 @@
 //! Raw event JSON (schema A, schema B, v1 envelope) → one [`Event`] (spec §2).
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::event::{Event, Schema};
 use super::quarantine::QuarantineReason;
+use super::raw::{Raw, RawObject};
 
 /// Top-level keys that become columns; every other key is kept in `extra`.
 const MAPPED_KEYS: &[&str] = &["id", "ts", "timestamp", "agent", "session", "type", "payload"];
@@ -37,24 +38,22 @@ pub fn normalize_session(raw: &str) -> &str {
     }
 }
 
-/// Normalizes one parsed (and already redacted) raw event read at `stream_seq`.
-pub fn normalize(raw: Value, stream_seq: u64, subject: Option<&str>) -> Result<Event, QuarantineReason> {
-    let Value::Object(mut raw) = raw else {
-        return Err(QuarantineReason::NotAnObject);
-    };
-    let ts = timestamp(&raw)?;
-    let raw_type = match raw.get("type").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-        Some(t) => t.to_owned(),
-        None => match envelope_str(&raw, &["legacyType"]) {
-            Some(t) => t,
+/// Normalizes one raw (already redacted) event read at `stream_seq`.
+pub fn normalize(raw: &RawObject, stream_seq: u64, subject: Option<&str>) -> Result<Event, QuarantineReason> {
+    let ts = timestamp(raw)?;
+    let raw_type = match raw.get("type").and_then(Raw::as_str).filter(|t| !t.is_empty()) {
+        Some(t) => t.into_owned(),
+        None => match raw.get("legacyType").and_then(Raw::as_str) {
+            Some(t) => t.into_owned(),
             None => return Err(QuarantineReason::MissingType),
         },
     };
-    let schema = detect_schema(&raw, &raw_type);
-    let payload = raw.remove("payload").unwrap_or(Value::Null);
-    let scope = raw.get("scope").unwrap_or(&Value::Null);
-    let trace = raw.get("trace").unwrap_or(&Value::Null);
-    let meta = raw.get("meta").unwrap_or(&Value::Null);
+    let schema = detect_schema(raw, &raw_type);
+    let payload = raw.get("payload");
+    let payload_fields = payload.map(Raw::object).unwrap_or_default();
+    let scope = object_field(raw, "scope");
+    let trace = object_field(raw, "trace");
+    let meta = object_field(raw, "meta");
 
     let agent = text_field(raw.get("agent")).filter(|a| !a.is_empty()).unwrap_or_else(|| "unknown".into());
     let raw_session = text_field(raw.get("session"))
@@ -102,27 +101,23 @@ pub fn normalize(raw: Value, stream_seq: u64, subject: Option<&str>) -> Result<E
         span_id: text_field(trace.get("spanId")),
         parent_span_id: text_field(trace.get("parentSpanId")),
         subject: subject.map(str::to_owned),
-        payload: String::new(),
-        extra: None,
+        payload: payload.map_or("null", Raw::text).to_owned(),
+        extra: raw.json_without(MAPPED_KEYS),
     };
     match schema {
-        Schema::A => map_schema_a(&mut event, &payload),
-        Schema::B => map_schema_b(&mut event, &payload),
-    }
-    event.payload = json_text(&payload);
-    raw.retain(|k, _| !MAPPED_KEYS.contains(&k.as_str()));
-    if !raw.is_empty() {
-        event.extra = Some(json_text(&Value::Object(raw)));
+        Schema::A => map_schema_a(&mut event, &payload_fields),
+        Schema::B => map_schema_b(&mut event, &payload_fields),
     }
     Ok(event)
 }
 
+fn object_field<'a>(raw: &RawObject<'a>, key: &str) -> RawObject<'a> {
+    raw.get(key).map(Raw::object).unwrap_or_default()
+}
+
 /// `ts` (schema A) or `timestamp` (schema B), milliseconds since the epoch.
-fn timestamp(raw: &Map<String, Value>) -> Result<i64, QuarantineReason> {
-    let number = raw
-        .get("ts")
-        .and_then(Value::as_f64)
-        .or_else(|| raw.get("timestamp").and_then(Value::as_f64));
+fn timestamp(raw: &RawObject) -> Result<i64, QuarantineReason> {
+    let number = raw.get("ts").and_then(Raw::as_f64).or_else(|| raw.get("timestamp").and_then(Raw::as_f64));
     match number {
         None => Err(QuarantineReason::MissingTimestamp),
         Some(ms) if ms == 0.0 => Err(QuarantineReason::MissingTimestamp),
@@ -131,17 +126,13 @@ fn timestamp(raw: &Map<String, Value>) -> Result<i64, QuarantineReason> {
     }
 }
 
-fn detect_schema(raw: &Map<String, Value>, raw_type: &str) -> Schema {
+fn detect_schema(raw: &RawObject, raw_type: &str) -> Schema {
     let b_type = raw_type.starts_with("conversation.") || raw_type.starts_with("lifecycle.");
     let timestamp_only = !raw.contains_key("ts") && raw.contains_key("timestamp");
     if b_type || timestamp_only { Schema::B } else { Schema::A }
 }
 
-fn envelope_str(raw: &Map<String, Value>, keys: &[&str]) -> Option<String> {
-    keys.iter().find_map(|k| raw.get(*k).and_then(Value::as_str)).map(str::to_owned)
-}
-
-fn map_schema_a(e: &mut Event, p: &Value) {
+fn map_schema_a(e: &mut Event, p: &RawObject) {
     match e.event_type.as_str() {
         "msg.in" => {
             e.role = Some("user".into());
@@ -154,33 +145,34 @@ fn map_schema_a(e: &mut Event, p: &Value) {
             e.content = text_of(p.get("content"));
             e.to = text_field(p.get("to"));
             e.channel = text_field(p.get("channel"));
-            e.success = p.get("success").and_then(Value::as_bool);
+            e.success = p.get("success").and_then(Raw::as_bool);
             e.error = error_text(p.get("error"));
         }
         "tool.call" => {
             e.tool_name = text_field(p.get("toolName"));
-            e.tool_params = json_field(p.get("params"));
+            e.tool_params = params_field(p.get("params"));
         }
         "tool.result" => {
             e.tool_name = text_field(p.get("toolName"));
-            e.tool_params = json_field(p.get("params"));
-            e.tool_result = json_field(p.get("result"));
+            e.tool_params = params_field(p.get("params"));
+            let result = p.get("result");
+            e.tool_result = json_field(result);
             e.tool_error = error_text(p.get("error"));
             e.tool_is_error = p
                 .get("isError")
-                .or_else(|| p.get("result").and_then(|r| r.get("isError")))
-                .and_then(Value::as_bool);
-            e.tool_duration_ms = int_field(p.get("durationMs"));
+                .and_then(Raw::as_bool)
+                .or_else(|| result.and_then(|r| r.object().get("isError")).and_then(Raw::as_bool));
+            e.tool_duration_ms = p.get("durationMs").and_then(Raw::as_i64);
         }
         "run.start" => e.content = text_of(p.get("prompt")),
         "run.end" => {
-            e.success = p.get("success").and_then(Value::as_bool);
+            e.success = p.get("success").and_then(Raw::as_bool);
             e.error = error_text(p.get("error"));
-            e.duration_ms = int_field(p.get("durationMs"));
+            e.duration_ms = p.get("durationMs").and_then(Raw::as_i64);
         }
         "run.error" => e.error = error_text(p.get("error")).or_else(|| error_text(p.get("message"))),
         "llm.input" | "llm.output" => map_llm(e, p),
-        "session.end" => e.duration_ms = int_field(p.get("durationMs")),
+        "session.end" => e.duration_ms = p.get("durationMs").and_then(Raw::as_i64),
         _ => {}
     }
     if e.run_id.is_none() {
@@ -191,7 +183,7 @@ fn map_schema_a(e: &mut Event, p: &Value) {
     }
 }
 
-fn map_llm(e: &mut Event, p: &Value) {
+fn map_llm(e: &mut Event, p: &RawObject) {
     e.model = text_field(p.get("model"));
     e.provider = text_field(p.get("provider"));
     if e.event_type == "llm.input" {
@@ -200,16 +192,18 @@ fn map_llm(e: &mut Event, p: &Value) {
     }
     e.content = text_of(p.get("assistantTexts")).or_else(|| text_of(p.get("lastAssistant")));
     if let Some(usage) = p.get("usage") {
-        e.usage_input = int_field(usage.get("input"));
-        e.usage_output = int_field(usage.get("output"));
-        e.usage_cache_read = int_field(usage.get("cacheRead"));
-        e.usage_cache_write = int_field(usage.get("cacheWrite"));
-        e.usage_total = int_field(usage.get("total"));
+        let usage = usage.object();
+        let int = |key| usage.get(key).and_then(Raw::as_i64);
+        e.usage_input = int("input");
+        e.usage_output = int("output");
+        e.usage_cache_read = int("cacheRead");
+        e.usage_cache_write = int("cacheWrite");
+        e.usage_total = int("total");
     }
 }
 
-fn map_schema_b(e: &mut Event, p: &Value) {
-    let data = p.get("data").unwrap_or(&Value::Null);
+fn map_schema_b(e: &mut Event, p: &RawObject) {
+    let data = object_field(p, "data");
     match e.event_type.as_str() {
         "msg.in" | "msg.out" => {
             let default_role = if e.event_type == "msg.in" { "user" } else { "assistant" };
@@ -220,25 +214,26 @@ fn map_schema_b(e: &mut Event, p: &Value) {
         }
         "tool.call" => {
             e.tool_name = text_field(data.get("name"));
-            e.tool_params = json_field(data.get("args"));
+            e.tool_params = params_field(data.get("args"));
             e.tool_call_id = text_field(data.get("toolCallId"));
         }
         "tool.result" => {
             e.tool_name = text_field(data.get("name"));
-            e.tool_params = json_field(data.get("args"));
+            e.tool_params = params_field(data.get("args"));
             e.tool_call_id = text_field(data.get("toolCallId"));
             let result = data.get("result");
             e.tool_result = json_field(result);
-            e.tool_is_error = data.get("isError").and_then(Value::as_bool);
+            e.tool_is_error = data.get("isError").and_then(Raw::as_bool);
             e.tool_error = error_text(data.get("error"));
             if e.tool_is_error == Some(true) && e.tool_error.is_none() {
-                e.tool_error = result.and_then(|r| text_of(r.get("content")).or_else(|| r.as_str().map(str::to_owned)));
+                e.tool_error = result.and_then(|r| text_of(r.object().get("content")).or_else(|| r.as_str().map(Into::into)));
             }
-            e.tool_duration_ms = int_field(data.get("durationMs")).or_else(|| int_field(p.get("durationMs")));
+            e.tool_duration_ms =
+                data.get("durationMs").and_then(Raw::as_i64).or_else(|| p.get("durationMs").and_then(Raw::as_i64));
         }
         "run.end" | "run.error" => {
             e.error = error_text(p.get("error")).or_else(|| error_text(data.get("error")));
-            e.duration_ms = int_field(p.get("durationMs"));
+            e.duration_ms = p.get("durationMs").and_then(Raw::as_i64);
         }
         _ => {}
     }
@@ -246,9 +241,12 @@ fn map_schema_b(e: &mut Event, p: &Value) {
 }
 
 /// A scalar as text: strings as they are, numbers and booleans printed.
-fn text_field(v: Option<&Value>) -> Option<String> {
-    match v? {
-        Value::String(s) => Some(s.clone()),
+fn text_field(v: Option<Raw>) -> Option<String> {
+    let v = v?;
+    if let Some(s) = v.as_str() {
+        return Some(s.into_owned());
+    }
+    match v.value() {
         Value::Number(n) => Some(n.to_string()),
         Value::Bool(b) => Some(b.to_string()),
         _ => None,
@@ -257,56 +255,67 @@ fn text_field(v: Option<&Value>) -> Option<String> {
 
 /// Message text: a string, or the text blocks of a content array joined by newlines,
 /// or any other value as JSON.
-fn text_of(v: Option<&Value>) -> Option<String> {
-    match v? {
+fn text_of(v: Option<Raw>) -> Option<String> {
+    let v = v?;
+    if let Some(s) = v.as_str() {
+        return Some(s.into_owned());
+    }
+    match v.value() {
         Value::Null => None,
-        Value::String(s) => Some(s.clone()),
         Value::Array(items) => {
             let texts: Vec<&str> = items
                 .iter()
                 .filter_map(|b| b.as_str().or_else(|| b.get("text").and_then(Value::as_str)))
                 .collect();
             if texts.is_empty() && !items.is_empty() {
-                Some(json_text(&Value::Array(items.clone())))
+                Some(v.text().to_owned())
             } else if texts.is_empty() {
                 None
             } else {
                 Some(texts.join("\n"))
             }
         }
-        other => Some(json_text(other)),
+        _ => Some(v.text().to_owned()),
     }
 }
 
 /// Schema B's `text_preview[0].text` (or a plain string preview).
-fn first_text_block(v: Option<&Value>) -> Option<String> {
-    match v? {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(items) => items.first().and_then(|b| text_of(Some(b).map(|b| b.get("text").unwrap_or(b)))),
+fn first_text_block(v: Option<Raw>) -> Option<String> {
+    let v = v?;
+    if let Some(s) = v.as_str() {
+        return Some(s.into_owned());
+    }
+    match v.value() {
+        Value::Array(items) => items.first().and_then(|b| value_text(b.get("text").unwrap_or(b))),
         _ => None,
     }
 }
 
-/// Error text; empty strings and `false`/`null` mean "no error" (as JavaScript's truthiness).
-fn error_text(v: Option<&Value>) -> Option<String> {
-    match v? {
-        Value::Null | Value::Bool(false) => None,
-        Value::String(s) if s.is_empty() => None,
-        other => text_of(Some(other)),
+fn value_text(v: &Value) -> Option<String> {
+    match v {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        other => Some(serde_json::to_string(other).expect("a JSON value always serializes")),
     }
 }
 
-fn json_field(v: Option<&Value>) -> Option<String> {
-    v.filter(|v| !v.is_null()).map(json_text)
-}
-
-/// JSON text of a value. (`serde_json::to_string` writes straight into a buffer; `Display`
-/// goes through a formatter and is markedly slower on large payloads.)
-fn json_text(v: &Value) -> String {
-    serde_json::to_string(v).expect("a JSON value always serializes")
-}
-
-fn int_field(v: Option<&Value>) -> Option<i64> {
+/// Error text; empty strings and `false`/`null` mean "no error" (as JavaScript's truthiness).
+fn error_text(v: Option<Raw>) -> Option<String> {
     let v = v?;
-    v.as_i64().or_else(|| v.as_f64().filter(|f| f.is_finite()).map(|f| f.round() as i64))
+    match v.text() {
+        "null" | "false" | "\"\"" => None,
+        _ => text_of(Some(v)),
+    }
+}
+
+/// JSON text exactly as it arrived.
+fn json_field(v: Option<Raw>) -> Option<String> {
+    v.filter(|v| !v.is_null()).map(|v| v.text().to_owned())
+}
+
+/// Tool parameters in one canonical form (compact, keys sorted): both schemas' copies of a
+/// call compare equal, whatever order their publishers wrote the keys in.
+fn params_field(v: Option<Raw>) -> Option<String> {
+    v.filter(|v| !v.is_null())
+        .map(|v| serde_json::to_string(&v.value()).expect("a JSON value always serializes"))
 }

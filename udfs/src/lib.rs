@@ -5,6 +5,7 @@
 //! DataFusion context.
 
 pub mod chain_id;
+pub mod chain_position;
 pub mod chain_scan;
 pub mod fail_fingerprint;
 pub mod json_object;
@@ -12,6 +13,7 @@ pub mod patterns;
 pub mod redact;
 pub mod similarity;
 mod strings;
+pub mod superseded;
 pub mod text_category;
 
 use std::sync::Arc;
@@ -35,6 +37,8 @@ pub fn register_all(ctx: &SessionContext, redactor: Redactor, patterns: Arc<Patt
     for udf in text_category::TextCategoryUdf::all(&patterns) {
         ctx.register_udf(ScalarUDF::from(udf));
     }
+    ctx.register_udwf(WindowUDF::from(superseded::SupersededUdf::new()));
+    ctx.register_udwf(WindowUDF::from(chain_position::ChainPositionUdf::new()));
     ctx.register_udwf(WindowUDF::from(chain_scan::ChainScanUdf::doom_loop_id()));
     ctx.register_udwf(WindowUDF::from(chain_scan::ChainScanUdf::unrecovered_failure()));
 }

@@ -1,0 +1,105 @@
+//! `superseded(ts_ms, seq, window_ms, key, …) OVER (ORDER BY key, …, ts_ms, seq)`: true for
+//! an event that has a copy with a higher sequence right next to it — the neighbour in window
+//! order with the same keys, less than `window_ms` apart (spec §6.3: events published by
+//! both schemas). Comparing neighbours by time difference, not by time bucket, catches a
+//! pair that straddles a second boundary.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, AsArray, BooleanArray};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Int64Type};
+use datafusion::common::{Result, exec_err};
+use datafusion::logical_expr::function::{PartitionEvaluatorArgs, WindowUDFFieldArgs};
+use datafusion::logical_expr::{PartitionEvaluator, Signature, Volatility, WindowUDFImpl};
+
+use crate::strings::string_at;
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct SupersededUdf {
+    signature: Signature,
+}
+
+impl SupersededUdf {
+    pub fn new() -> Self {
+        Self { signature: Signature::variadic_any(Volatility::Immutable) }
+    }
+}
+
+impl Default for SupersededUdf {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl WindowUDFImpl for SupersededUdf {
+    fn name(&self) -> &str {
+        "superseded"
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn partition_evaluator(&self, _args: PartitionEvaluatorArgs) -> Result<Box<dyn PartitionEvaluator>> {
+        Ok(Box::new(SupersededEvaluator))
+    }
+    fn field(&self, field_args: WindowUDFFieldArgs) -> Result<FieldRef> {
+        Ok(Arc::new(Field::new(field_args.name(), DataType::Boolean, false)))
+    }
+}
+
+#[derive(Debug)]
+struct SupersededEvaluator;
+
+impl PartitionEvaluator for SupersededEvaluator {
+    fn evaluate_all(&mut self, values: &[ArrayRef], n: usize) -> Result<ArrayRef> {
+        if values.len() < 4 {
+            return exec_err!("superseded(ts_ms, seq, window_ms, key, …) takes at least one key");
+        }
+        let int = |a: &ArrayRef| cast(a, &DataType::Int64);
+        let (ts, seq, window) = (int(&values[0])?, int(&values[1])?, int(&values[2])?);
+        let (ts, seq, window) =
+            (ts.as_primitive::<Int64Type>(), seq.as_primitive::<Int64Type>(), window.as_primitive::<Int64Type>());
+        let keys = &values[3..];
+        let same_keys = |a: usize, b: usize| -> Result<bool> {
+            for key in keys {
+                if string_at(key, a)? != string_at(key, b)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        };
+        // Whether the neighbour `other` is a copy of event `i` with a higher sequence.
+        let copy = |i: usize, other: usize| -> Result<bool> {
+            let apart = (ts.value(i) - ts.value(other)).abs();
+            Ok(apart < window.value(i) && seq.value(other) > seq.value(i) && same_keys(i, other)?)
+        };
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            out.push((i + 1 < n && copy(i, i + 1)?) || (i > 0 && copy(i, i - 1)?));
+        }
+        Ok(Arc::new(BooleanArray::from(out)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{Int64Array, StringArray};
+
+    #[test]
+    fn the_copy_with_the_lower_sequence_is_superseded() {
+        // (key, ts, seq), in window order: a pair 999 ms apart straddling a second
+        // boundary, a pair 1000 ms apart (not copies), and a lone event of another key.
+        let rows = [("a", 1_500, 7), ("a", 2_499, 3), ("b", 0, 1), ("b", 1_000, 2), ("c", 0, 9)];
+        let n = rows.len();
+        let values = [
+            Arc::new(rows.iter().map(|r| r.1).collect::<Int64Array>()) as ArrayRef,
+            Arc::new(rows.iter().map(|r| r.2).collect::<Int64Array>()) as ArrayRef,
+            Arc::new(Int64Array::from(vec![1000; n])) as ArrayRef,
+            Arc::new(StringArray::from(rows.iter().map(|r| r.0).collect::<Vec<_>>())) as ArrayRef,
+        ];
+        let out = SupersededEvaluator.evaluate_all(&values, n).unwrap();
+        let out: Vec<bool> = out.as_boolean().iter().map(Option::unwrap).collect();
+        assert_eq!(out, [false, true, false, false, false]);
+    }
+}
