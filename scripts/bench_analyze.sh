@@ -28,7 +28,7 @@ measure() {  # label, command…
 measure tracelake "$bin" analyze --lake "$lake" --config "$config" --full --format json
 python3 -c "
 import json, collections, sys
-found = collections.Counter(f['signal'] for f in json.load(open(sys.argv[1]))['findings'])
+found = collections.Counter(f['signal']['signal'] for f in json.load(open(sys.argv[1]))['findings'])
 print('  tracelake findings:', dict(sorted(found.items())))" "$work/tracelake.out"
 measure duckdb python3 scripts/duckdb_analyze.py "$lake"
 sed 's/^/  /' "$work/duckdb.out"

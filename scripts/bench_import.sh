@@ -10,7 +10,7 @@ bin="$CARGO_TARGET_DIR/release/tracelake"
 work="${BENCH_DIR:-$(mktemp -d)}"
 input="$work/bench-$events.jsonl"
 [ -f "$input" ] || "$bin" generate --events "$events" --seed 1 --output "$input" >/dev/null
-bytes=$(stat -c %s "$input")
+bytes=$(stat -L -c %s "$input")
 echo "input: $events events, $bytes bytes, $(nproc) cores, $(date -u +%Y-%m-%d)"
 cat "$input" > /dev/null  # warm the page cache for both contenders
 

@@ -5,7 +5,8 @@
 -- Events published by both schemas appear twice: same type, agent and session, less than
 -- a second apart, same content (messages), tool and params (calls), tool (results), or the
 -- exact time (everything else). Of such a pair the one with the higher sequence stays
--- (`superseded` compares each event with its neighbours in key order).
+-- (`superseded` compares each event with those around it in time). The window has the
+-- same order as the chains' below, so the events are sorted once.
 CREATE OR REPLACE VIEW deduped_events AS
 WITH keyed AS (
     SELECT *,
@@ -22,7 +23,7 @@ WITH keyed AS (
 marked AS (
     SELECT *,
         superseded(ts_ms, stream_seq, dedup_window_ms, agent, session, type, dedup_key)
-            OVER (ORDER BY agent, session, type, dedup_key, ts_ms, stream_seq) AS is_copy
+            OVER (ORDER BY agent, session, ts_ms, stream_seq) AS is_copy
     FROM keyed
 )
 SELECT * FROM marked WHERE NOT is_copy;

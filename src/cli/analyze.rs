@@ -27,7 +27,7 @@ pub enum Severity {
 }
 
 impl Severity {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Severity::Low => "low",
             Severity::Medium => "medium",
@@ -57,14 +57,48 @@ pub struct AnalyzeArgs {
     /// A directory of extra detector .sql files.
     #[arg(long, env = "TRACELAKE_DETECTORS")]
     detectors: Option<PathBuf>,
+    /// At most this many LLM requests in this run (answers already cached are free).
+    #[arg(long, env = "TRACELAKE_MAX_LLM_CALLS")]
+    max_llm_calls: Option<usize>,
+    /// LLM requests in flight at once.
+    #[arg(long, env = "TRACELAKE_LLM_CONCURRENCY", default_value_t = 4)]
+    llm_concurrency: usize,
+    /// Where to write soul-rules.md, governance-policies.json and cortex-patterns.json
+    /// [default: LAKE/artifacts].
+    #[arg(long, env = "TRACELAKE_ARTIFACTS")]
+    artifacts: Option<PathBuf>,
 }
 
 pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let lake = ctx.lake()?;
-    let opts = AnalyzeOptions { full: args.full, since_ms: args.since, detectors_dir: args.detectors.clone() };
+    let opts = AnalyzeOptions {
+        full: args.full,
+        since_ms: args.since,
+        detectors_dir: args.detectors.clone(),
+        max_llm_calls: args.max_llm_calls,
+        llm_concurrency: args.llm_concurrency,
+        artifacts_dir: args.artifacts.clone(),
+    };
     let analysis = analyze(&lake, &ctx.config, ctx.redactor()?, &opts).await?;
     for (name, reason) in &analysis.skipped_detectors {
         eprintln!("warning: detector {name} skipped: {reason}");
+    }
+    for warning in &analysis.warnings {
+        eprintln!("warning: {warning}");
+    }
+    if let Some(llm) = &analysis.llm {
+        let dropped = analysis.verdicts.iter().filter(|v| v.dropped()).count();
+        eprintln!(
+            "llm: {} requests, {} cached answers, {} dropped by triage, {} unclassified{}",
+            llm.calls,
+            llm.cache_hits,
+            dropped,
+            llm.unclassified,
+            if llm.over_budget > 0 { format!(" ({} over the --max-llm-calls budget)", llm.over_budget) } else { String::new() }
+        );
+        for file in &analysis.artifact_files {
+            eprintln!("wrote {}", file.display());
+        }
     }
     let report = AnalysisReport::assemble(&analysis);
     let text = render(&report, args.format)?;

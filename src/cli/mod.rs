@@ -6,9 +6,11 @@ mod export;
 mod generate;
 mod import;
 mod progress;
+mod report;
 mod sql;
 mod status;
 mod time_args;
+mod watch;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -43,8 +45,12 @@ enum Command {
     Export(export::ExportArgs),
     /// Detect failure patterns (new events only, unless --full) and report them.
     Analyze(analyze::AnalyzeArgs),
+    /// Write a report of the lake's findings (HTML with charts, Markdown or JSON).
+    Report(report::ReportArgs),
     /// Run SQL over the lake (no query: an interactive prompt).
     Sql(sql::SqlArgs),
+    /// Alert on critical findings as events arrive (POST to a webhook).
+    Watch(watch::WatchArgs),
     /// Show what the lake holds.
     Status(status::StatusArgs),
     /// Write deterministic synthetic traces with injected failure patterns.
@@ -92,7 +98,9 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Import(args) => import::run(&ctx, args),
         Command::Export(args) => block_on(export::run(&ctx, args)),
         Command::Analyze(args) => block_on(analyze::run(&ctx, args)),
+        Command::Report(args) => block_on(report::run(&ctx, args)),
         Command::Sql(args) => block_on(sql::run(&ctx, args)),
+        Command::Watch(args) => block_on(watch::run(&ctx, args)),
         Command::Status(args) => block_on(status::run(&ctx, args)),
         Command::Generate(args) => generate::run(args),
     }

@@ -1,4 +1,4 @@
-//! Durations (`30s`, `15m`, `24h`, `7d`) and points in time (RFC 3339, `YYYY-MM-DD`, or a
+//! Durations (`500ms`, `30s`, `15m`, `24h`, `7d`) and points in time (RFC 3339, `YYYY-MM-DD`, or a
 //! duration meaning "that long ago") on the command line.
 
 use std::time::Duration;
@@ -10,17 +10,18 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
     let n: u64 = number.parse().map_err(|_| format!("{text:?} is not a duration like 30s, 15m, 24h or 7d"))?;
-    let seconds = match unit {
-        "s" => n,
-        "m" => n * 60,
-        "h" | "" => n * 3600,
-        "d" => n * 86_400,
-        _ => return Err(format!("{text:?}: unknown unit {unit:?}; use s, m, h or d")),
+    let millis = match unit {
+        "ms" => n,
+        "s" => n * 1000,
+        "m" => n * 60_000,
+        "h" | "" => n * 3_600_000,
+        "d" => n * 86_400_000,
+        _ => return Err(format!("{text:?}: unknown unit {unit:?}; use ms, s, m, h or d")),
     };
-    if seconds == 0 {
+    if millis == 0 {
         return Err("the duration must be more than zero".into());
     }
-    Ok(Duration::from_secs(seconds))
+    Ok(Duration::from_millis(millis))
 }
 
 /// Milliseconds since the epoch of `text`: RFC 3339, a UTC date, or a duration ago.

@@ -1,7 +1,7 @@
 //! One analysis run: choose the events (all, or the sessions touched since the last run),
 //! rebuild chains, run every enabled detector, keep the new findings in the lake.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -13,7 +13,13 @@ use datafusion::prelude::{SessionContext, col};
 use super::finding::{Finding, finding_id, findings_batch, from_detector_batch, severity_rank};
 use super::sql::{CHAIN_VIEWS, CHAINS, Detector, SqlParams, builtin_detectors, user_detectors};
 use super::DetectError;
+use crate::classify::stage::{apply_triage, chain_transcripts, classifications_batch};
+use crate::classify::{ClassifyOptions, FindingVerdict, LlmCache, Tiers, classify};
 use crate::config::Config;
+use crate::output::effectiveness::{RuleEffectiveness, rule_effectiveness};
+use crate::output::files::write_artifacts;
+use crate::output::table::outputs_batch;
+use crate::output::{Classified, GeneratedOutput, generate_outputs};
 use crate::engine::session::FAILURE_COLUMNS;
 use crate::engine::{EngineOptions, open_session};
 use crate::lake::layout::{PartitionDate, part_file_name};
@@ -32,6 +38,21 @@ pub struct AnalyzeOptions {
     pub since_ms: Option<i64>,
     /// More detector files (besides config `detectorsDir`).
     pub detectors_dir: Option<PathBuf>,
+    /// LLM requests in this run at most.
+    pub max_llm_calls: Option<usize>,
+    /// LLM requests in flight at once (0: the default).
+    pub llm_concurrency: usize,
+    /// Where the artifact files go (default `LAKE/artifacts`).
+    pub artifacts_dir: Option<PathBuf>,
+}
+
+/// What the LLM stage cost.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LlmStats {
+    pub calls: usize,
+    pub cache_hits: usize,
+    pub over_budget: usize,
+    pub unclassified: usize,
 }
 
 /// What an analysis run found.
@@ -48,13 +69,23 @@ pub struct Analysis {
     /// User detectors that could not run: (file, reason).
     pub skipped_detectors: Vec<(String, String)>,
     pub processing_state: ProcessingState,
+    /// What the LLM said, one per finding it was asked about (dropped ones included).
+    pub verdicts: Vec<FindingVerdict>,
+    pub llm: Option<LlmStats>,
+    pub outputs: Vec<GeneratedOutput>,
+    /// Artifact files written.
+    pub artifact_files: Vec<PathBuf>,
+    pub rule_effectiveness: Vec<RuleEffectiveness>,
+    /// Things dropped on the way (invalid patterns …).
+    pub warnings: Vec<String>,
 }
 
 pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &AnalyzeOptions) -> Result<Analysis, DetectError> {
     let started_at = chrono::Utc::now().timestamp_millis();
     let params = SqlParams { chain_gap_ms: config.chain_gap_minutes.max(0) * 60_000, ..SqlParams::default() };
     let engine = EngineOptions { patterns: Arc::new(Patterns::new(&config.languages)?), sql_params: params, ..EngineOptions::default() };
-    let ctx = open_session(lake, redactor, &engine).await?;
+    let tiers = Tiers::from_config(&config.llm)?;
+    let ctx = open_session(lake, redactor.clone(), &engine).await?;
     let lock = WriteLock::acquire(lake)?;
     let mut manifest = Manifest::load(lake)?;
     sweep_uncommitted(lake, &manifest, &lock)?;
@@ -83,25 +114,13 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     for dir in config.detectors_dir.iter().map(PathBuf::from).chain(opts.detectors_dir.clone()) {
         detectors.extend(user_detectors(&dir).map_err(|source| DetectError::DetectorDir { path: dir.display().to_string(), source })?);
     }
-    let mut findings = Vec::new();
-    let mut skipped_detectors = Vec::new();
-    for detector in &detectors {
-        match run_detector(&ctx, detector, &params).await {
-            Ok(found) => findings.extend(found),
-            Err(message) if detector.builtin => return Err(DetectError::Builtin { name: detector.name.clone(), message }),
-            Err(message) => skipped_detectors.push((detector.name.clone(), message)),
-        }
-    }
-
     let detected_at = chrono::Utc::now().timestamp_millis();
+    let (mut findings, skipped_detectors) = run_detectors(&ctx, &detectors, config, &params).await?;
     for f in &mut findings {
-        if let Some(severity) = config.signals.get(&f.signal).and_then(|s| s.severity.clone()) {
-            f.severity = severity;
-        }
-        f.finding_id = finding_id(&f.signal, &f.agent, &f.session, &f.start_event_id, &f.end_event_id);
         f.run_id = run_id.clone();
         f.detected_at = detected_at;
     }
+    let all_signals: HashMap<String, String> = findings.iter().map(|f| (f.finding_id.clone(), f.signal.clone())).collect();
     let reported: HashSet<String> = if opts.full { HashSet::new() } else { reported_ids(&ctx).await? };
     let mut seen = HashSet::new();
     findings.retain(|f| !reported.contains(&f.finding_id) && seen.insert(f.finding_id.clone()));
@@ -113,6 +132,34 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     });
     let max = usize::try_from(config.output.max_findings.max(0)).unwrap_or(usize::MAX);
     findings.truncate(max);
+
+    let mut verdicts = Vec::new();
+    let mut llm = None;
+    if let Some(tiers) = &tiers {
+        let mut chain_ids: Vec<String> = findings.iter().map(|f| f.chain_id.clone()).collect();
+        chain_ids.sort();
+        chain_ids.dedup();
+        let chains = chain_transcripts(&ctx, &chain_ids).await?;
+        let cache = LlmCache::open(lake);
+        let classify_opts = ClassifyOptions { max_calls: opts.max_llm_calls, ..ClassifyOptions::default() };
+        let classify_opts = if opts.llm_concurrency > 0 { ClassifyOptions { concurrency: opts.llm_concurrency, ..classify_opts } } else { classify_opts };
+        let outcome = classify(&findings, &chains, tiers, &redactor, &cache, &classify_opts).await;
+        cache.save()?;
+        apply_triage(&mut findings, &outcome.verdicts);
+        llm = Some(LlmStats {
+            calls: outcome.llm_calls,
+            cache_hits: outcome.cache_hits,
+            over_budget: outcome.over_budget,
+            unclassified: outcome.verdicts.iter().filter(|v| !v.dropped() && v.classification.is_none()).count(),
+        });
+        verdicts = outcome.verdicts;
+    }
+    let by_id: HashMap<&str, &FindingVerdict> = verdicts.iter().map(|v| (v.finding_id.as_str(), v)).collect();
+    let classified: Vec<Classified> = findings
+        .iter()
+        .filter_map(|f| by_id.get(f.finding_id.as_str()).and_then(|v| v.classification.as_ref()).map(|c| (f, c)))
+        .collect();
+    let (outputs, warnings) = generate_outputs(&classified);
 
     // A full run starts the totals afresh.
     let earlier = if opts.full { ProcessingState::default() } else { previous_state };
@@ -139,6 +186,18 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         let file = write_parquet_atomic(&dir, &part_file_name(&writer, 2), FAILURES_SCHEMA.clone(), batches)?;
         files.push(lake.relative(&file.path));
     }
+    if !verdicts.is_empty() {
+        let batch = classifications_batch(&verdicts, &all_signals, &run_id, detected_at).map_err(crate::lake::LakeError::from)?;
+        let dir = lake.partition_dir(Table::Classifications, &date);
+        let file = write_parquet_atomic(&dir, &part_file_name(&writer, 3), batch.schema(), [Ok(batch)])?;
+        files.push(lake.relative(&file.path));
+    }
+    if !outputs.is_empty() {
+        let batch = outputs_batch(&outputs, &run_id, detected_at).map_err(crate::lake::LakeError::from)?;
+        let dir = lake.partition_dir(Table::Outputs, &date);
+        let file = write_parquet_atomic(&dir, &part_file_name(&writer, 4), batch.schema(), [Ok(batch)])?;
+        files.push(lake.relative(&file.path));
+    }
     if opts.full {
         manifest.analyses.clear();
     }
@@ -151,6 +210,13 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     manifest.processing_state = processing_state.clone();
     manifest.save(lake)?;
     sweep_uncommitted(lake, &manifest, &lock)?;
+    let artifact_files = match &tiers {
+        Some(_) => write_artifacts(&opts.artifacts_dir.clone().unwrap_or_else(|| lake.root().join("artifacts")), &outputs)?,
+        None => Vec::new(),
+    };
+    drop(lock);
+    let after = open_session(lake, redactor, &engine).await?;
+    let rule_effectiveness = rule_effectiveness(&after).await?;
     Ok(Analysis {
         run_id,
         started_at,
@@ -161,6 +227,12 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         findings,
         skipped_detectors,
         processing_state,
+        verdicts,
+        llm,
+        outputs,
+        artifact_files,
+        rule_effectiveness,
+        warnings,
     })
 }
 
@@ -188,10 +260,11 @@ async fn define_analysis_events(ctx: &SessionContext, resume: Option<i64>, conte
 }
 
 /// Runs the chain SQL, keeping `chain_events` in memory, in chain order: every detector
-/// reads it, and windows over (chain_no, idx) then need no sort.
+/// reads it, and windows over (chain_no, idx) then need no sort. Chain order is the order
+/// `chain_position` ran in, so asking for that order costs no second sort.
 pub async fn build_chains(ctx: &SessionContext, params: &SqlParams) -> Result<(), DetectError> {
     crate::engine::run_statements(ctx, &params.fill(CHAINS), |_, _| Ok(())).await?;
-    let sorted = ctx.sql("SELECT * FROM chain_events ORDER BY chain_no, idx").await?;
+    let sorted = ctx.sql("SELECT * FROM chain_events ORDER BY agent, session, ts_ms, stream_seq").await?;
     let planned = Arc::new(sorted.schema().as_arrow().clone());
     let batches = sorted.collect().await?;
     // Execution may mark columns nullable where planning did not; the batches decide.
@@ -222,6 +295,32 @@ async fn chain_stats(ctx: &SessionContext) -> Result<(u64, u64, (i64, i64)), Det
     ))
 }
 
+/// Runs `detectors` over the session's chains: findings with config severities and their
+/// ids, and the user detectors that failed (a failing built-in one is an error).
+pub async fn run_detectors(
+    ctx: &SessionContext,
+    detectors: &[Detector],
+    config: &Config,
+    params: &SqlParams,
+) -> Result<(Vec<Finding>, Vec<(String, String)>), DetectError> {
+    let mut findings = Vec::new();
+    let mut skipped = Vec::new();
+    for detector in detectors {
+        match run_detector(ctx, detector, params).await {
+            Ok(found) => findings.extend(found),
+            Err(message) if detector.builtin => return Err(DetectError::Builtin { name: detector.name.clone(), message }),
+            Err(message) => skipped.push((detector.name.clone(), message)),
+        }
+    }
+    for f in &mut findings {
+        if let Some(severity) = config.signals.get(&f.signal).and_then(|s| s.severity.clone()) {
+            f.severity = severity;
+        }
+        f.finding_id = finding_id(&f.signal, &f.agent, &f.session, &f.start_event_id, &f.end_event_id);
+    }
+    Ok((findings, skipped))
+}
+
 async fn run_detector(ctx: &SessionContext, detector: &Detector, params: &SqlParams) -> Result<Vec<Finding>, String> {
     let df = ctx.sql(&params.fill(&detector.sql)).await.map_err(|e| e.to_string())?;
     let batches = df.collect().await.map_err(|e| e.to_string())?;
@@ -233,7 +332,9 @@ async fn run_detector(ctx: &SessionContext, detector: &Detector, params: &SqlPar
 }
 
 async fn reported_ids(ctx: &SessionContext) -> Result<HashSet<String>, DetectError> {
-    let batches = ctx.sql("SELECT finding_id FROM findings").await?.collect().await?;
+    // Findings triage dropped count as reported: they were looked at.
+    let sql = "SELECT finding_id FROM findings UNION SELECT finding_id FROM classifications WHERE triage_keep = false";
+    let batches = ctx.sql(sql).await?.collect().await?;
     Ok(batches
         .iter()
         .flat_map(|b| {

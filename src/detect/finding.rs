@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 
 use crate::lake::schema::FINDINGS_SCHEMA;
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 pub struct Finding {
     pub finding_id: String,
     pub run_id: String,

@@ -19,6 +19,10 @@ pub enum DetectError {
     Lake(#[from] crate::lake::LakeError),
     #[error(transparent)]
     Patterns(#[from] tracelake_udfs::PatternError),
+    #[error(transparent)]
+    Llm(#[from] crate::classify::LlmError),
+    #[error("a row of the findings table is not a finding ({0}); was the lake written by another version?")]
+    FindingRow(String),
     #[error("built-in detector {name} failed: {message}")]
     Builtin { name: String, message: String },
     #[error("cannot read detector directory {path}: {source}")]

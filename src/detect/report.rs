@@ -1,13 +1,16 @@
 //! The AnalysisReport of spec §10.4 (camelCase JSON), and its Markdown and terminal forms.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 use serde_json::Value;
 
 use super::analyze::Analysis;
 use super::finding::{Finding, severity_rank};
+use crate::classify::Classification;
 use crate::lake::state::ProcessingState;
+use crate::output::GeneratedOutput;
+use crate::output::effectiveness::RuleEffectiveness;
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -17,8 +20,8 @@ pub struct AnalysisReport {
     pub stats: Stats,
     pub signal_stats: Vec<SignalStats>,
     pub findings: Vec<ReportFinding>,
-    pub generated_outputs: Vec<Value>,
-    pub rule_effectiveness: Vec<Value>,
+    pub generated_outputs: Vec<GeneratedOutput>,
+    pub rule_effectiveness: Vec<RuleEffectiveness>,
     pub processing_state: ProcessingState,
 }
 
@@ -67,7 +70,7 @@ pub struct ReportFinding {
     pub signal: SignalDetail,
     pub detected_at: i64,
     pub occurred_at: i64,
-    pub classification: Option<Value>,
+    pub classification: Option<Classification>,
     pub start_event_id: String,
     pub end_event_id: String,
 }
@@ -90,6 +93,16 @@ pub struct EventRange {
 
 impl AnalysisReport {
     pub fn assemble(analysis: &Analysis) -> Self {
+        let classifications: HashMap<&str, &Classification> = analysis
+            .verdicts
+            .iter()
+            .filter_map(|v| v.classification.as_ref().map(|c| (v.finding_id.as_str(), c)))
+            .collect();
+        let findings: Vec<ReportFinding> = analysis
+            .findings
+            .iter()
+            .map(|f| report_finding(f, classifications.get(f.finding_id.as_str()).map(|c| (*c).clone())))
+            .collect();
         AnalysisReport {
             version: 1,
             generated_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
@@ -99,14 +112,14 @@ impl AnalysisReport {
                 events_processed: analysis.events_processed,
                 chains_reconstructed: analysis.chains,
                 findings_detected: analysis.findings.len(),
-                findings_classified: 0,
-                outputs_generated: 0,
+                findings_classified: findings.iter().filter(|f| f.classification.is_some()).count(),
+                outputs_generated: analysis.outputs.len(),
                 time_range: TimeRange { start_ms: analysis.time_range.0, end_ms: analysis.time_range.1 },
             },
             signal_stats: signal_stats(&analysis.findings),
-            findings: analysis.findings.iter().map(report_finding).collect(),
-            generated_outputs: Vec::new(),
-            rule_effectiveness: Vec::new(),
+            findings,
+            generated_outputs: analysis.outputs.clone(),
+            rule_effectiveness: analysis.rule_effectiveness.clone(),
             processing_state: analysis.processing_state.clone(),
         }
     }
@@ -132,8 +145,29 @@ impl AnalysisReport {
                     f.signal.signal,
                     f.agent,
                     f.session,
-                    f.signal.summary.replace('|', "\\|").replace('\n', " ")
+                    cell(&f.signal.summary)
                 ));
+            }
+        }
+        let classified: Vec<&ReportFinding> = self.findings.iter().filter(|f| f.classification.is_some()).collect();
+        if !classified.is_empty() {
+            md.push_str("\n## Root causes\n\n| signal | root cause | fix | confidence |\n|---|---|---|---|\n");
+            for f in classified {
+                let c = f.classification.as_ref().expect("filtered");
+                md.push_str(&format!("| {} | {} | {}: {} | {:.2} |\n", f.signal.signal, cell(&c.root_cause), c.action_type.as_str(), cell(&c.action_text), c.confidence));
+            }
+        }
+        if !self.generated_outputs.is_empty() {
+            md.push_str("\n## Generated fixes\n\n");
+            for o in &self.generated_outputs {
+                md.push_str(&format!("- **{}**: `{}`\n", o.output_type.as_str(), o.content.replace('\n', " ").replace('`', "'")));
+            }
+        }
+        if !self.rule_effectiveness.is_empty() {
+            md.push_str("\n## Rule effectiveness\n\n| rule | signal | failures before | after (per run) | runs after | effectiveness | status |\n|---|---|---|---|---|---|---|\n");
+            for e in &self.rule_effectiveness {
+                let eff = e.effectiveness.map_or("–".to_owned(), |p| format!("{p:.1} %"));
+                md.push_str(&format!("| {} | {} | {} | {:.1} | {} | {eff} | {} |\n", e.rule_id, e.signal, e.failures_before, e.failures_after, e.runs_after, e.status));
             }
         }
         md
@@ -159,15 +193,34 @@ impl AnalysisReport {
                 out.push_str(&format!("  … {} more (--format json or markdown for all)\n", self.findings.len() - max_rows));
             }
         }
+        if !self.generated_outputs.is_empty() {
+            out.push_str(&format!("\n{} fixes generated:\n", self.generated_outputs.len()));
+            for o in self.generated_outputs.iter().take(max_rows) {
+                let text: String = o.content.replace('\n', " ").chars().take(110).collect();
+                out.push_str(&format!("  {:<17} {text}\n", o.output_type.as_str()));
+            }
+        }
+        if !self.rule_effectiveness.is_empty() {
+            out.push_str("\nrule effectiveness:\n");
+            for e in &self.rule_effectiveness {
+                let eff = e.effectiveness.map_or("–".to_owned(), |p| format!("{p:.0} %"));
+                out.push_str(&format!("  {} {:<20} {:<11} {eff:>6} ({} before, {:.1} after per run)\n", e.rule_id, e.signal, e.status, e.failures_before, e.failures_after));
+            }
+        }
         out
     }
+}
+
+/// Text for a Markdown table cell.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
 }
 
 fn short(session: &str) -> String {
     if session.chars().count() > 14 { session.chars().take(13).collect::<String>() + "…" } else { session.to_owned() }
 }
 
-fn report_finding(f: &Finding) -> ReportFinding {
+pub fn report_finding(f: &Finding, classification: Option<Classification>) -> ReportFinding {
     ReportFinding {
         id: f.finding_id.clone(),
         chain_id: f.chain_id.clone(),
@@ -182,7 +235,7 @@ fn report_finding(f: &Finding) -> ReportFinding {
         },
         detected_at: f.detected_at,
         occurred_at: f.occurred_at,
-        classification: None,
+        classification,
         start_event_id: f.start_event_id.clone(),
         end_event_id: f.end_event_id.clone(),
     }

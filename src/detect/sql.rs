@@ -8,6 +8,9 @@ pub const CHAINS: &str = include_str!("../../sql/chains.sql");
 /// Views over the chain events: `chains`, `tool_attempts`.
 pub const CHAIN_VIEWS: &str = include_str!("../../sql/chain_views.sql");
 
+/// `rule_effectiveness`: each generated rule's failures before and after it.
+pub const RULE_EFFECTIVENESS: &str = include_str!("../../sql/outputs/rule_effectiveness.sql");
+
 /// A detector: a SELECT that yields the finding columns.
 #[derive(Debug, Clone)]
 pub struct Detector {

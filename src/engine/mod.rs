@@ -15,6 +15,23 @@ pub enum EngineError {
     NoLake(std::path::PathBuf),
     #[error("writing results: {0}")]
     Output(#[from] std::io::Error),
+    #[error(transparent)]
+    Lake(#[from] crate::lake::LakeError),
     #[error("formatting results: {0}")]
     Format(#[from] datafusion::arrow::error::ArrowError),
+}
+
+/// The rows of a (small) query result as JSON objects.
+pub async fn query_json(ctx: &datafusion::prelude::SessionContext, sql: &str) -> Result<Vec<serde_json::Value>, EngineError> {
+    let batches = ctx.sql(sql).await?.collect().await?;
+    let mut buffer = Vec::new();
+    let mut writer = datafusion::arrow::json::ArrayWriter::new(&mut buffer);
+    for batch in &batches {
+        writer.write(batch)?;
+    }
+    writer.finish()?;
+    if buffer.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(serde_json::from_slice(&buffer).expect("the Arrow JSON writer writes JSON"))
 }

@@ -1,10 +1,10 @@
 //! The session builder: explicit settings, the lake's tables, every UDF.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
-use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray, TimestampMillisecondArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::datasource::MemTable;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
@@ -14,11 +14,12 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement};
 
 use super::EngineError;
-use crate::lake::schema::{EVENTS_SCHEMA, FAILURES_SCHEMA, FINDINGS_SCHEMA, PARTITION_COLUMN, QUARANTINE_SCHEMA};
+use crate::lake::schema::{EVENTS_SCHEMA, PARTITION_COLUMN, file_schema};
+use crate::lake::state::{AnalysisRecord, Manifest};
 use crate::lake::{Lake, Table};
 use crate::redact::Redactor;
 use tracelake_udfs::Patterns;
-use crate::detect::sql::{CHAIN_VIEWS, CHAINS, SqlParams};
+use crate::detect::sql::{CHAIN_VIEWS, CHAINS, RULE_EFFECTIVENESS, SqlParams};
 
 /// Settings of a query session.
 #[derive(Debug, Clone)]
@@ -43,11 +44,37 @@ impl Default for EngineOptions {
     }
 }
 
-/// A session over `lake` with tables `events` and `quarantine` and all UDFs.
+/// A session over `lake`: every table of the lake, `runs`, the chain views, all UDFs.
 pub async fn open_session(lake: &Lake, redactor: Redactor, opts: &EngineOptions) -> Result<SessionContext, EngineError> {
     if !lake.root().is_dir() {
         return Err(EngineError::NoLake(lake.root().to_path_buf()));
     }
+    let ctx = new_context(redactor, opts)?;
+    for table in Table::ALL {
+        register_table(&ctx, lake, table, file_schema(table)).await?;
+    }
+    register_runs(&ctx, &Manifest::load(lake)?.analyses)?;
+    define_chain_views(&ctx, &opts.sql_params).await?;
+    Ok(ctx)
+}
+
+/// A session over events held in memory, no lake: `events` from `batches` (in the
+/// columns of [`EVENTS_SCHEMA`]), every other table empty.
+pub async fn memory_session(batches: Vec<RecordBatch>, redactor: Redactor, opts: &EngineOptions) -> Result<SessionContext, EngineError> {
+    let ctx = new_context(redactor, opts)?;
+    for table in Table::ALL {
+        let provider = match table {
+            Table::Events => MemTable::try_new(EVENTS_SCHEMA.clone(), vec![batches.clone()])?,
+            other => empty_table(&file_schema(other))?,
+        };
+        ctx.register_table(table.dir_name(), Arc::new(provider))?;
+    }
+    register_runs(&ctx, &[])?;
+    define_chain_views(&ctx, &opts.sql_params).await?;
+    Ok(ctx)
+}
+
+fn new_context(redactor: Redactor, opts: &EngineOptions) -> Result<SessionContext, EngineError> {
     let config = SessionConfig::new()
         .with_target_partitions(opts.target_partitions)
         .with_information_schema(true)
@@ -59,13 +86,15 @@ pub async fn open_session(lake: &Lake, redactor: Redactor, opts: &EngineOptions)
         .with_memory_pool(Arc::new(FairSpillPool::new(opts.memory_limit_bytes)))
         .build_arc()?;
     let ctx = SessionContext::new_with_config_rt(config, runtime);
-    register_table(&ctx, lake, Table::Events, EVENTS_SCHEMA.clone()).await?;
-    register_table(&ctx, lake, Table::Quarantine, QUARANTINE_SCHEMA.clone()).await?;
-    register_table(&ctx, lake, Table::Findings, FINDINGS_SCHEMA.clone()).await?;
-    register_table(&ctx, lake, Table::Failures, FAILURES_SCHEMA.clone()).await?;
     tracelake_udfs::register_all(&ctx, redactor, Arc::clone(&opts.patterns));
-    define_chain_views(&ctx, &opts.sql_params).await?;
     Ok(ctx)
+}
+
+/// An empty table with the columns of a stored table, partition column included.
+fn empty_table(file_schema: &SchemaRef) -> Result<MemTable, EngineError> {
+    let mut fields: Vec<Field> = file_schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.push(Field::new(PARTITION_COLUMN, DataType::Utf8, false));
+    Ok(MemTable::try_new(Arc::new(Schema::new(fields)), vec![vec![]])?)
 }
 
 /// Registers a hive-partitioned table; a table with no directory yet is an empty table
@@ -74,10 +103,7 @@ async fn register_table(ctx: &SessionContext, lake: &Lake, table: Table, file_sc
     let dir = lake.table_dir(table);
     let name = table.dir_name();
     if !dir.is_dir() {
-        let mut fields: Vec<Field> = file_schema.fields().iter().map(|f| f.as_ref().clone()).collect();
-        fields.push(Field::new(PARTITION_COLUMN, DataType::Utf8, false));
-        let schema = Arc::new(Schema::new(fields));
-        ctx.register_table(name, Arc::new(MemTable::try_new(schema, vec![vec![]])?))?;
+        ctx.register_table(name, Arc::new(empty_table(&file_schema)?))?;
         return Ok(());
     }
     let url = ListingTableUrl::parse(format!("{}/", dir.canonicalize()?.display()))?;
@@ -89,6 +115,33 @@ async fn register_table(ctx: &SessionContext, lake: &Lake, table: Table, file_sc
     Ok(())
 }
 
+/// `runs`: the committed analysis runs in order (`run_no` from 1), from the manifest.
+fn register_runs(ctx: &SessionContext, runs: &[AnalysisRecord]) -> Result<(), EngineError> {
+    let finished = runs.iter().map(|r| {
+        chrono::DateTime::parse_from_rfc3339(&r.finished_at).map_or(0, |t| t.timestamp_millis())
+    });
+    let batch = RecordBatch::try_new(
+        RUNS_SCHEMA.clone(),
+        vec![
+            Arc::new(Int64Array::from_iter_values(1..=runs.len() as i64)),
+            Arc::new(StringArray::from_iter_values(runs.iter().map(|r| r.run_id.as_str()))),
+            Arc::new(TimestampMillisecondArray::from_iter_values(finished).with_timezone("UTC")),
+            Arc::new(Int64Array::from_iter_values(runs.iter().map(|r| r.findings as i64))),
+        ],
+    )?;
+    ctx.register_table("runs", Arc::new(MemTable::try_new(RUNS_SCHEMA.clone(), vec![vec![batch]])?))?;
+    Ok(())
+}
+
+static RUNS_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        Field::new("run_no", DataType::Int64, false),
+        Field::new("run_id", DataType::Utf8, false),
+        Field::new("finished_at", DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())), false),
+        Field::new("findings", DataType::Int64, false),
+    ]))
+});
+
 /// The columns of `failures` without its partition column.
 pub const FAILURE_COLUMNS: &str = "fingerprint, session, agent, first_ts, chain_id, start_idx, start_event_id, end_event_id, tool_name, error";
 
@@ -97,7 +150,7 @@ pub const FAILURE_COLUMNS: &str = "fingerprint, session, agent, first_ts, chain_
 async fn define_chain_views(ctx: &SessionContext, params: &SqlParams) -> Result<(), EngineError> {
     ctx.sql("CREATE VIEW analysis_events AS SELECT * FROM events").await?.collect().await?;
     ctx.sql(&format!("CREATE VIEW failure_history AS SELECT {FAILURE_COLUMNS} FROM failures")).await?.collect().await?;
-    for sql in [CHAINS, CHAIN_VIEWS] {
+    for sql in [CHAINS, CHAIN_VIEWS, RULE_EFFECTIVENESS] {
         run_statements(ctx, &params.fill(sql), |_, _| Ok(())).await?;
     }
     Ok(())

@@ -14,15 +14,22 @@ pub enum Table {
     Quarantine,
     Findings,
     Failures,
+    Classifications,
+    Outputs,
 }
 
 impl Table {
+    pub const ALL: [Table; 6] =
+        [Table::Events, Table::Quarantine, Table::Findings, Table::Failures, Table::Classifications, Table::Outputs];
+
     pub fn dir_name(self) -> &'static str {
         match self {
             Table::Events => "events",
             Table::Quarantine => "quarantine",
             Table::Findings => "findings",
             Table::Failures => "failures",
+            Table::Classifications => "classifications",
+            Table::Outputs => "outputs",
         }
     }
 }

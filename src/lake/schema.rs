@@ -9,6 +9,7 @@ use datafusion::arrow::array::{
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::arrow::error::ArrowError;
 
+use super::layout::Table;
 use crate::ingest::{Event, QuarantinedLine};
 
 /// The hive partition column of every table: `YYYY-MM-DD`.
@@ -117,6 +118,56 @@ pub static FAILURES_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
         text("error"),
     ]))
 });
+
+/// Columns of `classifications`: what the LLM said about each finding of a run.
+pub static CLASSIFICATIONS_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    let text = |name: &str| Field::new(name, DataType::Utf8, true);
+    Arc::new(Schema::new(vec![
+        Field::new("finding_id", DataType::Utf8, false),
+        Field::new("run_id", DataType::Utf8, false),
+        text("signal"),
+        text("triage_model"),
+        Field::new("triage_keep", DataType::Boolean, true),
+        text("triage_severity"),
+        text("triage_reason"),
+        text("model"),
+        text("root_cause"),
+        text("action_type"),
+        text("action_text"),
+        Field::new("confidence", DataType::Float64, true),
+        text("error"),
+        Field::new("classified_at", ts_type(), false),
+    ]))
+});
+
+/// Columns of `outputs`: the artifacts each run generated.
+pub static OUTPUTS_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    let text = |name: &str| Field::new(name, DataType::Utf8, false);
+    Arc::new(Schema::new(vec![
+        text("output_id"),
+        text("run_id"),
+        text("type"),
+        text("content"),
+        text("signal"),
+        text("agents"),
+        text("source_findings"),
+        Field::new("observation_count", DataType::Int64, false),
+        Field::new("confidence", DataType::Float64, false),
+        Field::new("created_at", ts_type(), false),
+    ]))
+});
+
+/// The columns of `table` as stored in its files.
+pub fn file_schema(table: Table) -> SchemaRef {
+    match table {
+        Table::Events => EVENTS_SCHEMA.clone(),
+        Table::Quarantine => QUARANTINE_SCHEMA.clone(),
+        Table::Findings => FINDINGS_SCHEMA.clone(),
+        Table::Failures => FAILURES_SCHEMA.clone(),
+        Table::Classifications => CLASSIFICATIONS_SCHEMA.clone(),
+        Table::Outputs => OUTPUTS_SCHEMA.clone(),
+    }
+}
 
 /// Events (already in their final order) as one record batch.
 pub fn events_batch(events: &[&Event]) -> Result<RecordBatch, ArrowError> {

@@ -163,7 +163,7 @@ impl WriteLock {
 pub fn sweep_uncommitted(lake: &Lake, manifest: &Manifest, _lock: &WriteLock) -> Result<Vec<PathBuf>, LakeError> {
     let committed = manifest.committed_files();
     let mut removed = Vec::new();
-    for table in [Table::Events, Table::Quarantine, Table::Findings, Table::Failures] {
+    for table in Table::ALL {
         for path in data_files(&lake.table_dir(table))? {
             if !committed.contains(lake.relative(&path).as_str()) {
                 fs::remove_file(&path).map_err(|e| LakeError::io(&path, e))?;

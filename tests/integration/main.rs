@@ -1,15 +1,21 @@
 //! Integration tests, compiled into one binary.
 
+mod act;
 mod analyze;
 mod chains;
+mod classify;
 mod common;
 mod export;
 mod generate;
 mod import;
 mod languages;
+mod llm_server;
 mod nats_server;
 mod normalize;
+mod outputs;
 mod redaction;
+mod report;
 mod signals;
 mod sql_cli;
 mod trace;
+mod watch;

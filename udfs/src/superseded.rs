@@ -1,8 +1,9 @@
-//! `superseded(ts_ms, seq, window_ms, key, …) OVER (ORDER BY key, …, ts_ms, seq)`: true for
-//! an event that has a copy with a higher sequence right next to it — the neighbour in window
-//! order with the same keys, less than `window_ms` apart (spec §6.3: events published by
-//! both schemas). Comparing neighbours by time difference, not by time bucket, catches a
-//! pair that straddles a second boundary.
+//! `superseded(ts_ms, seq, window_ms, key, …) OVER (ORDER BY …, ts_ms, seq)`: true for an
+//! event that has a copy with a higher sequence: an event with the same keys less than
+//! `window_ms` away (spec §6.3: events published by both schemas). The window must be
+//! ordered by time within each group of keys (e.g. `ORDER BY agent, session, ts_ms, seq`
+//! with agent and session among the keys); each event is compared with the events around
+//! it up to `window_ms` away, so a pair straddling a second boundary is caught too.
 
 use std::sync::Arc;
 
@@ -68,14 +69,25 @@ impl PartitionEvaluator for SupersededEvaluator {
             }
             Ok(true)
         };
-        // Whether the neighbour `other` is a copy of event `i` with a higher sequence.
+        // Whether event `other` is a copy of event `i` with a higher sequence.
         let copy = |i: usize, other: usize| -> Result<bool> {
-            let apart = (ts.value(i) - ts.value(other)).abs();
-            Ok(apart < window.value(i) && seq.value(other) > seq.value(i) && same_keys(i, other)?)
+            Ok(seq.value(other) > seq.value(i) && same_keys(i, other)?)
         };
         let mut out = Vec::with_capacity(n);
         for i in 0..n {
-            out.push((i + 1 < n && copy(i, i + 1)?) || (i > 0 && copy(i, i - 1)?));
+            let (t, w) = (ts.value(i), window.value(i));
+            let mut found = false;
+            let mut j = i + 1;
+            while !found && j < n && ts.value(j) >= t && ts.value(j) - t < w {
+                found = copy(i, j)?;
+                j += 1;
+            }
+            let mut j = i;
+            while !found && j > 0 && ts.value(j - 1) <= t && t - ts.value(j - 1) < w {
+                found = copy(i, j - 1)?;
+                j -= 1;
+            }
+            out.push(found);
         }
         Ok(Arc::new(BooleanArray::from(out)))
     }
@@ -89,8 +101,9 @@ mod tests {
     #[test]
     fn the_copy_with_the_lower_sequence_is_superseded() {
         // (key, ts, seq), in window order: a pair 999 ms apart straddling a second
-        // boundary, a pair 1000 ms apart (not copies), and a lone event of another key.
-        let rows = [("a", 1_500, 7), ("a", 2_499, 3), ("b", 0, 1), ("b", 1_000, 2), ("c", 0, 9)];
+        // boundary with another event between them, a pair 1000 ms apart (not copies),
+        // and a lone event of another key.
+        let rows = [("a", 1_500, 7), ("x", 1_600, 8), ("a", 2_499, 3), ("b", 3_000, 1), ("b", 4_000, 2), ("c", 0, 9)];
         let n = rows.len();
         let values = [
             Arc::new(rows.iter().map(|r| r.1).collect::<Int64Array>()) as ArrayRef,
@@ -100,6 +113,6 @@ mod tests {
         ];
         let out = SupersededEvaluator.evaluate_all(&values, n).unwrap();
         let out: Vec<bool> = out.as_boolean().iter().map(Option::unwrap).collect();
-        assert_eq!(out, [false, true, false, false, false]);
+        assert_eq!(out, [false, false, true, false, false, false]);
     }
 }

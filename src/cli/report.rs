@@ -1,0 +1,55 @@
+//! `tracelake report`: what the lake knows, as HTML, Markdown or JSON.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use tracelake::report::anonymize::anonymize;
+use tracelake::report::{html, lake_report};
+
+use super::Ctx;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Html,
+    Markdown,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[arg(long, value_enum, env = "TRACELAKE_FORMAT", default_value_t = Format::Html)]
+    format: Format,
+    /// Write the report here instead of standard output.
+    #[arg(long, env = "TRACELAKE_OUTPUT")]
+    output: Option<PathBuf>,
+    /// Strip agent names, session ids, user content, paths, hostnames and IPs, for sharing.
+    #[arg(long, env = "TRACELAKE_ANONYMIZE")]
+    anonymize: bool,
+    /// Findings to show at most (most severe first) [default: output.maxFindings].
+    #[arg(long, env = "TRACELAKE_MAX_FINDINGS")]
+    max_findings: Option<usize>,
+}
+
+pub async fn run(ctx: &Ctx, args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let lake = ctx.lake()?;
+    let max = args.max_findings.unwrap_or_else(|| usize::try_from(ctx.config.output.max_findings.max(0)).unwrap_or(usize::MAX));
+    let mut report = lake_report(&lake, &ctx.config, ctx.redactor()?, max).await?;
+    if args.anonymize {
+        anonymize(&mut report);
+    }
+    let text = match args.format {
+        Format::Html => html::render(&report),
+        Format::Markdown => report.report.to_markdown(),
+        Format::Json => serde_json::to_string_pretty(&report.report)? + "\n",
+    };
+    match &args.output {
+        Some(path) => {
+            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+            eprintln!("wrote {}", path.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}

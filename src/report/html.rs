@@ -1,0 +1,141 @@
+//! The report as one self-contained HTML page: no network, charts drawn as SVG by a small
+//! inline script from data embedded in the page, transcripts linked from each finding.
+
+use std::fmt::Write;
+
+use serde_json::json;
+
+use super::LakeReport;
+use crate::classify::prompts::transcript;
+
+const STYLE: &str = include_str!("report.css");
+const SCRIPT: &str = include_str!("report.js");
+
+pub fn render(report: &LakeReport) -> String {
+    let r = &report.report;
+    let data = json!({ "charts": report.charts, "signals": r.signal_stats });
+    // `</` inside a script element would end it early.
+    let data = serde_json::to_string(&data).expect("report data serializes").replace("</", "<\\/");
+    let mut page = String::new();
+    let _ = write!(
+        page,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>tracelake report</title>\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><style>{STYLE}</style></head><body>\n\
+         <header><h1>tracelake report</h1><p>{} events in {} chains · {} findings · {} classified · {} outputs · generated {}</p></header>\n",
+        r.stats.events_processed,
+        r.stats.chains_reconstructed,
+        r.stats.findings_detected,
+        r.stats.findings_classified,
+        r.stats.outputs_generated,
+        escape(&r.generated_at)
+    );
+    page.push_str("<section class=\"charts\">\n");
+    for (id, title) in [
+        ("per-day", "Findings per signal over time"),
+        ("agent-severity", "Findings by agent and severity"),
+        ("tools", "Top failing tools"),
+        ("chain-lengths", "Chain length distribution"),
+    ] {
+        let _ = writeln!(page, "<figure><figcaption>{title}</figcaption><div class=\"chart\" id=\"chart-{id}\"></div></figure>");
+    }
+    page.push_str("</section>\n");
+    findings_table(&mut page, report);
+    outputs_section(&mut page, report);
+    transcripts_section(&mut page, report);
+    let _ = write!(page, "<script type=\"application/json\" id=\"report-data\">{data}</script>\n<script>{SCRIPT}</script>\n</body></html>\n");
+    page
+}
+
+fn findings_table(page: &mut String, report: &LakeReport) {
+    let r = &report.report;
+    page.push_str("<section><h2>Findings</h2>\n");
+    if r.findings.is_empty() {
+        page.push_str("<p>No findings.</p></section>\n");
+        return;
+    }
+    page.push_str("<table class=\"findings\"><thead><tr><th>severity</th><th>signal</th><th>agent</th><th>session</th><th>occurred</th><th>summary</th><th>fix</th><th>chain</th></tr></thead><tbody>\n");
+    for f in &r.findings {
+        let fix = f.classification.as_ref().map_or(String::new(), |c| format!("<b>{}</b> {}", c.action_type.as_str(), escape(&c.action_text)));
+        let link = if report.transcripts.contains_key(&f.chain_id) {
+            format!("<a href=\"#chain-{0}\">{0}</a>", escape(&f.chain_id))
+        } else {
+            escape(&f.chain_id)
+        };
+        let _ = writeln!(
+            page,
+            "<tr class=\"sev-{sev}\"><td>{sev}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{fix}</td><td>{link}</td></tr>",
+            escape(&f.signal.signal),
+            escape(&f.agent),
+            escape(&f.session),
+            iso(f.occurred_at),
+            escape(&f.signal.summary),
+            sev = escape(&f.signal.severity),
+        );
+    }
+    page.push_str("</tbody></table></section>\n");
+}
+
+fn outputs_section(page: &mut String, report: &LakeReport) {
+    let r = &report.report;
+    if !r.generated_outputs.is_empty() {
+        page.push_str("<section><h2>Generated fixes</h2><ul class=\"outputs\">\n");
+        for o in &r.generated_outputs {
+            let _ = writeln!(page, "<li><b>{}</b> <pre>{}</pre></li>", o.output_type.as_str(), escape(&o.content));
+        }
+        page.push_str("</ul></section>\n");
+    }
+    if !r.rule_effectiveness.is_empty() {
+        page.push_str("<section><h2>Rule effectiveness</h2><table><thead><tr><th>rule</th><th>type</th><th>signal</th><th>failures before</th><th>after (per run)</th><th>runs after</th><th>effectiveness</th><th>status</th></tr></thead><tbody>\n");
+        for e in &r.rule_effectiveness {
+            let eff = e.effectiveness.map_or("–".to_owned(), |p| format!("{p:.1} %"));
+            let _ = writeln!(
+                page,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{eff}</td><td>{}</td></tr>",
+                escape(&e.rule_id),
+                escape(&e.rule_type),
+                escape(&e.signal),
+                e.failures_before,
+                e.failures_after,
+                e.runs_after,
+                escape(&e.status)
+            );
+        }
+        page.push_str("</tbody></table></section>\n");
+    }
+}
+
+fn transcripts_section(page: &mut String, report: &LakeReport) {
+    if report.transcripts.is_empty() {
+        return;
+    }
+    page.push_str("<section><h2>Chain transcripts</h2>\n");
+    for (chain_id, events) in &report.transcripts {
+        let _ = writeln!(
+            page,
+            "<details id=\"chain-{0}\" class=\"transcript\"><summary>chain {0} ({1} events)</summary><pre>{2}</pre></details>",
+            escape(chain_id),
+            events.len(),
+            escape(&transcript(events))
+        );
+    }
+    page.push_str("</section>\n");
+}
+
+fn iso(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default().format("%Y-%m-%d %H:%M").to_string()
+}
+
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}

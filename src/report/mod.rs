@@ -1,0 +1,170 @@
+//! `tracelake report`: the lake's findings, classifications, artifacts and rule
+//! effectiveness as one report (JSON, Markdown, or a self-contained HTML page with charts).
+
+pub mod anonymize;
+pub mod html;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::classify::stage::chain_transcripts;
+use crate::classify::{ActionType, Classification, FindingVerdict, TranscriptEvent};
+use crate::config::Config;
+use crate::detect::analyze::{Analysis, build_chains};
+use crate::detect::report::AnalysisReport;
+use crate::detect::sql::SqlParams;
+use crate::detect::{DetectError, Finding};
+use crate::engine::{EngineOptions, open_session, query_json};
+use crate::lake::Lake;
+use crate::lake::state::Manifest;
+use crate::output::GeneratedOutput;
+use crate::output::effectiveness::rule_effectiveness;
+use crate::redact::Redactor;
+
+/// Everything a report shows.
+#[derive(Debug, Clone)]
+pub struct LakeReport {
+    pub report: AnalysisReport,
+    pub charts: Charts,
+    /// The events of each reported finding's chain.
+    pub transcripts: BTreeMap<String, Vec<TranscriptEvent>>,
+}
+
+/// The data behind the HTML charts.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Charts {
+    /// `{day, signal, count}` by day of occurrence.
+    pub findings_per_day: Vec<Value>,
+    /// `{agent, severity, count}`.
+    pub by_agent_severity: Vec<Value>,
+    /// `{tool, failures}`, most failures first.
+    pub failing_tools: Vec<Value>,
+    /// `{bucket, chains}` over chain lengths.
+    pub chain_lengths: Vec<Value>,
+}
+
+const FINDINGS_SQL: &str = "SELECT finding_id, run_id, signal, severity, chain_id, agent, session, start_idx, end_idx, \
+     start_event_id, end_event_id, CAST(occurred_at AS BIGINT) AS occurred_at, CAST(detected_at AS BIGINT) AS detected_at, \
+     summary, evidence, fingerprint FROM findings \
+     ORDER BY CASE severity WHEN 'critical' THEN 0 WHEN 'high' THEN 1 WHEN 'medium' THEN 2 ELSE 3 END, occurred_at, finding_id";
+
+const CHART_SQL: [&str; 4] = [
+    "SELECT CAST(date_trunc('day', occurred_at) AS DATE) AS day, signal, count(*) AS count FROM findings GROUP BY 1, 2 ORDER BY 1, 2",
+    "SELECT agent, severity, count(*) AS count FROM findings GROUP BY 1, 2 ORDER BY 1, 2",
+    "SELECT coalesce(tool_name, '(unknown)') AS tool, count(*) AS failures FROM events \
+     WHERE type = 'tool.result' AND (tool_is_error OR tool_error IS NOT NULL) GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 10",
+    "SELECT CASE WHEN n_events <= 2 THEN '2' WHEN n_events <= 5 THEN '3-5' WHEN n_events <= 10 THEN '6-10' \
+     WHEN n_events <= 20 THEN '11-20' WHEN n_events <= 50 THEN '21-50' WHEN n_events <= 100 THEN '51-100' ELSE '101+' END AS bucket, \
+     min(n_events) AS lo, count(*) AS chains FROM chains GROUP BY 1 ORDER BY 2",
+];
+
+/// Reads the report from the lake: findings (most severe first, at most `max_findings`),
+/// the latest verdict per finding, the latest run's artifacts, rule effectiveness.
+pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_findings: usize) -> Result<LakeReport, DetectError> {
+    let params = SqlParams { chain_gap_ms: config.chain_gap_minutes.max(0) * 60_000, ..SqlParams::default() };
+    let ctx = open_session(lake, redactor, &EngineOptions { sql_params: params, ..EngineOptions::default() }).await?;
+    build_chains(&ctx, &params).await?;
+    let manifest = Manifest::load(lake)?;
+
+    let mut findings: Vec<Finding> = Vec::new();
+    for row in query_json(&ctx, FINDINGS_SQL).await? {
+        findings.push(serde_json::from_value(row).map_err(|e| DetectError::FindingRow(e.to_string()))?);
+    }
+    let total_findings = findings.len();
+    findings.truncate(max_findings);
+    let verdicts = latest_verdicts(&ctx).await?;
+    let outputs = latest_outputs(&ctx, manifest.analyses.last().map(|a| a.run_id.as_str())).await?;
+    let stats = query_json(&ctx, "SELECT count(*) AS chains, CAST(coalesce(sum(n_events), 0) AS BIGINT) AS events, \
+        CAST(min(start_ts) AS BIGINT) AS first, CAST(max(end_ts) AS BIGINT) AS last FROM chains").await?;
+    let stat = |k: &str| stats.first().and_then(|s| s[k].as_i64()).unwrap_or(0);
+    let mut charts_data = Vec::new();
+    for sql in CHART_SQL {
+        charts_data.push(query_json(&ctx, sql).await?);
+    }
+    let [per_day, by_agent, tools, lengths] = <[Vec<Value>; 4]>::try_from(charts_data).expect("four charts");
+    let mut chain_ids: Vec<String> = findings.iter().map(|f| f.chain_id.clone()).collect();
+    chain_ids.sort();
+    chain_ids.dedup();
+    let transcripts = chain_transcripts(&ctx, &chain_ids).await?.into_iter().collect();
+    let analysis = Analysis {
+        run_id: manifest.analyses.last().map(|a| a.run_id.clone()).unwrap_or_default(),
+        started_at: 0,
+        completed_at: chrono::Utc::now().timestamp_millis(),
+        events_processed: stat("events") as u64,
+        chains: stat("chains") as u64,
+        time_range: (stat("first"), stat("last")),
+        findings,
+        skipped_detectors: Vec::new(),
+        processing_state: manifest.processing_state.clone(),
+        verdicts,
+        llm: None,
+        outputs,
+        artifact_files: Vec::new(),
+        rule_effectiveness: rule_effectiveness(&ctx).await?,
+        warnings: Vec::new(),
+    };
+    let mut report = AnalysisReport::assemble(&analysis);
+    report.stats.findings_detected = total_findings;
+    Ok(LakeReport {
+        report,
+        charts: Charts { findings_per_day: per_day, by_agent_severity: by_agent, failing_tools: tools, chain_lengths: lengths },
+        transcripts,
+    })
+}
+
+/// The most recent classification of each finding.
+async fn latest_verdicts(ctx: &datafusion::prelude::SessionContext) -> Result<Vec<FindingVerdict>, DetectError> {
+    let sql = "SELECT finding_id, model, root_cause, action_type, action_text, confidence FROM \
+        (SELECT *, row_number() OVER (PARTITION BY finding_id ORDER BY classified_at DESC) AS n FROM classifications \
+         WHERE action_type IS NOT NULL) WHERE n = 1";
+    Ok(query_json(ctx, sql)
+        .await?
+        .into_iter()
+        .map(|row| {
+            let text = |k: &str| row[k].as_str().unwrap_or_default().to_owned();
+            let action_type = serde_json::from_value(row["action_type"].clone()).unwrap_or(ActionType::ManualReview);
+            FindingVerdict {
+                finding_id: text("finding_id"),
+                triage: None,
+                classification: Some(Classification {
+                    root_cause: text("root_cause"),
+                    action_type,
+                    action_text: text("action_text"),
+                    confidence: row["confidence"].as_f64().unwrap_or(0.5),
+                    model: text("model"),
+                }),
+                error: None,
+            }
+        })
+        .collect())
+}
+
+/// The artifacts of run `run_id`.
+async fn latest_outputs(ctx: &datafusion::prelude::SessionContext, run_id: Option<&str>) -> Result<Vec<GeneratedOutput>, DetectError> {
+    let Some(run_id) = run_id else { return Ok(Vec::new()) };
+    let sql = format!(
+        "SELECT output_id, type, content, signal, agents, source_findings, observation_count, confidence FROM outputs \
+         WHERE run_id = '{}' ORDER BY type, output_id",
+        run_id.replace('\'', "''")
+    );
+    Ok(query_json(ctx, &sql)
+        .await?
+        .into_iter()
+        .map(|row| {
+            let text = |k: &str| row[k].as_str().unwrap_or_default().to_owned();
+            GeneratedOutput {
+                id: text("output_id"),
+                output_type: serde_json::from_value(row["type"].clone()).unwrap_or(ActionType::ManualReview),
+                content: text("content"),
+                source_findings: serde_json::from_str(&text("source_findings")).unwrap_or_default(),
+                observation_count: row["observation_count"].as_u64().unwrap_or(0) as usize,
+                confidence: row["confidence"].as_f64().unwrap_or(0.0),
+                signal: text("signal"),
+                agents: text("agents").split(',').filter(|a| !a.is_empty()).map(str::to_owned).collect(),
+            }
+        })
+        .collect())
+}

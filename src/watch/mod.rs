@@ -1,0 +1,147 @@
+//! Live alerts: a consumer of its own reads the stream as it grows, the
+//! chain-local detectors run over a sliding window of recent events, and each finding at
+//! or above the alert severity is POSTed to a webhook once.
+
+pub mod sent;
+pub mod webhook;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::config::{Config, NatsConfig};
+use crate::detect::analyze::{build_chains, run_detectors};
+use crate::detect::finding::severity_rank;
+use crate::detect::sql::{SqlParams, builtin_detectors};
+use crate::detect::{DetectError, Finding};
+use crate::engine::{EngineOptions, session::memory_session};
+use crate::ingest::nats::{NatsError, NatsSource, StartAt};
+use crate::ingest::{Decoder, Event};
+use crate::lake::LakeError;
+use crate::lake::schema::events_batch;
+use crate::redact::Redactor;
+use sent::SentAlerts;
+use tracelake_udfs::Patterns;
+use webhook::Webhook;
+
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    #[error(transparent)]
+    Nats(#[from] NatsError),
+    #[error(transparent)]
+    Detect(#[from] DetectError),
+    #[error(transparent)]
+    Lake(#[from] LakeError),
+    #[error(transparent)]
+    Engine(#[from] crate::engine::EngineError),
+    #[error(transparent)]
+    Patterns(#[from] tracelake_udfs::PatternError),
+}
+
+/// Signals that need more than the chain at hand (history across sessions) do not run live.
+const NOT_LIVE: [&str; 1] = ["SIG-REPEAT-FAIL"];
+
+#[derive(Debug, Clone)]
+pub struct WatchOptions {
+    pub webhook: String,
+    /// Events older than this (before the newest one) leave the window.
+    pub window: Duration,
+    /// How often the detectors run while events arrive.
+    pub interval: Duration,
+    /// Alerts for findings at or above this severity.
+    pub min_severity: String,
+    /// Where the ids of sent alerts are kept across restarts (none: only in memory).
+    pub state_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WatchStats {
+    pub events: u64,
+    pub quarantined: u64,
+    pub evaluations: u64,
+    pub alerts_sent: u64,
+    pub alerts_failed: u64,
+}
+
+/// Watches until `stop` completes; `on_alert` hears of every alert sent.
+pub async fn watch(
+    nats: &NatsConfig,
+    config: &Config,
+    redactor: Redactor,
+    opts: &WatchOptions,
+    stop: impl Future<Output = ()>,
+    on_alert: impl Fn(&Finding),
+) -> Result<WatchStats, WatchError> {
+    let source = NatsSource::connect(nats).await?;
+    let window_ms = i64::try_from(opts.window.as_millis()).unwrap_or(i64::MAX);
+    let start = chrono::Utc::now().timestamp_millis().saturating_sub(window_ms);
+    let mut messages = source.messages(StartAt::Time(start), &[]).await?;
+    let decoder = Decoder::new(redactor.clone());
+    let params = SqlParams { chain_gap_ms: config.chain_gap_minutes.max(0) * 60_000, ..SqlParams::default() };
+    let engine = EngineOptions { patterns: Arc::new(Patterns::new(&config.languages)?), sql_params: params, ..EngineOptions::default() };
+    let detectors: Vec<_> = builtin_detectors()
+        .into_iter()
+        .filter(|d| !NOT_LIVE.contains(&d.name.as_str()) && config.signals.get(&d.name).is_none_or(|s| s.enabled))
+        .collect();
+    let webhook = Webhook::new(&opts.webhook);
+    let mut sent = SentAlerts::load(opts.state_file.clone());
+    let mut window: Vec<Event> = Vec::new();
+    let mut stats = WatchStats::default();
+    let mut changed = false;
+    let mut last_run = Instant::now();
+    tokio::pin!(stop);
+    loop {
+        let next = tokio::select! {
+            _ = &mut stop => break,
+            next = messages.next(opts.interval) => next?,
+        };
+        if let Some(message) = &next {
+            match decoder.decode(&message.payload, "nats", message.sequence, Some(&message.subject)) {
+                Ok(event) => window.push(event),
+                Err(_) => stats.quarantined += 1,
+            }
+            stats.events += 1;
+            changed = true;
+        }
+        // Run when the stream goes quiet, or at the interval while it is busy.
+        if !changed || (next.is_some() && last_run.elapsed() < opts.interval) {
+            continue;
+        }
+        changed = false;
+        last_run = Instant::now();
+        stats.evaluations += 1;
+        slide(&mut window, window_ms);
+        let refs: Vec<&Event> = window.iter().collect();
+        let batch = events_batch(&refs).map_err(LakeError::from)?;
+        let ctx = memory_session(vec![batch], redactor.clone(), &engine).await?;
+        build_chains(&ctx, &params).await?;
+        let (findings, _) = run_detectors(&ctx, &detectors, config, &params).await?;
+        for finding in findings.iter().filter(|f| severity_rank(&f.severity) >= severity_rank(&opts.min_severity)) {
+            if sent.contains(&finding.finding_id) {
+                continue;
+            }
+            match webhook.post(finding).await {
+                Ok(()) => {
+                    sent.insert(&finding.finding_id)?;
+                    stats.alerts_sent += 1;
+                    on_alert(finding);
+                }
+                // Not marked as sent: the next run, at the next interval, tries again.
+                Err(e) => {
+                    stats.alerts_failed += 1;
+                    changed = true;
+                    eprintln!("warning: {e}");
+                }
+            }
+        }
+    }
+    Ok(stats)
+}
+
+/// Keeps the events within `window_ms` of the newest one.
+fn slide(window: &mut Vec<Event>, window_ms: i64) {
+    if let Some(newest) = window.iter().map(|e| e.ts).max() {
+        window.retain(|e| e.ts >= newest.saturating_sub(window_ms));
+    }
+}
