@@ -64,7 +64,9 @@ pub async fn run(ctx: &Ctx, _args: DemoArgs) -> anyhow::Result<ExitCode> {
     if ctx.lake.is_none() {
         writeln!(out, "\nThe demo lake was temporary. Keep one with `tracelake demo --lake DIR`, then explore it with `tracelake sql --lake DIR`.")?;
     } else {
-        writeln!(out, "\nExplore it: tracelake sql --lake {} \"SELECT * FROM events LIMIT 5\"", lake.root().display())?;
+        let dir = lake.root().display();
+        writeln!(out, "\nExplore it: tracelake sql --lake {dir} \"SELECT * FROM findings LIMIT 5\"")?;
+        writeln!(out, "Report with charts: tracelake report --lake {dir} --format html --output report.html")?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -36,8 +36,8 @@ pub struct LakeReport {
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Charts {
-    /// `{day, signal, count}` by day of occurrence.
-    pub findings_per_day: Vec<Value>,
+    /// `{bucket, signal, count}` over time: 10 minutes, hours or days, as the span needs.
+    pub findings_over_time: Vec<Value>,
     /// `{agent, severity, count}`.
     pub by_agent_severity: Vec<Value>,
     /// `{tool, failures}`, most failures first.
@@ -51,8 +51,7 @@ const FINDINGS_SQL: &str = "SELECT finding_id, run_id, signal, severity, chain_i
      summary, evidence, fingerprint FROM findings \
      ORDER BY CASE severity WHEN 'critical' THEN 0 WHEN 'high' THEN 1 WHEN 'medium' THEN 2 ELSE 3 END, occurred_at, finding_id";
 
-const CHART_SQL: [&str; 4] = [
-    "SELECT CAST(date_trunc('day', occurred_at) AS DATE) AS day, signal, count(*) AS count FROM findings GROUP BY 1, 2 ORDER BY 1, 2",
+const CHART_SQL: [&str; 3] = [
     "SELECT agent, severity, count(*) AS count FROM findings GROUP BY 1, 2 ORDER BY 1, 2",
     "SELECT coalesce(tool_name, '(unknown)') AS tool, count(*) AS failures FROM events \
      WHERE type = 'tool.result' AND (tool_is_error OR tool_error IS NOT NULL) GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 10",
@@ -80,11 +79,11 @@ pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_f
     let stats = query_json(&ctx, "SELECT count(*) AS chains, CAST(coalesce(sum(n_events), 0) AS BIGINT) AS events, \
         CAST(min(start_ts) AS BIGINT) AS first, CAST(max(end_ts) AS BIGINT) AS last FROM chains").await?;
     let stat = |k: &str| stats.first().and_then(|s| s[k].as_i64()).unwrap_or(0);
-    let mut charts_data = Vec::new();
+    let mut charts_data = vec![findings_over_time(&ctx).await?];
     for sql in CHART_SQL {
         charts_data.push(query_json(&ctx, sql).await?);
     }
-    let [per_day, by_agent, tools, lengths] = <[Vec<Value>; 4]>::try_from(charts_data).expect("four charts");
+    let [over_time, by_agent, tools, lengths] = <[Vec<Value>; 4]>::try_from(charts_data).expect("four charts");
     let mut chain_ids: Vec<String> = findings.iter().map(|f| f.chain_id.clone()).collect();
     chain_ids.sort();
     chain_ids.dedup();
@@ -110,9 +109,27 @@ pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_f
     report.stats.findings_detected = total_findings;
     Ok(LakeReport {
         report,
-        charts: Charts { findings_per_day: per_day, by_agent_severity: by_agent, failing_tools: tools, chain_lengths: lengths },
+        charts: Charts { findings_over_time: over_time, by_agent_severity: by_agent, failing_tools: tools, chain_lengths: lengths },
         transcripts,
     })
+}
+
+/// Findings per signal in time buckets sized to the span: 10 minutes up to 6 hours,
+/// hours up to 3 days, days beyond.
+async fn findings_over_time(ctx: &datafusion::prelude::SessionContext) -> Result<Vec<Value>, DetectError> {
+    let span = query_json(ctx, "SELECT CAST(max(occurred_at) AS BIGINT) - CAST(min(occurred_at) AS BIGINT) AS ms FROM findings").await?;
+    let span_ms = span.first().and_then(|r| r["ms"].as_i64()).unwrap_or(0);
+    let (width, label) = match span_ms {
+        ms if ms <= 6 * 3_600_000 => ("10 minutes", "%H:%M"),
+        ms if ms <= 3 * 86_400_000 => ("1 hour", "%m-%d %H:00"),
+        _ => ("1 day", "%Y-%m-%d"),
+    };
+    let sql = format!(
+        "SELECT to_char(b, '{label}') AS bucket, signal, count FROM \
+         (SELECT date_bin(INTERVAL '{width}', occurred_at, TIMESTAMP '2000-01-01T00:00:00Z') AS b, signal, count(*) AS count \
+          FROM findings GROUP BY 1, 2) ORDER BY b, signal"
+    );
+    Ok(query_json(ctx, &sql).await?)
 }
 
 /// The most recent classification of each finding.

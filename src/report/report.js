@@ -14,7 +14,7 @@
 
   // Stacked bars: one bar per category, one segment per series.
   function stackedBars(container, categories, series, colorOf) {
-    const width = 560, height = 260, left = 44, bottom = 54, top = 10;
+    const width = 560, height = 270, left = 44, bottom = 64, top = 10;
     const svg = el("svg", { viewBox: `0 0 ${width} ${height + 24}`, role: "img" });
     if (categories.length === 0) {
       svg.appendChild(el("text", { x: width / 2, y: height / 2, "text-anchor": "middle", class: "empty" }, "no data"));
@@ -49,13 +49,20 @@
         svg.appendChild(label);
       }
     });
-    let lx = left;
+    // The legend wraps onto as many rows as it needs.
+    let lx = left, ly = height + 8;
     series.forEach((s, j) => {
       if (series.length === 1 && s.name === "") return;
-      svg.appendChild(el("rect", { x: lx, y: height + 8, width: 10, height: 10, fill: colorOf(s.name, j) }));
-      svg.appendChild(el("text", { x: lx + 14, y: height + 17 }, s.name));
-      lx += 24 + s.name.length * 6.5;
+      const w = 24 + s.name.length * 6.5;
+      if (lx + w > width - 10 && lx > left) {
+        lx = left;
+        ly += 16;
+      }
+      svg.appendChild(el("rect", { x: lx, y: ly, width: 10, height: 10, fill: colorOf(s.name, j) }));
+      svg.appendChild(el("text", { x: lx + 14, y: ly + 9 }, s.name));
+      lx += w;
     });
+    svg.setAttribute("viewBox", `0 0 ${width} ${ly + 18}`);
     container.appendChild(svg);
   }
 
@@ -79,7 +86,7 @@
   const charts = data.charts;
   const byPalette = (_, j) => PALETTE[j % PALETTE.length];
   draw("chart-per-day", (c) => {
-    const p = pivot(charts.findingsPerDay, "day", "signal", "count");
+    const p = pivot(charts.findingsOverTime, "bucket", "signal", "count");
     stackedBars(c, p.categories, p.series, byPalette);
   });
   draw("chart-agent-severity", (c) => {
