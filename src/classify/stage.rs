@@ -13,11 +13,14 @@ use super::classifier::{FindingVerdict, TranscriptEvent};
 use crate::detect::Finding;
 use crate::lake::schema::CLASSIFICATIONS_SCHEMA;
 
-/// The events of the chains `chain_ids`, in chain order, with tool results.
+/// The events of the chains of `findings` (by chain id), in chain order, with tool results.
 pub async fn chain_transcripts(
     ctx: &SessionContext,
-    chain_ids: &[String],
+    findings: &[Finding],
 ) -> Result<HashMap<String, Vec<TranscriptEvent>>, datafusion::error::DataFusionError> {
+    let mut chain_ids: Vec<&str> = findings.iter().map(|f| f.chain_id.as_str()).collect();
+    chain_ids.sort_unstable();
+    chain_ids.dedup();
     let mut chains: HashMap<String, Vec<TranscriptEvent>> = HashMap::new();
     if chain_ids.is_empty() {
         return Ok(chains);

@@ -62,11 +62,11 @@ pub async fn run(ctx: &Ctx, args: ExportArgs) -> anyhow::Result<ExitCode> {
 
     let stop = Arc::new(AtomicBool::new(false));
     let stopper = Arc::clone(&stop);
+    let interrupted = super::on_interrupt()?;
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("stopping after the current batch…");
-            stopper.store(true, Ordering::Relaxed);
-        }
+        interrupted.await;
+        eprintln!("stopping after the current batch…");
+        stopper.store(true, Ordering::Relaxed);
     });
 
     let mut source = NatsSource::connect(&nats).await?;

@@ -114,6 +114,16 @@ fn block_on<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(future: F
         .block_on(future)
 }
 
+/// Completes on Ctrl-C. The handler is in place when this returns, so a Ctrl-C that
+/// comes before the future is first polled is not lost (nor kills the process).
+pub fn on_interrupt() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    let mut signal = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .context("installing the Ctrl-C handler")?;
+    Ok(async move {
+        signal.recv().await;
+    })
+}
+
 /// `3 quarantined (invalid_json 2, too_large 1)`, or `0 quarantined`.
 pub fn quarantined_text(counts: &std::collections::BTreeMap<tracelake::ingest::QuarantineReason, u64>) -> String {
     let total: u64 = counts.values().sum();

@@ -11,7 +11,7 @@ use datafusion::datasource::MemTable;
 use datafusion::prelude::{SessionContext, col};
 
 use super::finding::{Finding, finding_id, findings_batch, from_detector_batch, severity_rank};
-use super::sql::{CHAIN_VIEWS, CHAINS, Detector, SqlParams, builtin_detectors, user_detectors};
+use super::sql::{CHAIN_VIEWS, CHAINS, Detector, SqlParams, enabled_builtin_detectors, user_detectors};
 use super::DetectError;
 use crate::classify::stage::{apply_triage, chain_transcripts, classifications_batch};
 use crate::classify::{ClassifyOptions, FindingVerdict, LlmCache, Tiers, classify};
@@ -82,7 +82,7 @@ pub struct Analysis {
 
 pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &AnalyzeOptions) -> Result<Analysis, DetectError> {
     let started_at = chrono::Utc::now().timestamp_millis();
-    let params = SqlParams { chain_gap_ms: config.chain_gap_minutes.max(0) * 60_000, ..SqlParams::default() };
+    let params = SqlParams::from_config(config);
     let engine = EngineOptions { patterns: Arc::new(Patterns::new(&config.languages)?), sql_params: params, ..EngineOptions::default() };
     let tiers = Tiers::from_config(&config.llm)?;
     let ctx = open_session(lake, redactor.clone(), &engine).await?;
@@ -107,10 +107,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let (chains, events_processed, time_range) = chain_stats(&ctx).await?;
 
     let run_id = format!("run-{}-{}", chrono::Utc::now().format("%Y%m%dT%H%M%S"), &WriterId::random().as_str()[..6]);
-    let mut detectors: Vec<Detector> = builtin_detectors()
-        .into_iter()
-        .filter(|d| config.signals.get(&d.name).is_none_or(|s| s.enabled))
-        .collect();
+    let mut detectors = enabled_builtin_detectors(config);
     for dir in config.detectors_dir.iter().map(PathBuf::from).chain(opts.detectors_dir.clone()) {
         detectors.extend(user_detectors(&dir).map_err(|source| DetectError::DetectorDir { path: dir.display().to_string(), source })?);
     }
@@ -136,10 +133,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let mut verdicts = Vec::new();
     let mut llm = None;
     if let Some(tiers) = &tiers {
-        let mut chain_ids: Vec<String> = findings.iter().map(|f| f.chain_id.clone()).collect();
-        chain_ids.sort();
-        chain_ids.dedup();
-        let chains = chain_transcripts(&ctx, &chain_ids).await?;
+        let chains = chain_transcripts(&ctx, &findings).await?;
         let cache = LlmCache::open(lake);
         let classify_opts = ClassifyOptions { max_calls: opts.max_llm_calls, ..ClassifyOptions::default() };
         let classify_opts = if opts.llm_concurrency > 0 { ClassifyOptions { concurrency: opts.llm_concurrency, ..classify_opts } } else { classify_opts };

@@ -36,6 +36,11 @@ pub fn builtin_detectors() -> Vec<Detector> {
     .collect()
 }
 
+/// The built-in detectors `config` leaves enabled.
+pub fn enabled_builtin_detectors(config: &crate::config::Config) -> Vec<Detector> {
+    builtin_detectors().into_iter().filter(|d| config.signals.get(&d.name).is_none_or(|s| s.enabled)).collect()
+}
+
 /// Every `.sql` file in `dir`, sorted by name.
 pub fn user_detectors(dir: &Path) -> std::io::Result<Vec<Detector>> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)?
@@ -67,6 +72,11 @@ impl Default for SqlParams {
 }
 
 impl SqlParams {
+    /// The settings of `config` (`chainGapMinutes`).
+    pub fn from_config(config: &crate::config::Config) -> Self {
+        Self { chain_gap_ms: config.chain_gap_minutes.max(0) * 60_000, ..Self::default() }
+    }
+
     pub fn fill(&self, sql: &str) -> String {
         sql.replace("${chain_gap_ms}", &self.chain_gap_ms.to_string())
             .replace("${max_chain_events}", &self.max_chain_events.to_string())

@@ -63,7 +63,7 @@ const CHART_SQL: [&str; 3] = [
 /// Reads the report from the lake: findings (most severe first, at most `max_findings`),
 /// the latest verdict per finding, the latest run's artifacts, rule effectiveness.
 pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_findings: usize) -> Result<LakeReport, DetectError> {
-    let params = SqlParams { chain_gap_ms: config.chain_gap_minutes.max(0) * 60_000, ..SqlParams::default() };
+    let params = SqlParams::from_config(config);
     let ctx = open_session(lake, redactor, &EngineOptions { sql_params: params, ..EngineOptions::default() }).await?;
     build_chains(&ctx, &params).await?;
     let manifest = Manifest::load(lake)?;
@@ -84,10 +84,7 @@ pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_f
         charts_data.push(query_json(&ctx, sql).await?);
     }
     let [over_time, by_agent, tools, lengths] = <[Vec<Value>; 4]>::try_from(charts_data).expect("four charts");
-    let mut chain_ids: Vec<String> = findings.iter().map(|f| f.chain_id.clone()).collect();
-    chain_ids.sort();
-    chain_ids.dedup();
-    let transcripts = chain_transcripts(&ctx, &chain_ids).await?.into_iter().collect();
+    let transcripts = chain_transcripts(&ctx, &findings).await?.into_iter().collect();
     let analysis = Analysis {
         run_id: manifest.analyses.last().map(|a| a.run_id.clone()).unwrap_or_default(),
         started_at: 0,

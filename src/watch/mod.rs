@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::config::{Config, NatsConfig};
 use crate::detect::analyze::{build_chains, run_detectors};
 use crate::detect::finding::severity_rank;
-use crate::detect::sql::{SqlParams, builtin_detectors};
+use crate::detect::sql::{SqlParams, enabled_builtin_detectors};
 use crate::detect::{DetectError, Finding};
 use crate::engine::{EngineOptions, session::memory_session};
 use crate::ingest::nats::{NatsError, NatsSource, StartAt};
@@ -78,12 +78,10 @@ pub async fn watch(
     let start = chrono::Utc::now().timestamp_millis().saturating_sub(window_ms);
     let mut messages = source.messages(StartAt::Time(start), &[]).await?;
     let decoder = Decoder::new(redactor.clone());
-    let params = SqlParams { chain_gap_ms: config.chain_gap_minutes.max(0) * 60_000, ..SqlParams::default() };
+    let params = SqlParams::from_config(config);
     let engine = EngineOptions { patterns: Arc::new(Patterns::new(&config.languages)?), sql_params: params, ..EngineOptions::default() };
-    let detectors: Vec<_> = builtin_detectors()
-        .into_iter()
-        .filter(|d| !NOT_LIVE.contains(&d.name.as_str()) && config.signals.get(&d.name).is_none_or(|s| s.enabled))
-        .collect();
+    let mut detectors = enabled_builtin_detectors(config);
+    detectors.retain(|d| !NOT_LIVE.contains(&d.name.as_str()));
     let webhook = Webhook::new(&opts.webhook);
     let mut sent = SentAlerts::load(opts.state_file.clone());
     let mut window: Vec<Event> = Vec::new();
