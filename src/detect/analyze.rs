@@ -5,8 +5,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, AsArray};
-use datafusion::arrow::datatypes::{Int64Type, TimestampMillisecondType};
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::datatypes::{Int64Type, SchemaRef, TimestampMillisecondType};
 use datafusion::datasource::MemTable;
 use datafusion::prelude::{SessionContext, col};
 
@@ -24,9 +24,9 @@ use crate::engine::session::FAILURE_COLUMNS;
 use crate::engine::{EngineOptions, open_session};
 use crate::lake::layout::{PartitionDate, part_file_name};
 use crate::lake::state::{AnalysisRecord, Manifest, ProcessingState, WriteLock, sweep_uncommitted};
-use crate::lake::schema::FAILURES_SCHEMA;
+use crate::lake::schema::{CLASSIFICATIONS_SCHEMA, FAILURES_SCHEMA, FINDINGS_SCHEMA, OUTPUTS_SCHEMA};
 use crate::lake::writer::write_parquet_atomic;
-use crate::lake::{Lake, Table, WriterId};
+use crate::lake::{Lake, LakeError, Table, WriterId};
 use crate::redact::Redactor;
 use tracelake_udfs::Patterns;
 
@@ -135,8 +135,9 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     if let Some(tiers) = &tiers {
         let chains = chain_transcripts(&ctx, &findings).await?;
         let cache = LlmCache::open(lake);
-        let classify_opts = ClassifyOptions { max_calls: opts.max_llm_calls, ..ClassifyOptions::default() };
-        let classify_opts = if opts.llm_concurrency > 0 { ClassifyOptions { concurrency: opts.llm_concurrency, ..classify_opts } } else { classify_opts };
+        let defaults = ClassifyOptions::default();
+        let concurrency = if opts.llm_concurrency > 0 { opts.llm_concurrency } else { defaults.concurrency };
+        let classify_opts = ClassifyOptions { concurrency, max_calls: opts.max_llm_calls };
         let outcome = classify(&findings, &chains, tiers, &redactor, &cache, &classify_opts).await;
         cache.save()?;
         apply_triage(&mut findings, &outcome.verdicts);
@@ -167,31 +168,19 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let mut files = Vec::new();
     let writer = WriterId::random();
     let date = PartitionDate::from_millis(detected_at);
-    if !findings.is_empty() {
-        let batch = findings_batch(&findings).map_err(crate::lake::LakeError::from)?;
-        let dir = lake.partition_dir(Table::Findings, &date);
-        let file = write_parquet_atomic(&dir, &part_file_name(&writer, 1), batch.schema(), [Ok(batch)])?;
-        files.push(lake.relative(&file.path));
-    }
-    let failures = ctx.sql(FAILURES_QUERY).await?.collect().await?;
-    if failures.iter().any(|b| b.num_rows() > 0) {
-        let dir = lake.partition_dir(Table::Failures, &date);
-        let batches = failures.into_iter().map(Ok);
-        let file = write_parquet_atomic(&dir, &part_file_name(&writer, 2), FAILURES_SCHEMA.clone(), batches)?;
-        files.push(lake.relative(&file.path));
-    }
-    if !verdicts.is_empty() {
-        let batch = classifications_batch(&verdicts, &all_signals, &run_id, detected_at).map_err(crate::lake::LakeError::from)?;
-        let dir = lake.partition_dir(Table::Classifications, &date);
-        let file = write_parquet_atomic(&dir, &part_file_name(&writer, 3), batch.schema(), [Ok(batch)])?;
-        files.push(lake.relative(&file.path));
-    }
-    if !outputs.is_empty() {
-        let batch = outputs_batch(&outputs, &run_id, detected_at).map_err(crate::lake::LakeError::from)?;
-        let dir = lake.partition_dir(Table::Outputs, &date);
-        let file = write_parquet_atomic(&dir, &part_file_name(&writer, 4), batch.schema(), [Ok(batch)])?;
-        files.push(lake.relative(&file.path));
-    }
+    let mut write = |table: Table, part: usize, schema: SchemaRef, batches: Vec<RecordBatch>| -> Result<(), LakeError> {
+        if batches.iter().any(|b| b.num_rows() > 0) {
+            let dir = lake.partition_dir(table, &date);
+            let file = write_parquet_atomic(&dir, &part_file_name(&writer, part), schema, batches.into_iter().map(Ok))?;
+            files.push(lake.relative(&file.path));
+        }
+        Ok(())
+    };
+    write(Table::Findings, 1, FINDINGS_SCHEMA.clone(), vec![findings_batch(&findings)?])?;
+    write(Table::Failures, 2, FAILURES_SCHEMA.clone(), ctx.sql(FAILURES_QUERY).await?.collect().await?)?;
+    let classifications = classifications_batch(&verdicts, &all_signals, &run_id, detected_at)?;
+    write(Table::Classifications, 3, CLASSIFICATIONS_SCHEMA.clone(), vec![classifications])?;
+    write(Table::Outputs, 4, OUTPUTS_SCHEMA.clone(), vec![outputs_batch(&outputs, &run_id, detected_at)?])?;
     if opts.full {
         manifest.analyses.clear();
     }

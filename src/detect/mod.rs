@@ -17,6 +17,8 @@ pub enum DetectError {
     DataFusion(#[from] datafusion::error::DataFusionError),
     #[error(transparent)]
     Lake(#[from] crate::lake::LakeError),
+    #[error("building record batch: {0}")]
+    Arrow(#[from] datafusion::arrow::error::ArrowError),
     #[error(transparent)]
     Patterns(#[from] tracelake_udfs::PatternError),
     #[error(transparent)]
