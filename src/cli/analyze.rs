@@ -67,6 +67,10 @@ pub struct AnalyzeArgs {
     /// [default: LAKE/artifacts].
     #[arg(long, env = "TRACELAKE_ARTIFACTS")]
     artifacts: Option<PathBuf>,
+    /// Sessions are analyzed in buckets of about this many events; smaller buckets use
+    /// less memory.
+    #[arg(long, env = "TRACELAKE_BUCKET_EVENTS", default_value_t = 2_000_000)]
+    bucket_events: u64,
 }
 
 pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
@@ -78,6 +82,7 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         max_llm_calls: args.max_llm_calls,
         llm_concurrency: args.llm_concurrency,
         artifacts_dir: args.artifacts.clone(),
+        bucket_events: args.bucket_events,
     };
     let analysis = analyze(&lake, &ctx.config, ctx.redactor()?, &opts).await?;
     for (name, reason) in &analysis.skipped_detectors {

@@ -44,6 +44,8 @@ pub struct AnalyzeOptions {
     pub llm_concurrency: usize,
     /// Where the artifact files go (default `LAKE/artifacts`).
     pub artifacts_dir: Option<PathBuf>,
+    /// Events per bucket of sessions analyzed together (0: the default, 2 million).
+    pub bucket_events: u64,
 }
 
 /// What the LLM stage cost.
@@ -97,22 +99,48 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         (false, None) => (previous_state.last_processed_ts > 0).then_some(previous_state.last_processed_ts),
     };
     let context_ms = config.incremental_context_window.max(0) * 60_000;
-    define_analysis_events(&ctx, resume, context_ms).await?;
+    define_analysis_events(&ctx, resume, context_ms, &Slice::All).await?;
     if opts.full {
         // A full run rebuilds the failure history from scratch.
         let empty = format!("CREATE OR REPLACE VIEW failure_history AS SELECT {FAILURE_COLUMNS} FROM failures WHERE false");
         ctx.sql(&empty).await?.collect().await?;
     }
-    build_chains(&ctx, &params).await?;
-    let (chains, events_processed, time_range) = chain_stats(&ctx).await?;
 
     let run_id = format!("run-{}-{}", chrono::Utc::now().format("%Y%m%dT%H%M%S"), &WriterId::random().as_str()[..6]);
     let mut detectors = enabled_builtin_detectors(config);
     for dir in config.detectors_dir.iter().map(PathBuf::from).chain(opts.detectors_dir.clone()) {
         detectors.extend(user_detectors(&dir).map_err(|source| DetectError::DetectorDir { path: dir.display().to_string(), source })?);
     }
+    let (across_sessions, per_bucket): (Vec<Detector>, Vec<Detector>) =
+        detectors.into_iter().partition(|d| d.builtin && d.name == "SIG-REPEAT-FAIL");
     let detected_at = chrono::Utc::now().timestamp_millis();
-    let (mut findings, skipped_detectors) = run_detectors(&ctx, &detectors, config, &params).await?;
+
+    // Chains never cross sessions, so sessions are analyzed in buckets of bounded size.
+    let buckets = bucket_count(&ctx, opts.bucket_events).await?;
+    let mut findings = Vec::new();
+    let mut skipped_detectors = Vec::new();
+    let mut stats = ChainStats::default();
+    let mut occurrences = Vec::new();
+    for bucket in 0..buckets {
+        if buckets > 1 {
+            define_analysis_events(&ctx, resume, context_ms, &Slice::Bucket(bucket, buckets)).await?;
+        }
+        build_chains(&ctx, &params).await?;
+        stats.add(chain_stats(&ctx).await?);
+        let (found, skipped) = run_detectors(&ctx, &per_bucket, config, &params).await?;
+        findings.extend(found);
+        if bucket == 0 {
+            skipped_detectors = skipped;
+        }
+        occurrences.extend(ctx.sql(FAILURES_QUERY).await?.collect().await?);
+    }
+    // The same failure in other sessions: over every bucket's failures at once.
+    let schema = occurrences.first().map_or_else(|| FAILURES_SCHEMA.clone(), |b| b.schema());
+    ctx.deregister_table("failure_occurrences")?;
+    ctx.register_table("failure_occurrences", Arc::new(MemTable::try_new(schema, vec![occurrences.clone()])?))?;
+    findings.extend(run_detectors(&ctx, &across_sessions, config, &params).await?.0);
+    let ChainStats { chains, events: events_processed, first, last } = stats;
+    let time_range = if chains == 0 { (0, 0) } else { (first, last) };
     for f in &mut findings {
         f.run_id = run_id.clone();
         f.detected_at = detected_at;
@@ -133,6 +161,11 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let mut verdicts = Vec::new();
     let mut llm = None;
     if let Some(tiers) = &tiers {
+        if buckets > 1 {
+            let sessions: Vec<String> = findings.iter().map(|f| f.session.clone()).collect();
+            define_analysis_events(&ctx, resume, context_ms, &Slice::Sessions(&sessions)).await?;
+            build_chains(&ctx, &params).await?;
+        }
         let chains = chain_transcripts(&ctx, &findings).await?;
         let cache = LlmCache::open(lake);
         let defaults = ClassifyOptions::default();
@@ -177,7 +210,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         Ok(())
     };
     write(Table::Findings, 1, FINDINGS_SCHEMA.clone(), vec![findings_batch(&findings)?])?;
-    write(Table::Failures, 2, FAILURES_SCHEMA.clone(), ctx.sql(FAILURES_QUERY).await?.collect().await?)?;
+    write(Table::Failures, 2, FAILURES_SCHEMA.clone(), occurrences)?;
     let classifications = classifications_batch(&verdicts, &all_signals, &run_id, detected_at)?;
     write(Table::Classifications, 3, CLASSIFICATIONS_SCHEMA.clone(), vec![classifications])?;
     write(Table::Outputs, 4, OUTPUTS_SCHEMA.clone(), vec![outputs_batch(&outputs, &run_id, detected_at)?])?;
@@ -223,23 +256,51 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
 const FAILURES_QUERY: &str = "SELECT fingerprint, session, agent, first_ts, chain_id, CAST(start_idx AS BIGINT) AS start_idx, \
      start_event_id, end_event_id, tool_name, error FROM failure_occurrences";
 
+/// Sessions are analyzed in buckets of about this many events, so memory stays bounded.
+const DEFAULT_BUCKET_EVENTS: u64 = 2_000_000;
+
+/// Which sessions `analysis_events` holds.
+enum Slice<'a> {
+    All,
+    /// Bucket `.0` of `.1`, by a hash of the session.
+    Bucket(u64, u64),
+    Sessions(&'a [String]),
+}
+
 /// `analysis_events`: every event, or those of the sessions active after `resume`, from
-/// the context window before it on, so that chains spanning the resume point are whole.
-async fn define_analysis_events(ctx: &SessionContext, resume: Option<i64>, context_ms: i64) -> Result<(), DetectError> {
-    let select = match resume {
-        None => "SELECT * FROM events".to_owned(),
-        Some(t) => {
-            let iso = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339();
-            format!(
-                "SELECT e.* FROM events e WHERE e.ts >= '{}' AND EXISTS \
-                 (SELECT 1 FROM events n WHERE n.ts > '{}' AND n.agent = e.agent AND n.session = e.session)",
-                iso(t - context_ms),
-                iso(t)
-            )
+/// the context window before it on, so that chains spanning the resume point are whole;
+/// of the sessions in `slice`.
+async fn define_analysis_events(ctx: &SessionContext, resume: Option<i64>, context_ms: i64, slice: &Slice<'_>) -> Result<(), DetectError> {
+    let mut conditions = Vec::new();
+    if let Some(t) = resume {
+        let iso = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339();
+        conditions.push(format!(
+            "e.ts >= '{}' AND EXISTS (SELECT 1 FROM events n WHERE n.ts > '{}' AND n.agent = e.agent AND n.session = e.session)",
+            iso(t - context_ms),
+            iso(t)
+        ));
+    }
+    match slice {
+        Slice::All => {}
+        Slice::Bucket(bucket, buckets) => conditions.push(format!(
+            "(ascii(substr(md5(e.session), 1, 1)) * 31 + ascii(substr(md5(e.session), 2, 1))) % {buckets} = {bucket}"
+        )),
+        Slice::Sessions(sessions) => {
+            let list: Vec<String> = sessions.iter().map(|s| format!("'{}'", s.replace('\'', "''"))).collect();
+            conditions.push(format!("e.session IN ({})", if list.is_empty() { "NULL".to_owned() } else { list.join(", ") }));
         }
-    };
-    ctx.sql(&format!("CREATE OR REPLACE VIEW analysis_events AS {select}")).await?.collect().await?;
+    }
+    let filter = if conditions.is_empty() { String::new() } else { format!(" WHERE {}", conditions.join(" AND ")) };
+    ctx.sql(&format!("CREATE OR REPLACE VIEW analysis_events AS SELECT e.* FROM events e{filter}")).await?.collect().await?;
     Ok(())
+}
+
+/// How many buckets the events of `analysis_events` need.
+async fn bucket_count(ctx: &SessionContext, bucket_events: u64) -> Result<u64, DetectError> {
+    let batches = ctx.sql("SELECT count(*) FROM analysis_events").await?.collect().await?;
+    let events = batches.first().map_or(0, |b| b.column(0).as_primitive::<Int64Type>().value(0)) as u64;
+    let size = if bucket_events == 0 { DEFAULT_BUCKET_EVENTS } else { bucket_events };
+    Ok(events.div_ceil(size).max(1))
 }
 
 /// Runs the chain SQL, keeping `chain_events` in memory, in chain order: every detector
@@ -258,6 +319,26 @@ pub async fn build_chains(ctx: &SessionContext, params: &SqlParams) -> Result<()
     ctx.register_table("chain_events", Arc::new(cached))?;
     crate::engine::run_statements(ctx, &params.fill(CHAIN_VIEWS), |_, _| Ok(())).await?;
     Ok(())
+}
+
+/// Chains, the events in them, and the time they span (ms).
+#[derive(Debug, Default)]
+struct ChainStats {
+    chains: u64,
+    events: u64,
+    first: i64,
+    last: i64,
+}
+
+impl ChainStats {
+    fn add(&mut self, (chains, events, (first, last)): (u64, u64, (i64, i64))) {
+        if chains > 0 {
+            self.first = if self.chains == 0 { first } else { self.first.min(first) };
+            self.last = self.last.max(last);
+        }
+        self.chains += chains;
+        self.events += events;
+    }
 }
 
 /// (chains, events in chains, (first, last) event time in ms).

@@ -169,3 +169,28 @@ fn fail_on_exits_3_and_output_writes_a_file() {
     let clean = tracelake(&["analyze", "--lake", &lake2, "--fail-on", "low"]);
     assert_eq!(clean.status.code(), Some(0), "{clean:?}");
 }
+
+#[test]
+fn analysis_in_session_buckets_finds_the_same_as_in_one_piece() {
+    use tracelake::detect::{AnalyzeOptions, analyze};
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("g.jsonl");
+    tracelake_ok(&["generate", "--events", "12000", "--seed", "5", "--output", input.to_str().unwrap()]);
+    let lake_dir = dir.path().join("lake");
+    tracelake_ok(&["import", "--lake", lake_dir.to_str().unwrap(), input.to_str().unwrap()]);
+    let lake = tracelake::lake::Lake::new(lake_dir);
+    let config = tracelake::config::Config::resolve(&serde_json::from_str(ALL_FINDINGS).unwrap());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let run = |bucket_events: u64| {
+        let opts = AnalyzeOptions { full: true, bucket_events, ..AnalyzeOptions::default() };
+        let analysis = runtime.block_on(analyze(&lake, &config, tracelake::redact::Redactor::builtin(), &opts)).unwrap();
+        let mut ids: Vec<(String, String, String)> =
+            analysis.findings.iter().map(|f| (f.finding_id.clone(), f.severity.clone(), f.summary.clone())).collect();
+        ids.sort();
+        (ids, analysis.chains, analysis.events_processed, analysis.time_range)
+    };
+    let whole = run(0);
+    let bucketed = run(2500);
+    assert!(whole.0.iter().any(|(_, _, s)| s.starts_with("Same failure repeated")), "repeat failures cross buckets");
+    assert_eq!(whole, bucketed);
+}
