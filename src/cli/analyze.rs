@@ -69,7 +69,7 @@ pub struct AnalyzeArgs {
     artifacts: Option<PathBuf>,
     /// Sessions are analyzed in buckets of about this many events; smaller buckets use
     /// less memory.
-    #[arg(long, env = "TRACELAKE_BUCKET_EVENTS", default_value_t = 2_000_000)]
+    #[arg(long, env = "TRACELAKE_BUCKET_EVENTS", default_value_t = 1_000_000)]
     bucket_events: u64,
 }
 

@@ -44,7 +44,7 @@ pub struct AnalyzeOptions {
     pub llm_concurrency: usize,
     /// Where the artifact files go (default `LAKE/artifacts`).
     pub artifacts_dir: Option<PathBuf>,
-    /// Events per bucket of sessions analyzed together (0: the default, 2 million).
+    /// Events per bucket of sessions analyzed together (0: the default, 1 million).
     pub bucket_events: u64,
 }
 
@@ -257,7 +257,7 @@ const FAILURES_QUERY: &str = "SELECT fingerprint, session, agent, first_ts, chai
      start_event_id, end_event_id, tool_name, error FROM failure_occurrences";
 
 /// Sessions are analyzed in buckets of about this many events, so memory stays bounded.
-const DEFAULT_BUCKET_EVENTS: u64 = 2_000_000;
+const DEFAULT_BUCKET_EVENTS: u64 = 1_000_000;
 
 /// Which sessions `analysis_events` holds.
 enum Slice<'a> {
