@@ -257,10 +257,10 @@ const FAILURES_QUERY: &str = "SELECT fingerprint, session, agent, first_ts, chai
      start_event_id, end_event_id, tool_name, error FROM failure_occurrences";
 
 /// Sessions are analyzed in buckets of about this many events, so memory stays bounded.
-const DEFAULT_BUCKET_EVENTS: u64 = 1_000_000;
+pub(crate) const DEFAULT_BUCKET_EVENTS: u64 = 1_000_000;
 
 /// Which sessions `analysis_events` holds.
-enum Slice<'a> {
+pub(crate) enum Slice<'a> {
     All,
     /// Bucket `.0` of `.1`, by a hash of the session.
     Bucket(u64, u64),
@@ -270,7 +270,7 @@ enum Slice<'a> {
 /// `analysis_events`: every event, or those of the sessions active after `resume`, from
 /// the context window before it on, so that chains spanning the resume point are whole;
 /// of the sessions in `slice`.
-async fn define_analysis_events(ctx: &SessionContext, resume: Option<i64>, context_ms: i64, slice: &Slice<'_>) -> Result<(), DetectError> {
+pub(crate) async fn define_analysis_events(ctx: &SessionContext, resume: Option<i64>, context_ms: i64, slice: &Slice<'_>) -> Result<(), DetectError> {
     let mut conditions = Vec::new();
     if let Some(t) = resume {
         let iso = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339();
@@ -296,7 +296,7 @@ async fn define_analysis_events(ctx: &SessionContext, resume: Option<i64>, conte
 }
 
 /// How many buckets the events of `analysis_events` need.
-async fn bucket_count(ctx: &SessionContext, bucket_events: u64) -> Result<u64, DetectError> {
+pub(crate) async fn bucket_count(ctx: &SessionContext, bucket_events: u64) -> Result<u64, DetectError> {
     let batches = ctx.sql("SELECT count(*) FROM analysis_events").await?.collect().await?;
     let events = batches.first().map_or(0, |b| b.column(0).as_primitive::<Int64Type>().value(0)) as u64;
     let size = if bucket_events == 0 { DEFAULT_BUCKET_EVENTS } else { bucket_events };
@@ -323,15 +323,15 @@ pub async fn build_chains(ctx: &SessionContext, params: &SqlParams) -> Result<()
 
 /// Chains, the events in them, and the time they span (ms).
 #[derive(Debug, Default)]
-struct ChainStats {
-    chains: u64,
-    events: u64,
-    first: i64,
-    last: i64,
+pub(crate) struct ChainStats {
+    pub chains: u64,
+    pub events: u64,
+    pub first: i64,
+    pub last: i64,
 }
 
 impl ChainStats {
-    fn add(&mut self, (chains, events, (first, last)): (u64, u64, (i64, i64))) {
+    pub fn add(&mut self, (chains, events, (first, last)): (u64, u64, (i64, i64))) {
         if chains > 0 {
             self.first = if self.chains == 0 { first } else { self.first.min(first) };
             self.last = self.last.max(last);
@@ -342,7 +342,7 @@ impl ChainStats {
 }
 
 /// (chains, events in chains, (first, last) event time in ms).
-async fn chain_stats(ctx: &SessionContext) -> Result<(u64, u64, (i64, i64)), DetectError> {
+pub(crate) async fn chain_stats(ctx: &SessionContext) -> Result<(u64, u64, (i64, i64)), DetectError> {
     let batches = ctx
         .sql("SELECT count(*) AS chains, CAST(coalesce(sum(n_events), 0) AS BIGINT) AS events, min(start_ts) AS first, max(end_ts) AS last FROM chains")
         .await?

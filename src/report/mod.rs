@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::classify::stage::chain_transcripts;
 use crate::classify::{ActionType, Classification, FindingVerdict, TranscriptEvent};
 use crate::config::Config;
-use crate::detect::analyze::{Analysis, build_chains};
+use crate::detect::analyze::{Analysis, ChainStats, Slice, bucket_count, build_chains, chain_stats, define_analysis_events};
 use crate::detect::report::AnalysisReport;
 use crate::detect::sql::SqlParams;
 use crate::detect::{DetectError, Finding};
@@ -51,21 +51,25 @@ const FINDINGS_SQL: &str = "SELECT finding_id, run_id, signal, severity, chain_i
      summary, evidence, fingerprint FROM findings \
      ORDER BY CASE severity WHEN 'critical' THEN 0 WHEN 'high' THEN 1 WHEN 'medium' THEN 2 ELSE 3 END, occurred_at, finding_id";
 
-const CHART_SQL: [&str; 3] = [
+const CHART_SQL: [&str; 2] = [
     "SELECT agent, severity, count(*) AS count FROM findings GROUP BY 1, 2 ORDER BY 1, 2",
     "SELECT coalesce(tool_name, '(unknown)') AS tool, count(*) AS failures FROM events \
      WHERE type = 'tool.result' AND (tool_is_error OR tool_error IS NOT NULL) GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 10",
-    "SELECT CASE WHEN n_events <= 2 THEN '2' WHEN n_events <= 5 THEN '3-5' WHEN n_events <= 10 THEN '6-10' \
-     WHEN n_events <= 20 THEN '11-20' WHEN n_events <= 50 THEN '21-50' WHEN n_events <= 100 THEN '51-100' ELSE '101+' END AS bucket, \
-     min(n_events) AS lo, count(*) AS chains FROM chains GROUP BY 1 ORDER BY 2",
 ];
+
+/// The chain length histogram's buckets, in order.
+const LENGTH_BUCKETS: [&str; 7] = ["2", "3-5", "6-10", "11-20", "21-50", "51-100", "101+"];
+
+/// Chain lengths in the histogram's buckets: (label, chains).
+const CHAIN_LENGTHS_SQL: &str = "SELECT CASE WHEN n_events <= 2 THEN '2' WHEN n_events <= 5 THEN '3-5' WHEN n_events <= 10 THEN '6-10' \
+     WHEN n_events <= 20 THEN '11-20' WHEN n_events <= 50 THEN '21-50' WHEN n_events <= 100 THEN '51-100' ELSE '101+' END AS bucket, \
+     count(*) AS chains FROM chains GROUP BY 1";
 
 /// Reads the report from the lake: findings (most severe first, at most `max_findings`),
 /// the latest verdict per finding, the latest run's artifacts, rule effectiveness.
 pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_findings: usize) -> Result<LakeReport, DetectError> {
     let params = SqlParams::from_config(config);
     let ctx = open_session(lake, redactor, &EngineOptions { sql_params: params, ..EngineOptions::default() }).await?;
-    build_chains(&ctx, &params).await?;
     let manifest = Manifest::load(lake)?;
 
     let mut findings: Vec<Finding> = Vec::new();
@@ -76,22 +80,25 @@ pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_f
     findings.truncate(max_findings);
     let verdicts = latest_verdicts(&ctx).await?;
     let outputs = latest_outputs(&ctx, manifest.analyses.last().map(|a| a.run_id.as_str())).await?;
-    let stats = query_json(&ctx, "SELECT count(*) AS chains, CAST(coalesce(sum(n_events), 0) AS BIGINT) AS events, \
-        CAST(min(start_ts) AS BIGINT) AS first, CAST(max(end_ts) AS BIGINT) AS last FROM chains").await?;
-    let stat = |k: &str| stats.first().and_then(|s| s[k].as_i64()).unwrap_or(0);
     let mut charts_data = vec![findings_over_time(&ctx).await?];
     for sql in CHART_SQL {
         charts_data.push(query_json(&ctx, sql).await?);
     }
+    let (stats, lengths) = chain_lengths(&ctx, &params).await?;
+    charts_data.push(lengths);
     let [over_time, by_agent, tools, lengths] = <[Vec<Value>; 4]>::try_from(charts_data).expect("four charts");
+    // Transcripts need only the chains of the findings shown.
+    let sessions: Vec<String> = findings.iter().map(|f| f.session.clone()).collect();
+    define_analysis_events(&ctx, None, 0, &Slice::Sessions(&sessions)).await?;
+    build_chains(&ctx, &params).await?;
     let transcripts = chain_transcripts(&ctx, &findings).await?.into_iter().collect();
     let analysis = Analysis {
         run_id: manifest.analyses.last().map(|a| a.run_id.clone()).unwrap_or_default(),
         started_at: 0,
         completed_at: chrono::Utc::now().timestamp_millis(),
-        events_processed: stat("events") as u64,
-        chains: stat("chains") as u64,
-        time_range: (stat("first"), stat("last")),
+        events_processed: stats.events,
+        chains: stats.chains,
+        time_range: (stats.first, stats.last),
         findings,
         skipped_detectors: Vec::new(),
         processing_state: manifest.processing_state.clone(),
@@ -127,6 +134,29 @@ async fn findings_over_time(ctx: &datafusion::prelude::SessionContext) -> Result
           FROM findings GROUP BY 1, 2) ORDER BY b, signal"
     );
     Ok(query_json(ctx, &sql).await?)
+}
+
+/// Chain counts and the chain length histogram over the whole lake, a bucket of sessions
+/// at a time as the analysis does, so memory stays bounded.
+async fn chain_lengths(ctx: &datafusion::prelude::SessionContext, params: &SqlParams) -> Result<(ChainStats, Vec<Value>), DetectError> {
+    define_analysis_events(ctx, None, 0, &Slice::All).await?;
+    let buckets = bucket_count(ctx, 0).await?;
+    let mut stats = ChainStats::default();
+    let mut histogram: BTreeMap<usize, i64> = BTreeMap::new();
+    for bucket in 0..buckets {
+        if buckets > 1 {
+            define_analysis_events(ctx, None, 0, &Slice::Bucket(bucket, buckets)).await?;
+        }
+        build_chains(ctx, params).await?;
+        stats.add(chain_stats(ctx).await?);
+        for row in query_json(ctx, CHAIN_LENGTHS_SQL).await? {
+            let label = row["bucket"].as_str().unwrap_or_default();
+            let position = LENGTH_BUCKETS.iter().position(|b| *b == label).unwrap_or(LENGTH_BUCKETS.len() - 1);
+            *histogram.entry(position).or_default() += row["chains"].as_i64().unwrap_or(0);
+        }
+    }
+    let rows = histogram.into_iter().map(|(i, chains)| serde_json::json!({"bucket": LENGTH_BUCKETS[i], "chains": chains})).collect();
+    Ok((stats, rows))
 }
 
 /// The most recent classification of each finding.
