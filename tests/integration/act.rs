@@ -141,9 +141,16 @@ fn rule_effectiveness_over_three_runs() {
     let server = rule_server();
     let cfg = config(dir.path(), &server, json!({}));
     let mut statuses = Vec::new();
+    let (mut events, mut findings) = (0, 0);
     for (i, lines) in three_sessions().iter().enumerate() {
         import(dir.path(), &lake, &format!("s{i}.jsonl"), lines);
         let report: Value = serde_json::from_str(&tracelake_ok(&["analyze", "--lake", &lake, "--config", &cfg, "--format", "json"])).unwrap();
+        // Incremental totals accumulate across runs (spec §14.3 report test 7).
+        events += report["stats"]["eventsProcessed"].as_u64().unwrap();
+        findings += report["stats"]["findingsDetected"].as_u64().unwrap();
+        assert!(report["stats"]["eventsProcessed"].as_u64().unwrap() > 0);
+        assert_eq!(report["processingState"]["totalEventsProcessed"].as_u64().unwrap(), events);
+        assert_eq!(report["processingState"]["totalFindings"].as_u64().unwrap(), findings);
         let mut by_signal: Vec<(String, String, Value)> = report["ruleEffectiveness"]
             .as_array()
             .unwrap()
