@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use sha2::{Digest, Sha256};
 
@@ -17,7 +18,7 @@ const CACHE_FILE: &str = "llm-cache.json";
 pub struct LlmCache {
     path: Option<PathBuf>,
     answers: Mutex<BTreeMap<String, String>>,
-    dirty: Mutex<bool>,
+    dirty: AtomicBool,
 }
 
 impl LlmCache {
@@ -33,7 +34,7 @@ impl LlmCache {
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             .unwrap_or_default();
-        Self { path: Some(path), answers: Mutex::new(answers), dirty: Mutex::new(false) }
+        Self { path: Some(path), answers: Mutex::new(answers), dirty: AtomicBool::new(false) }
     }
 
     /// `tier` is "triage" or "deep"; `finding` the finding's deterministic id.
@@ -48,21 +49,13 @@ impl LlmCache {
 
     pub fn put(&self, key: String, answer: String) {
         self.answers.lock().expect("cache lock").insert(key, answer);
-        *self.dirty.lock().expect("cache lock") = true;
-    }
-
-    pub fn len(&self) -> usize {
-        self.answers.lock().expect("cache lock").len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.dirty.store(true, Ordering::Relaxed);
     }
 
     /// Writes the cache back if anything was added.
     pub fn save(&self) -> Result<(), LakeError> {
         let Some(path) = &self.path else { return Ok(()) };
-        if !*self.dirty.lock().expect("cache lock") {
+        if !self.dirty.load(Ordering::Relaxed) {
             return Ok(());
         }
         write_json_atomic(path, &*self.answers.lock().expect("cache lock"))

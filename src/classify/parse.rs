@@ -25,7 +25,7 @@ impl ActionType {
         }
     }
 
-    fn parse(text: &str) -> Option<Self> {
+    pub fn parse(text: &str) -> Option<Self> {
         [Self::SoulRule, Self::GovernancePolicy, Self::CortexPattern, Self::ManualReview]
             .into_iter()
             .find(|t| t.as_str() == text)

@@ -128,12 +128,18 @@ impl Manifest {
 
 /// Writes `value` as JSON to `path` atomically (temp file, fsync, rename, fsync dir).
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), LakeError> {
-    let dir = path.parent().expect("state files live in a directory");
+    write_atomic(path, &serde_json::to_vec_pretty(value).expect("state serializes"))
+}
+
+/// Writes `bytes` to `path` atomically (temp file, fsync, rename, fsync dir).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LakeError> {
+    let dir = path.parent().expect("files live in a directory");
     fs::create_dir_all(dir).map_err(|e| LakeError::io(dir, e))?;
-    let tmp = path.with_extension("json.tmp");
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
     let mut file = File::create(&tmp).map_err(|e| LakeError::io(&tmp, e))?;
-    let json = serde_json::to_vec_pretty(value).expect("state serializes");
-    file.write_all(&json).and_then(|_| file.sync_all()).map_err(|e| LakeError::io(&tmp, e))?;
+    file.write_all(bytes).and_then(|_| file.sync_all()).map_err(|e| LakeError::io(&tmp, e))?;
     fs::rename(&tmp, path).map_err(|e| LakeError::io(path, e))?;
     sync_dir(dir)
 }

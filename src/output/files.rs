@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use super::GeneratedOutput;
 use crate::classify::ActionType;
 use crate::lake::LakeError;
+use crate::lake::state::write_atomic;
 
 pub const SOUL_RULES_FILE: &str = "soul-rules.md";
 pub const POLICIES_FILE: &str = "governance-policies.json";
@@ -14,7 +15,6 @@ pub const PATTERNS_FILE: &str = "cortex-patterns.json";
 
 /// Writes the three files into `dir` (each atomically); returns their paths.
 pub fn write_artifacts(dir: &Path, outputs: &[GeneratedOutput]) -> Result<Vec<PathBuf>, LakeError> {
-    std::fs::create_dir_all(dir).map_err(|e| LakeError::io(dir, e))?;
     let of = |t: ActionType| outputs.iter().filter(move |o| o.output_type == t);
     let mut soul = String::from("# Rules from trace analysis\n\nAdd these to the agent's SOUL.md.\n\n");
     for rule in of(ActionType::SoulRule) {
@@ -31,17 +31,15 @@ pub fn write_artifacts(dir: &Path, outputs: &[GeneratedOutput]) -> Result<Vec<Pa
         (POLICIES_FILE, pretty(&json!({ "policies": policies }))),
         (PATTERNS_FILE, pretty(&json!({ "patterns": patterns }))),
     ];
-    files.into_iter().map(|(name, text)| write_text_atomic(&dir.join(name), &text)).collect()
+    files
+        .into_iter()
+        .map(|(name, text)| {
+            let path = dir.join(name);
+            write_atomic(&path, text.as_bytes()).map(|()| path)
+        })
+        .collect()
 }
 
 fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).expect("JSON serializes") + "\n"
-}
-
-/// Writes `text` to `path` through a temp file and a rename.
-pub fn write_text_atomic(path: &Path, text: &str) -> Result<PathBuf, LakeError> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text).map_err(|e| LakeError::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| LakeError::io(path, e))?;
-    Ok(path.to_path_buf())
 }

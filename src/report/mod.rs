@@ -169,7 +169,7 @@ async fn latest_verdicts(ctx: &datafusion::prelude::SessionContext) -> Result<Ve
         .into_iter()
         .map(|row| {
             let text = |k: &str| row[k].as_str().unwrap_or_default().to_owned();
-            let action_type = serde_json::from_value(row["action_type"].clone()).unwrap_or(ActionType::ManualReview);
+            let action_type = ActionType::parse(&text("action_type")).unwrap_or(ActionType::ManualReview);
             FindingVerdict {
                 finding_id: text("finding_id"),
                 triage: None,
@@ -201,7 +201,7 @@ async fn latest_outputs(ctx: &datafusion::prelude::SessionContext, run_id: Optio
             let text = |k: &str| row[k].as_str().unwrap_or_default().to_owned();
             GeneratedOutput {
                 id: text("output_id"),
-                output_type: serde_json::from_value(row["type"].clone()).unwrap_or(ActionType::ManualReview),
+                output_type: ActionType::parse(&text("type")).unwrap_or(ActionType::ManualReview),
                 content: text("content"),
                 source_findings: serde_json::from_str(&text("source_findings")).unwrap_or_default(),
                 observation_count: row["observation_count"].as_u64().unwrap_or(0) as usize,
