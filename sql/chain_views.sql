@@ -32,18 +32,16 @@ WHERE type = 'tool.call' AND next_type = 'tool.result';
 -- happened. Kept in the lake (`failures`) so later runs compare against all history.
 CREATE OR REPLACE VIEW failure_occurrences AS
 WITH fails AS (
-    SELECT *, fail_fingerprint(tool_name, tool_params, coalesce(error, 'error')) AS fingerprint
+    SELECT *,
+        fail_fingerprint(tool_name, tool_params, coalesce(error, 'error')) AS fingerprint
     FROM tool_attempts
     WHERE failed
+),
+ranked AS (
+    SELECT *, row_number() OVER (PARTITION BY fingerprint, session ORDER BY ts, call_idx, chain_no) AS nth
+    FROM fails
 )
-SELECT fingerprint, session,
-    first_value(agent ORDER BY ts, call_idx) AS agent,
-    min(ts) AS first_ts,
-    first_value(chain_id ORDER BY ts, call_idx) AS chain_id,
-    first_value(call_idx ORDER BY ts, call_idx) AS start_idx,
-    first_value(call_id ORDER BY ts, call_idx) AS start_event_id,
-    first_value(result_id ORDER BY ts, call_idx) AS end_event_id,
-    first_value(tool_name ORDER BY ts, call_idx) AS tool_name,
-    first_value(error ORDER BY ts, call_idx) AS error
-FROM fails
-GROUP BY fingerprint, session;
+SELECT fingerprint, session, agent, ts AS first_ts, chain_id, call_idx AS start_idx,
+    call_id AS start_event_id, result_id AS end_event_id, tool_name, error
+FROM ranked
+WHERE nth = 1;

@@ -4,7 +4,8 @@
 
 -- Events published by both schemas appear twice: same type, agent and session, less than
 -- a second apart, same content (messages), tool and params (calls), tool (results), or the
--- exact time (everything else). Of such a pair the one with the higher sequence stays
+-- exact time (everything else); keys are compared by their 64-bit hash, which keeps the
+-- rows that are sorted narrow. Of such a pair the one with the higher sequence stays
 -- (`superseded` compares each event with those around it in time). The window has the
 -- same order as the chains' below, so the events are sorted once.
 CREATE OR REPLACE VIEW deduped_events AS
@@ -12,18 +13,20 @@ WITH keyed AS (
     SELECT *,
         CAST(ts AS BIGINT) AS ts_ms,
         CASE
-            WHEN type IN ('msg.in', 'msg.out') THEN coalesce(substr(content, 1, 200), '')
-            WHEN type = 'tool.call' THEN coalesce(tool_name, '') || '|' || coalesce(tool_params, '{}')
-            WHEN type = 'tool.result' THEN coalesce(tool_name, '')
-            ELSE ''
+            WHEN type IN ('msg.in', 'msg.out') THEN key_hash(coalesce(substr(content, 1, 200), ''))
+            WHEN type = 'tool.call' THEN key_hash(coalesce(tool_name, ''), coalesce(tool_params, '{}'))
+            WHEN type = 'tool.result' THEN key_hash(coalesce(tool_name, ''))
+            ELSE key_hash('')
         END AS dedup_key,
-        CASE WHEN type IN ('msg.in', 'msg.out', 'tool.call', 'tool.result') THEN 1000 ELSE 1 END AS dedup_window_ms
+        CASE WHEN type IN ('msg.in', 'msg.out', 'tool.call', 'tool.result') THEN 1000 ELSE 1 END AS dedup_window_ms,
+        -- Chains never cross (agent, session): shards of those are worked on in parallel.
+        key_hash(agent, session) % 32 AS shard
     FROM analysis_events
 ),
 marked AS (
     SELECT *,
         superseded(ts_ms, stream_seq, dedup_window_ms, agent, session, type, dedup_key)
-            OVER (ORDER BY agent, session, ts_ms, stream_seq) AS is_copy
+            OVER (PARTITION BY shard ORDER BY agent, session, ts_ms, stream_seq) AS is_copy
     FROM keyed
 )
 SELECT * FROM marked WHERE NOT is_copy;
@@ -36,14 +39,14 @@ SELECT * FROM marked WHERE NOT is_copy;
 CREATE OR REPLACE VIEW chain_events AS
 WITH positioned AS (
     SELECT *,
-        chain_position(agent, session, type, ts_ms, ${chain_gap_ms}, ${max_chain_events}) OVER w AS pos,
+        chain_position(agent, session, type, ts_ms, ${chain_gap_ms}, ${max_chain_events}, shard) OVER w AS pos,
         lag(type) OVER w AS lag_type, lag(content) OVER w AS lag_content,
         lag(id) OVER w AS lag_id, lag(ts) OVER w AS lag_ts,
         lead(type) OVER w AS lead_type, lead(id) OVER w AS lead_id,
         lead(tool_error) OVER w AS lead_tool_error,
         lead(tool_error IS NOT NULL OR coalesce(tool_is_error, false)) OVER w AS lead_failed
     FROM deduped_events
-    WINDOW w AS (ORDER BY agent, session, ts_ms, stream_seq)
+    WINDOW w AS (PARTITION BY shard ORDER BY agent, session, ts_ms, stream_seq)
 ),
 chained AS (
     SELECT *, pos['chain_no'] AS chain_no, pos['idx'] AS idx, pos['len'] AS chain_len,

@@ -282,9 +282,7 @@ pub(crate) async fn define_analysis_events(ctx: &SessionContext, resume: Option<
     }
     match slice {
         Slice::All => {}
-        Slice::Bucket(bucket, buckets) => conditions.push(format!(
-            "(ascii(substr(md5(e.session), 1, 1)) * 31 + ascii(substr(md5(e.session), 2, 1))) % {buckets} = {bucket}"
-        )),
+        Slice::Bucket(bucket, buckets) => conditions.push(format!("key_hash(e.session) % {buckets} = {bucket}")),
         Slice::Sessions(sessions) => {
             let list: Vec<String> = sessions.iter().map(|s| format!("'{}'", s.replace('\'', "''"))).collect();
             conditions.push(format!("e.session IN ({})", if list.is_empty() { "NULL".to_owned() } else { list.join(", ") }));
@@ -303,18 +301,24 @@ pub(crate) async fn bucket_count(ctx: &SessionContext, bucket_events: u64) -> Re
     Ok(events.div_ceil(size).max(1))
 }
 
-/// Runs the chain SQL, keeping `chain_events` in memory, in chain order: every detector
-/// reads it, and windows over (chain_no, idx) then need no sort. Chain order is the order
-/// `chain_position` ran in, so asking for that order costs no second sort.
+/// Runs the chain SQL, keeping `chain_events` in memory, a partition per group of shards,
+/// each in chain order: every detector reads it, and windows over (chain_no, idx) then
+/// need no sort. Chain order is the order `chain_position` ran in, so it costs no sort.
 pub async fn build_chains(ctx: &SessionContext, params: &SqlParams) -> Result<(), DetectError> {
+    // Spreading sorted rows round-robin would only make them to be merged again: the
+    // shards already give the parallelism.
+    ctx.sql("SET datafusion.optimizer.enable_round_robin_repartition = false").await?.collect().await?;
     crate::engine::run_statements(ctx, &params.fill(CHAINS), |_, _| Ok(())).await?;
-    let sorted = ctx.sql("SELECT * FROM chain_events ORDER BY agent, session, ts_ms, stream_seq").await?;
-    let planned = Arc::new(sorted.schema().as_arrow().clone());
-    let batches = sorted.collect().await?;
+    let chains = ctx.sql("SELECT * FROM chain_events").await?;
+    let planned = Arc::new(chains.schema().as_arrow().clone());
+    let partitions = chains.collect_partitioned().await?;
     // Execution may mark columns nullable where planning did not; the batches decide.
-    let schema = batches.first().map_or(planned, |b| b.schema());
+    let schema = partitions.iter().flatten().next().map_or(planned, |b| b.schema());
     let order = vec![vec![col("chain_no").sort(true, false), col("idx").sort(true, false)]];
-    let cached = MemTable::try_new(schema, vec![batches])?.with_sort_order(order);
+    let cached = MemTable::try_new(schema, partitions)?.with_sort_order(order);
+    // Splitting an in-memory table into partitions forgets its order (DataFusion 55), and
+    // a window over (chain_no, idx) would sort it again.
+    ctx.sql("SET datafusion.optimizer.repartition_file_scans = false").await?.collect().await?;
     ctx.deregister_table("chain_events")?;
     ctx.register_table("chain_events", Arc::new(cached))?;
     crate::engine::run_statements(ctx, &params.fill(CHAIN_VIEWS), |_, _| Ok(())).await?;
@@ -369,8 +373,10 @@ pub async fn run_detectors(
 ) -> Result<(Vec<Finding>, Vec<(String, String)>), DetectError> {
     let mut findings = Vec::new();
     let mut skipped = Vec::new();
-    for detector in detectors {
-        match run_detector(ctx, detector, params).await {
+    // Together, so that one detector's single-threaded steps overlap another's work.
+    let results = futures::future::join_all(detectors.iter().map(|d| run_detector(ctx, d, params))).await;
+    for (detector, result) in detectors.iter().zip(results) {
+        match result {
             Ok(found) => findings.extend(found),
             Err(message) if detector.builtin => return Err(DetectError::Builtin { name: detector.name.clone(), message }),
             Err(message) => skipped.push((detector.name.clone(), message)),

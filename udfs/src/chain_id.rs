@@ -66,10 +66,20 @@ impl ScalarUDFImpl for ChainIdUdf {
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
         let ts = as_millis(&arrays[2])?;
         let mut out = StringBuilder::with_capacity(rows, rows * 16);
+        // The rows of one chain come together: hash each chain once.
+        let mut last: Option<(&str, &str, i64, String)> = None;
         for row in 0..rows {
             match (string_at(&arrays[0], row)?, string_at(&arrays[1], row)?, ts.is_valid(row)) {
                 (Some(session), Some(agent), true) => {
-                    out.append_value(chain_id(session, agent, ts.value(row)))
+                    let first_ts = ts.value(row);
+                    match &last {
+                        Some((s, a, t, id)) if *s == session && *a == agent && *t == first_ts => out.append_value(id),
+                        _ => {
+                            let id = chain_id(session, agent, first_ts);
+                            out.append_value(&id);
+                            last = Some((session, agent, first_ts, id));
+                        }
+                    }
                 }
                 _ => out.append_null(),
             }

@@ -1,13 +1,15 @@
-//! `chain_position(agent, session, type, ts_ms, gap_ms, max_events) OVER (ORDER BY agent,
-//! session, ts_ms, stream_seq)`: where each event sits in its conversation chain (spec §6).
+//! `chain_position(agent, session, type, ts_ms, gap_ms, max_events[, shard]) OVER ([PARTITION
+//! BY shard] ORDER BY agent, session, ts_ms, stream_seq)`: where each event sits in its
+//! conversation chain (spec §6).
 //!
 //! A (session, agent) stream of events is cut into segments at `session.start`, after
 //! `session.end`, at a `run.end` → `run.start` pause over five minutes and at an inactivity
 //! gap over `gap_ms`; a segment longer than `max_events` is cut into pieces of that size.
 //! Each piece is a chain. Returns a struct per event:
-//! `{chain_no, idx, len, start_ms, piece}` — the chain's number in this window (dense,
-//! ascending in window order), the event's position in it, the chain's length and first
-//! event time, and which piece of its segment the chain is.
+//! `{chain_no, idx, len, start_ms, piece}` — the chain's number (dense and ascending in
+//! window order within a shard; `shard · 2³²` added, so numbers of shards never meet), the
+//! event's position in it, the chain's length and first event time, and which piece of its
+//! segment the chain is.
 //!
 //! One linear scan over the ordered rows; written as a window function because the rules
 //! look at the previous event and the chain's length looks ahead to its end.
@@ -19,7 +21,7 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields, Int64Type};
 use datafusion::common::Result;
 use datafusion::logical_expr::function::{PartitionEvaluatorArgs, WindowUDFFieldArgs};
-use datafusion::logical_expr::{PartitionEvaluator, Signature, Volatility, WindowUDFImpl};
+use datafusion::logical_expr::{PartitionEvaluator, Signature, TypeSignature, Volatility, WindowUDFImpl};
 
 use crate::strings::string_at;
 
@@ -35,7 +37,9 @@ pub struct ChainPositionUdf {
 
 impl ChainPositionUdf {
     pub fn new() -> Self {
-        Self { signature: Signature::any(6, Volatility::Immutable) }
+        Self {
+            signature: Signature::one_of(vec![TypeSignature::Any(6), TypeSignature::Any(7)], Volatility::Immutable),
+        }
     }
 }
 
@@ -69,8 +73,13 @@ struct ChainPositionEvaluator;
 
 impl PartitionEvaluator for ChainPositionEvaluator {
     fn evaluate_all(&mut self, values: &[ArrayRef], n: usize) -> Result<ArrayRef> {
-        let [agents, sessions, types, ts, gap, cap] = values else {
-            unreachable!("the signature takes six arguments")
+        let (agents, sessions, types, ts, gap, cap) = match values {
+            [agents, sessions, types, ts, gap, cap, ..] => (agents, sessions, types, ts, gap, cap),
+            _ => unreachable!("the signature takes six or seven arguments"),
+        };
+        let first_chain_no = match values.get(6) {
+            Some(shard) if n > 0 => cast(shard, &DataType::Int64)?.as_primitive::<Int64Type>().value(0) << 32,
+            _ => 0,
         };
         let ts = cast(ts, &DataType::Int64)?;
         let ts = ts.as_primitive::<Int64Type>();
@@ -96,7 +105,7 @@ impl PartitionEvaluator for ChainPositionEvaluator {
         let mut len = vec![0i64; n];
         let mut start_ms = Vec::with_capacity(n);
         let mut piece = Vec::with_capacity(n);
-        let mut chain = -1i64;
+        let mut chain = first_chain_no - 1;
         let mut chain_start = 0usize;
         for (i, &pos) in pos_in_segment.iter().enumerate() {
             if pos % cap == 0 {

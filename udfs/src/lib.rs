@@ -6,9 +6,10 @@
 
 pub mod chain_id;
 pub mod chain_position;
-pub mod chain_scan;
+pub mod doom_loop;
 pub mod fail_fingerprint;
 pub mod json_object;
+pub mod key_hash;
 pub mod patterns;
 pub mod redact;
 pub mod similarity;
@@ -32,6 +33,7 @@ pub fn register_all(ctx: &SessionContext, redactor: Redactor, patterns: Arc<Patt
     ctx.register_udf(ScalarUDF::from(ChainIdUdf::new()));
     ctx.register_udf(ScalarUDF::from(fail_fingerprint::FailFingerprintUdf::new()));
     ctx.register_udf(ScalarUDF::from(json_object::JsonObjectUdf::new()));
+    ctx.register_udf(ScalarUDF::from(key_hash::KeyHashUdf::new()));
     ctx.register_udf(ScalarUDF::from(similarity::PairSimilarityUdf::levenshtein_ratio()));
     ctx.register_udf(ScalarUDF::from(similarity::PairSimilarityUdf::param_similarity()));
     for udf in text_category::TextCategoryUdf::all(&patterns) {
@@ -39,6 +41,5 @@ pub fn register_all(ctx: &SessionContext, redactor: Redactor, patterns: Arc<Patt
     }
     ctx.register_udwf(WindowUDF::from(superseded::SupersededUdf::new()));
     ctx.register_udwf(WindowUDF::from(chain_position::ChainPositionUdf::new()));
-    ctx.register_udwf(WindowUDF::from(chain_scan::ChainScanUdf::doom_loop_id()));
-    ctx.register_udwf(WindowUDF::from(chain_scan::ChainScanUdf::unrecovered_failure()));
+    ctx.register_udwf(WindowUDF::from(doom_loop::DoomLoopUdf::new()));
 }

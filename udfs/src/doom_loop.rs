@@ -1,0 +1,105 @@
+//! `doom_loop_id(chain, tool_name, tool_params, failed) OVER (ORDER BY chain, idx)` over tool
+//! attempts: for every attempt in a doom loop (3+ consecutive failures of the same tool in
+//! one chain, with parameters more than 0.8 similar to the first; spec §7.3) the row number
+//! of the loop's first attempt, null elsewhere.
+//!
+//! Sequence logic SQL expresses badly, as a window function over a whole sorted partition
+//! at once ("columnar chains"). Rows of one chain must be together, in chain order, so one
+//! window over every chain serves, with no partition per chain.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Int64Type};
+use datafusion::common::{Result, exec_err};
+use datafusion::logical_expr::function::{PartitionEvaluatorArgs, WindowUDFFieldArgs};
+use datafusion::logical_expr::{PartitionEvaluator, Signature, Volatility, WindowUDFImpl};
+use serde_json::Value;
+
+use crate::similarity::param_similarity_values;
+use crate::strings::string_at;
+
+/// Attempts at least this similar to a loop's first one continue the loop.
+const LOOP_SIMILARITY: f64 = 0.8;
+const MIN_LOOP: usize = 3;
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct DoomLoopUdf {
+    signature: Signature,
+}
+
+impl DoomLoopUdf {
+    pub fn new() -> Self {
+        Self { signature: Signature::any(4, Volatility::Immutable) }
+    }
+}
+
+impl Default for DoomLoopUdf {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl WindowUDFImpl for DoomLoopUdf {
+    fn name(&self) -> &str {
+        "doom_loop_id"
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn partition_evaluator(&self, _args: PartitionEvaluatorArgs) -> Result<Box<dyn PartitionEvaluator>> {
+        Ok(Box::new(DoomLoopEvaluator))
+    }
+    fn field(&self, field_args: WindowUDFFieldArgs) -> Result<FieldRef> {
+        Ok(Arc::new(Field::new(field_args.name(), DataType::Int64, true)))
+    }
+}
+
+#[derive(Debug)]
+struct DoomLoopEvaluator;
+
+impl PartitionEvaluator for DoomLoopEvaluator {
+    fn evaluate_all(&mut self, values: &[ArrayRef], n: usize) -> Result<ArrayRef> {
+        let [chains, tools, params, failed] = values else {
+            unreachable!("the signature takes four arguments")
+        };
+        let chains = cast(chains, &DataType::Int64)?;
+        let chains = chains.as_primitive::<Int64Type>();
+        let failed = match failed.data_type() {
+            DataType::Boolean => failed.as_boolean(),
+            other => return exec_err!("doom_loop_id: `failed` must be boolean, got {other}"),
+        };
+        let is_failed = |i: usize| failed.is_valid(i) && failed.value(i);
+        let mut out: Vec<Option<i64>> = vec![None; n];
+        let mut i = 0;
+        while i < n {
+            if !is_failed(i) {
+                i += 1;
+                continue;
+            }
+            let tool = string_at(tools, i)?;
+            let anchor_params = params_at(params, i)?;
+            let mut j = i + 1;
+            while j < n
+                && chains.value(j) == chains.value(i)
+                && is_failed(j)
+                && string_at(tools, j)? == tool
+                && param_similarity_values(&anchor_params, &params_at(params, j)?) > LOOP_SIMILARITY
+            {
+                j += 1;
+            }
+            if j - i >= MIN_LOOP {
+                out[i..j].fill(Some(i as i64));
+                i = j;
+            } else {
+                i += 1;
+            }
+        }
+        Ok(Arc::new(Int64Array::from(out)))
+    }
+}
+
+fn params_at(array: &ArrayRef, row: usize) -> Result<Value> {
+    Ok(string_at(array, row)?.and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null))
+}
