@@ -13,6 +13,7 @@ use datafusion::prelude::{SessionContext, col};
 use super::finding::{Finding, finding_id, findings_batch, from_detector_batch, severity_rank};
 use super::sql::{CHAIN_VIEWS, CHAINS, Detector, SqlParams, enabled_builtin_detectors, user_detectors};
 use super::DetectError;
+use super::buckets::Buckets;
 use crate::classify::stage::{apply_triage, chain_transcripts, classifications_batch};
 use crate::classify::{ClassifyOptions, FindingVerdict, LlmCache, Tiers, classify};
 use crate::config::Config;
@@ -115,30 +116,36 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         detectors.into_iter().partition(|d| d.builtin && d.name == "SIG-REPEAT-FAIL");
     let detected_at = chrono::Utc::now().timestamp_millis();
 
+    let reported: HashSet<String> = if opts.full { HashSet::new() } else { reported_ids(&ctx).await? };
+    let mut kept = MostSevere {
+        reported,
+        seen: HashSet::new(),
+        max: usize::try_from(config.output.max_findings.max(0)).unwrap_or(usize::MAX),
+    };
+
     // Chains never cross sessions, so sessions are analyzed in buckets of bounded size.
-    let buckets = bucket_count(&ctx, opts.bucket_events).await?;
+    let buckets = Buckets::split(&ctx, opts.bucket_events).await?;
     let mut findings = Vec::new();
-    let mut skipped_detectors = Vec::new();
+    let mut skipped_detectors = None;
     let mut stats = ChainStats::default();
     let mut occurrences = Vec::new();
-    for bucket in 0..buckets {
-        if buckets > 1 {
-            define_analysis_events(&ctx, resume, context_ms, &Slice::Bucket(bucket, buckets)).await?;
+    for bucket in 0..buckets.count() {
+        if !buckets.select(&ctx, bucket).await? {
+            continue;
         }
         build_chains(&ctx, &params).await?;
         stats.add(chain_stats(&ctx).await?);
         let (found, skipped) = run_detectors(&ctx, &per_bucket, config, &params).await?;
-        findings.extend(found);
-        if bucket == 0 {
-            skipped_detectors = skipped;
-        }
+        kept.add(&mut findings, found);
+        skipped_detectors.get_or_insert(skipped);
         occurrences.extend(ctx.sql(FAILURES_QUERY).await?.collect().await?);
     }
+    let skipped_detectors = skipped_detectors.unwrap_or_default();
     // The same failure in other sessions: over every bucket's failures at once.
     let schema = occurrences.first().map_or_else(|| FAILURES_SCHEMA.clone(), |b| b.schema());
     ctx.deregister_table("failure_occurrences")?;
     ctx.register_table("failure_occurrences", Arc::new(MemTable::try_new(schema, vec![occurrences.clone()])?))?;
-    findings.extend(run_detectors(&ctx, &across_sessions, config, &params).await?.0);
+    kept.add(&mut findings, run_detectors(&ctx, &across_sessions, config, &params).await?.0);
     let ChainStats { chains, events: events_processed, first, last } = stats;
     let time_range = if chains == 0 { (0, 0) } else { (first, last) };
     for f in &mut findings {
@@ -146,22 +153,11 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         f.detected_at = detected_at;
     }
     let all_signals: HashMap<String, String> = findings.iter().map(|f| (f.finding_id.clone(), f.signal.clone())).collect();
-    let reported: HashSet<String> = if opts.full { HashSet::new() } else { reported_ids(&ctx).await? };
-    let mut seen = HashSet::new();
-    findings.retain(|f| !reported.contains(&f.finding_id) && seen.insert(f.finding_id.clone()));
-    findings.sort_by(|a, b| {
-        severity_rank(&b.severity)
-            .cmp(&severity_rank(&a.severity))
-            .then(a.occurred_at.cmp(&b.occurred_at))
-            .then(a.finding_id.cmp(&b.finding_id))
-    });
-    let max = usize::try_from(config.output.max_findings.max(0)).unwrap_or(usize::MAX);
-    findings.truncate(max);
 
     let mut verdicts = Vec::new();
     let mut llm = None;
     if let Some(tiers) = &tiers {
-        if buckets > 1 {
+        if buckets.count() > 1 {
             let sessions: Vec<String> = findings.iter().map(|f| f.session.clone()).collect();
             define_analysis_events(&ctx, resume, context_ms, &Slice::Sessions(&sessions)).await?;
             build_chains(&ctx, &params).await?;
@@ -252,18 +248,36 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     })
 }
 
+/// The findings a run reports: new ones (not reported by an earlier run), each once, the
+/// most severe `max` of them. Applied after every bucket, so at most `max` (and one
+/// bucket's findings) are held at once.
+struct MostSevere {
+    reported: HashSet<String>,
+    seen: HashSet<String>,
+    max: usize,
+}
+
+impl MostSevere {
+    /// Adds `new` to `findings`, keeping what the run reports.
+    fn add(&mut self, findings: &mut Vec<Finding>, new: Vec<Finding>) {
+        findings.extend(new.into_iter().filter(|f| !self.reported.contains(&f.finding_id) && self.seen.insert(f.finding_id.clone())));
+        findings.sort_by(|a, b| {
+            severity_rank(&b.severity)
+                .cmp(&severity_rank(&a.severity))
+                .then(a.occurred_at.cmp(&b.occurred_at))
+                .then(a.finding_id.cmp(&b.finding_id))
+        });
+        findings.truncate(self.max);
+    }
+}
+
 /// The failure occurrences of this run, in the columns of the `failures` table.
 const FAILURES_QUERY: &str = "SELECT fingerprint, session, agent, first_ts, chain_id, CAST(start_idx AS BIGINT) AS start_idx, \
      start_event_id, end_event_id, tool_name, error FROM failure_occurrences";
 
-/// Sessions are analyzed in buckets of about this many events, so memory stays bounded.
-pub(crate) const DEFAULT_BUCKET_EVENTS: u64 = 1_000_000;
-
 /// Which sessions `analysis_events` holds.
 pub(crate) enum Slice<'a> {
     All,
-    /// Bucket `.0` of `.1`, by a hash of the session.
-    Bucket(u64, u64),
     Sessions(&'a [String]),
 }
 
@@ -282,7 +296,6 @@ pub(crate) async fn define_analysis_events(ctx: &SessionContext, resume: Option<
     }
     match slice {
         Slice::All => {}
-        Slice::Bucket(bucket, buckets) => conditions.push(format!("key_hash(e.session) % {buckets} = {bucket}")),
         Slice::Sessions(sessions) => {
             let list: Vec<String> = sessions.iter().map(|s| format!("'{}'", s.replace('\'', "''"))).collect();
             conditions.push(format!("e.session IN ({})", if list.is_empty() { "NULL".to_owned() } else { list.join(", ") }));
@@ -291,14 +304,6 @@ pub(crate) async fn define_analysis_events(ctx: &SessionContext, resume: Option<
     let filter = if conditions.is_empty() { String::new() } else { format!(" WHERE {}", conditions.join(" AND ")) };
     ctx.sql(&format!("CREATE OR REPLACE VIEW analysis_events AS SELECT e.* FROM events e{filter}")).await?.collect().await?;
     Ok(())
-}
-
-/// How many buckets the events of `analysis_events` need.
-pub(crate) async fn bucket_count(ctx: &SessionContext, bucket_events: u64) -> Result<u64, DetectError> {
-    let batches = ctx.sql("SELECT count(*) FROM analysis_events").await?.collect().await?;
-    let events = batches.first().map_or(0, |b| b.column(0).as_primitive::<Int64Type>().value(0)) as u64;
-    let size = if bucket_events == 0 { DEFAULT_BUCKET_EVENTS } else { bucket_events };
-    Ok(events.div_ceil(size).max(1))
 }
 
 /// Runs the chain SQL, keeping `chain_events` in memory, a partition per group of shards,

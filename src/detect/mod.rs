@@ -2,6 +2,7 @@
 //! in the lake, and the analysis report.
 
 pub mod analyze;
+pub(crate) mod buckets;
 pub mod finding;
 pub mod report;
 pub mod sql;
@@ -27,6 +28,8 @@ pub enum DetectError {
     FindingRow(String),
     #[error("built-in detector {name} failed: {message}")]
     Builtin { name: String, message: String },
+    #[error("cannot create a temporary directory for the session buckets: {0}")]
+    Spill(#[source] std::io::Error),
     #[error("cannot read detector directory {path}: {source}")]
     DetectorDir {
         path: String,

@@ -12,7 +12,8 @@ use serde_json::Value;
 use crate::classify::stage::chain_transcripts;
 use crate::classify::{ActionType, Classification, FindingVerdict, TranscriptEvent};
 use crate::config::Config;
-use crate::detect::analyze::{Analysis, ChainStats, Slice, bucket_count, build_chains, chain_stats, define_analysis_events};
+use crate::detect::analyze::{Analysis, ChainStats, Slice, build_chains, chain_stats, define_analysis_events};
+use crate::detect::buckets::Buckets;
 use crate::detect::report::AnalysisReport;
 use crate::detect::sql::SqlParams;
 use crate::detect::{DetectError, Finding};
@@ -140,12 +141,12 @@ async fn findings_over_time(ctx: &datafusion::prelude::SessionContext) -> Result
 /// at a time as the analysis does, so memory stays bounded.
 async fn chain_lengths(ctx: &datafusion::prelude::SessionContext, params: &SqlParams) -> Result<(ChainStats, Vec<Value>), DetectError> {
     define_analysis_events(ctx, None, 0, &Slice::All).await?;
-    let buckets = bucket_count(ctx, 0).await?;
+    let buckets = Buckets::split(ctx, 0).await?;
     let mut stats = ChainStats::default();
     let mut histogram: BTreeMap<usize, i64> = BTreeMap::new();
-    for bucket in 0..buckets {
-        if buckets > 1 {
-            define_analysis_events(ctx, None, 0, &Slice::Bucket(bucket, buckets)).await?;
+    for bucket in 0..buckets.count() {
+        if !buckets.select(ctx, bucket).await? {
+            continue;
         }
         build_chains(ctx, params).await?;
         stats.add(chain_stats(ctx).await?);
