@@ -12,7 +12,7 @@ use datafusion::logical_expr::{
 };
 use sha2::{Digest, Sha256};
 
-use crate::strings::{all_scalar, columnar, string_at};
+use crate::strings::{all_scalar, argument_arrays, columnar, string_at};
 
 /// The chain id for a chain of `agent` in `session` whose first event is at `first_ts_ms`.
 pub fn chain_id(session: &str, agent: &str, first_ts_ms: i64) -> String {
@@ -62,8 +62,7 @@ impl ScalarUDFImpl for ChainIdUdf {
         Ok(DataType::Utf8)
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let rows = args.number_rows;
-        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let (arrays, rows) = argument_arrays(&args)?;
         let ts = as_millis(&arrays[2])?;
         let mut out = StringBuilder::with_capacity(rows, rows * 16);
         // The rows of one chain come together: hash each chain once.

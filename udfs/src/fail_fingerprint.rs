@@ -12,7 +12,7 @@ use regex::Regex;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::strings::{all_scalar, columnar, string_at};
+use crate::strings::{all_scalar, argument_arrays, columnar, string_at};
 
 static VOLATILE: LazyLock<[(Regex, &'static str); 4]> = LazyLock::new(|| {
     [
@@ -72,9 +72,9 @@ impl ScalarUDFImpl for FailFingerprintUdf {
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let scalar = all_scalar(&args.args);
-        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-        let mut out = StringBuilder::with_capacity(args.number_rows, args.number_rows * 16);
-        for row in 0..args.number_rows {
+        let (arrays, rows) = argument_arrays(&args)?;
+        let mut out = StringBuilder::with_capacity(rows, rows * 16);
+        for row in 0..rows {
             let tool = string_at(&arrays[0], row)?.unwrap_or("");
             let params = string_at(&arrays[1], row)?.unwrap_or("{}");
             match string_at(&arrays[2], row)? {

@@ -10,7 +10,7 @@ use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 use serde_json::{Map, Value};
 
-use crate::strings::{all_scalar, columnar, string_at};
+use crate::strings::{all_scalar, argument_arrays, columnar, string_at};
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct JsonObjectUdf {
@@ -44,7 +44,7 @@ impl ScalarUDFImpl for JsonObjectUdf {
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let scalar = all_scalar(&args.args);
-        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let (arrays, rows) = argument_arrays(&args)?;
         let values: Vec<ArrayRef> = arrays
             .iter()
             .map(|a| match a.data_type() {
@@ -55,8 +55,8 @@ impl ScalarUDFImpl for JsonObjectUdf {
                 _ => Ok(Arc::clone(a)),
             })
             .collect::<std::result::Result<_, _>>()?;
-        let mut out = StringBuilder::with_capacity(args.number_rows, args.number_rows * 64);
-        for row in 0..args.number_rows {
+        let mut out = StringBuilder::with_capacity(rows, rows * 64);
+        for row in 0..rows {
             let mut object = Map::new();
             for pair in values.chunks(2) {
                 let Some(key) = string_at(&pair[0], row)? else { continue };

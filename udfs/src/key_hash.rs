@@ -10,7 +10,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
-use crate::strings::{all_scalar, columnar, string_at};
+use crate::strings::{all_scalar, argument_arrays, columnar, string_at};
 
 /// The hash of `parts` in order (`None`: null).
 pub fn key_hash<'a>(parts: impl IntoIterator<Item = Option<&'a str>>) -> u64 {
@@ -55,8 +55,8 @@ impl ScalarUDFImpl for KeyHashUdf {
         Ok(DataType::UInt64)
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-        let hashes = (0..args.number_rows)
+        let (arrays, rows) = argument_arrays(&args)?;
+        let hashes = (0..rows)
             .map(|row| {
                 let parts = arrays.iter().map(|a| string_at(a, row)).collect::<Result<Vec<_>>>()?;
                 Ok(key_hash(parts))

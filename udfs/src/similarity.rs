@@ -10,7 +10,7 @@ use datafusion::common::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 use serde_json::Value;
 
-use crate::strings::{all_scalar, columnar, string_at};
+use crate::strings::{all_scalar, argument_arrays, columnar, string_at};
 
 /// Compared prefix length, to keep the quadratic distance bounded.
 const MAX_CHARS: usize = 500;
@@ -100,9 +100,9 @@ impl ScalarUDFImpl for PairSimilarityUdf {
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let scalar = all_scalar(&args.args);
-        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-        let mut out = Float64Builder::with_capacity(args.number_rows);
-        for row in 0..args.number_rows {
+        let (arrays, rows) = argument_arrays(&args)?;
+        let mut out = Float64Builder::with_capacity(rows);
+        for row in 0..rows {
             match (string_at(&arrays[0], row)?, string_at(&arrays[1], row)?) {
                 (Some(a), Some(b)) => out.append_value(match self.measure {
                     Measure::Levenshtein => levenshtein_ratio(a, b),

@@ -3,7 +3,7 @@
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArray};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Result, ScalarValue, exec_err};
-use datafusion::logical_expr::ColumnarValue;
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs};
 
 /// Applies `f` to every value of a string array, producing a Utf8 array.
 pub(crate) fn map_strings(
@@ -30,6 +30,14 @@ pub(crate) fn string_at(array: &ArrayRef, row: usize) -> Result<Option<&str>> {
         DataType::Utf8View => array.as_string_view().value(row),
         other => return exec_err!("expected a string argument, got {other}"),
     }))
+}
+
+/// The arguments as arrays, and how many rows to compute: one when every argument is a
+/// scalar (the result is then a scalar too, see [`columnar`]).
+pub(crate) fn argument_arrays(args: &ScalarFunctionArgs) -> Result<(Vec<ArrayRef>, usize)> {
+    let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+    let rows = if all_scalar(&args.args) { 1 } else { args.number_rows };
+    Ok((arrays, rows))
 }
 
 /// Whether every argument is a scalar (then the result is one too).
