@@ -174,6 +174,22 @@ mod tests {
     }
 
     #[test]
+    fn chain_numbers_of_a_shard_start_at_the_shard_times_two_to_the_32() {
+        let values: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from(vec!["main"; 2])),
+            Arc::new(StringArray::from(vec!["s1", "s2"])),
+            Arc::new(StringArray::from(vec!["msg.in"; 2])),
+            Arc::new(Int64Array::from(vec![1_000, 2_000])),
+            Arc::new(Int64Array::from(vec![60_000; 2])),
+            Arc::new(Int64Array::from(vec![1000; 2])),
+            Arc::new(Int64Array::from(vec![3; 2])),
+        ];
+        let out = ChainPositionEvaluator.evaluate_all(&values, 2).unwrap();
+        let chain_no = out.as_struct().column(0).as_primitive::<Int64Type>().values().to_vec();
+        assert_eq!(chain_no, [3 << 32, (3 << 32) + 1]);
+    }
+
+    #[test]
     fn long_segments_are_cut_into_pieces_of_the_cap() {
         let rows: Vec<(&str, &str, i64)> = (0..7).map(|i| ("s", "msg.in", i)).collect();
         let p = positions(&rows, 60_000, 3);
