@@ -311,8 +311,14 @@ pub(crate) async fn define_analysis_events(ctx: &SessionContext, resume: Option<
 /// need no sort. Chain order is the order `chain_position` ran in, so it costs no sort.
 pub async fn build_chains(ctx: &SessionContext, params: &SqlParams) -> Result<(), DetectError> {
     // Spreading sorted rows round-robin would only make them to be merged again: the
-    // shards already give the parallelism.
-    ctx.sql("SET datafusion.optimizer.enable_round_robin_repartition = false").await?.collect().await?;
+    // shards already give the parallelism. A bucket's shards are sorted in one piece
+    // (not batch by batch and merged), which copies less.
+    for setting in [
+        "SET datafusion.optimizer.enable_round_robin_repartition = false",
+        "SET datafusion.execution.sort_in_place_threshold_bytes = 1073741824",
+    ] {
+        ctx.sql(setting).await?.collect().await?;
+    }
     crate::engine::run_statements(ctx, &params.fill(CHAINS), |_, _| Ok(())).await?;
     let chains = ctx.sql("SELECT * FROM chain_events").await?;
     let planned = Arc::new(chains.schema().as_arrow().clone());
