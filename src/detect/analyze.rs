@@ -146,6 +146,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     ctx.deregister_table("failure_occurrences")?;
     ctx.register_table("failure_occurrences", Arc::new(MemTable::try_new(schema, vec![occurrences.clone()])?))?;
     kept.add(&mut findings, run_detectors(&ctx, &across_sessions, config, &params).await?.0);
+    sort_most_severe_first(&mut findings);
     let ChainStats { chains, events: events_processed, first, last } = stats;
     let time_range = if chains == 0 { (0, 0) } else { (first, last) };
     for f in &mut findings {
@@ -250,7 +251,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
 
 /// The findings a run reports: new ones (not reported by an earlier run), each once, the
 /// most severe `max` of them. Applied after every bucket, so at most `max` (and one
-/// bucket's findings) are held at once.
+/// bucket's findings) are held at once; the caller sorts the kept ones at the end.
 struct MostSevere {
     reported: HashSet<String>,
     seen: HashSet<String>,
@@ -261,14 +262,21 @@ impl MostSevere {
     /// Adds `new` to `findings`, keeping what the run reports.
     fn add(&mut self, findings: &mut Vec<Finding>, new: Vec<Finding>) {
         findings.extend(new.into_iter().filter(|f| !self.reported.contains(&f.finding_id) && self.seen.insert(f.finding_id.clone())));
-        findings.sort_by(|a, b| {
-            severity_rank(&b.severity)
-                .cmp(&severity_rank(&a.severity))
-                .then(a.occurred_at.cmp(&b.occurred_at))
-                .then(a.finding_id.cmp(&b.finding_id))
-        });
-        findings.truncate(self.max);
+        // Sorting only when over the cap: with a large cap, not every bucket re-sorts all.
+        if findings.len() > self.max {
+            sort_most_severe_first(findings);
+            findings.truncate(self.max);
+        }
     }
+}
+
+fn sort_most_severe_first(findings: &mut [Finding]) {
+    findings.sort_by(|a, b| {
+        severity_rank(&b.severity)
+            .cmp(&severity_rank(&a.severity))
+            .then(a.occurred_at.cmp(&b.occurred_at))
+            .then(a.finding_id.cmp(&b.finding_id))
+    });
 }
 
 /// The failure occurrences of this run, in the columns of the `failures` table.
