@@ -11,6 +11,7 @@ pub mod engine;
 pub mod generate;
 pub mod ingest;
 pub mod lake;
+pub mod memory;
 pub mod output;
 pub mod redact;
 pub mod report;

@@ -134,11 +134,15 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
             continue;
         }
         build_chains(&ctx, &params).await?;
-        stats.add(chain_stats(&ctx).await?);
-        let (found, skipped) = run_detectors(&ctx, &per_bucket, config, &params).await?;
+        // Together, so that one query's single-threaded steps overlap another's work.
+        let failures = async { Ok::<_, DetectError>(ctx.sql(FAILURES_QUERY).await?.collect().await?) };
+        let (counted, detected, failures) =
+            futures::join!(chain_stats(&ctx), run_detectors(&ctx, &per_bucket, config, &params), failures);
+        stats.add(counted?);
+        let (found, skipped) = detected?;
         kept.add(&mut findings, found);
         skipped_detectors.get_or_insert(skipped);
-        occurrences.extend(ctx.sql(FAILURES_QUERY).await?.collect().await?);
+        occurrences.extend(failures?);
     }
     let skipped_detectors = skipped_detectors.unwrap_or_default();
     // The same failure in other sessions: over every bucket's failures at once.
@@ -318,6 +322,10 @@ pub(crate) async fn define_analysis_events(ctx: &SessionContext, resume: Option<
 /// each in chain order: every detector reads it, and windows over (chain_no, idx) then
 /// need no sort. Chain order is the order `chain_position` ran in, so it costs no sort.
 pub async fn build_chains(ctx: &SessionContext, params: &SqlParams) -> Result<(), DetectError> {
+    // The previous bucket's chains (and the views that hold them) go before the next are built.
+    for table in ["failure_occurrences", "tool_attempts", "chains", "chain_events"] {
+        ctx.deregister_table(table)?;
+    }
     // Spreading sorted rows round-robin would only make them to be merged again: the
     // shards already give the parallelism. A bucket's shards are sorted in one piece
     // (not batch by batch and merged), which copies less.
@@ -367,7 +375,7 @@ impl ChainStats {
 /// (chains, events in chains, (first, last) event time in ms).
 pub(crate) async fn chain_stats(ctx: &SessionContext) -> Result<(u64, u64, (i64, i64)), DetectError> {
     let batches = ctx
-        .sql("SELECT count(*) AS chains, CAST(coalesce(sum(n_events), 0) AS BIGINT) AS events, min(start_ts) AS first, max(end_ts) AS last FROM chains")
+        .sql("SELECT count(*) FILTER (WHERE idx = 0) AS chains, count(*) AS events, min(ts) AS first, max(ts) AS last FROM chain_events")
         .await?
         .collect()
         .await?;

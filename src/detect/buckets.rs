@@ -2,15 +2,21 @@
 //!
 //! Chains never cross sessions, so the sessions of `analysis_events` can be analyzed a
 //! bucket at a time. When one bucket is not enough, the events the chains need are read
-//! from the lake once and written to temporary Arrow files, one directory per bucket (by a
-//! hash of the session); each bucket then reads only its own file instead of the whole lake.
+//! from the lake once and written to temporary Arrow files, one per bucket (by a hash of
+//! the session); each bucket then reads only its own file instead of the whole lake.
 
-use std::path::PathBuf;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
-use datafusion::arrow::array::AsArray;
-use datafusion::arrow::datatypes::Int64Type;
+use datafusion::arrow::array::{AsArray, RecordBatch, UInt32Array};
+use datafusion::arrow::compute::take_record_batch;
+use datafusion::arrow::datatypes::{Int64Type, Schema, SchemaRef};
+use datafusion::arrow::ipc::writer::FileWriter;
 use datafusion::datasource::file_format::options::ArrowReadOptions;
 use datafusion::prelude::SessionContext;
+use futures::StreamExt;
 use tempfile::TempDir;
 
 use super::DetectError;
@@ -24,7 +30,7 @@ const CHAIN_COLUMNS: &str = "stream_seq, id, ts, agent, session, type, content, 
 /// The buckets of one analysis.
 pub(crate) struct Buckets {
     count: u64,
-    /// Holds `bucket=N/` directories of Arrow files; none for a single bucket.
+    /// Holds a `bucket-N.arrow` file per bucket with events; none for a single bucket.
     spilled: Option<TempDir>,
 }
 
@@ -40,12 +46,33 @@ impl Buckets {
             return Ok(Self { count, spilled: None });
         }
         let dir = tempfile::Builder::new().prefix("tracelake-buckets-").tempdir().map_err(DetectError::Spill)?;
-        let path = format!("{}/", dir.path().display()).replace('\'', "''");
-        let copy = format!(
-            "COPY (SELECT {CHAIN_COLUMNS}, CAST(key_hash(session) % {count} AS BIGINT) AS bucket FROM analysis_events) \
-             TO '{path}' STORED AS ARROW PARTITIONED BY (bucket)"
-        );
-        ctx.sql(&copy).await?.collect().await?;
+        let query = format!("SELECT {CHAIN_COLUMNS}, CAST(key_hash(session) % {count} AS BIGINT) AS bucket FROM analysis_events");
+        let df = ctx.sql(&query).await?;
+        // The bucket column is last; the files hold the others, every one nullable (how
+        // execution marks them need not match the plan).
+        let planned = df.schema().as_arrow();
+        let fields = planned.fields().iter().take(planned.fields().len() - 1);
+        let schema: SchemaRef = Arc::new(Schema::new(fields.map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>()));
+        let files = Arc::new(BucketFiles::new(dir.path(), count as usize, schema));
+        // Each partition of the scan is split on its own thread.
+        let tasks: Vec<_> = df
+            .execute_stream_partitioned()
+            .await?
+            .into_iter()
+            .map(|mut stream| {
+                let files = Arc::clone(&files);
+                tokio::spawn(async move {
+                    while let Some(batch) = stream.next().await {
+                        files.write(&batch?)?;
+                    }
+                    Ok::<_, DetectError>(())
+                })
+            })
+            .collect();
+        for task in futures::future::join_all(tasks).await {
+            task.map_err(|e| DetectError::Spill(std::io::Error::other(e)))??;
+        }
+        files.finish()?;
         Ok(Self { count, spilled: Some(dir) })
     }
 
@@ -56,13 +83,61 @@ impl Buckets {
     /// Makes `analysis_events` the events of bucket `bucket`; false when it has none.
     pub async fn select(&self, ctx: &SessionContext, bucket: u64) -> Result<bool, DetectError> {
         let Some(dir) = &self.spilled else { return Ok(true) };
-        let path: PathBuf = dir.path().join(format!("bucket={bucket}"));
-        if !path.is_dir() {
+        // What the previous bucket freed is not kept while this one runs.
+        crate::memory::release_freed();
+        let path = bucket_file(dir.path(), bucket as usize);
+        if !path.is_file() {
             return Ok(false);
         }
         ctx.deregister_table("analysis_bucket")?;
-        ctx.register_arrow("analysis_bucket", format!("{}/", path.display()), ArrowReadOptions::default()).await?;
+        ctx.register_arrow("analysis_bucket", &path.display().to_string(), ArrowReadOptions::default()).await?;
         ctx.sql("CREATE OR REPLACE VIEW analysis_events AS SELECT * FROM analysis_bucket").await?.collect().await?;
         Ok(true)
+    }
+}
+
+fn bucket_file(dir: &Path, bucket: usize) -> PathBuf {
+    dir.join(format!("bucket-{bucket}.arrow"))
+}
+
+/// The Arrow file of each bucket, created with its first rows.
+struct BucketFiles {
+    dir: PathBuf,
+    schema: SchemaRef,
+    writers: Vec<Mutex<Option<FileWriter<BufWriter<File>>>>>,
+}
+
+impl BucketFiles {
+    fn new(dir: &Path, count: usize, schema: SchemaRef) -> Self {
+        Self { dir: dir.to_owned(), schema, writers: (0..count).map(|_| Mutex::new(None)).collect() }
+    }
+
+    /// Appends each row of `batch` (the chain columns, then the bucket) to its bucket's file.
+    fn write(&self, batch: &RecordBatch) -> Result<(), DetectError> {
+        let buckets = batch.column(batch.num_columns() - 1).as_primitive::<Int64Type>();
+        let mut rows: Vec<Vec<u32>> = vec![Vec::new(); self.writers.len()];
+        for (row, bucket) in buckets.values().iter().enumerate() {
+            rows[*bucket as usize].push(row as u32);
+        }
+        let columns = RecordBatch::try_new(Arc::clone(&self.schema), batch.columns()[..batch.num_columns() - 1].to_vec())?;
+        for (bucket, rows) in rows.into_iter().enumerate().filter(|(_, rows)| !rows.is_empty()) {
+            let part = take_record_batch(&columns, &UInt32Array::from(rows))?;
+            let mut writer = self.writers[bucket].lock().expect("a bucket writer panicked");
+            if writer.is_none() {
+                let file = File::create(bucket_file(&self.dir, bucket)).map_err(DetectError::Spill)?;
+                *writer = Some(FileWriter::try_new(BufWriter::new(file), &self.schema)?);
+            }
+            writer.as_mut().expect("just created").write(&part)?;
+        }
+        Ok(())
+    }
+
+    fn finish(&self) -> Result<(), DetectError> {
+        for writer in &self.writers {
+            if let Some(writer) = writer.lock().expect("a bucket writer panicked").as_mut() {
+                writer.finish()?;
+            }
+        }
+        Ok(())
     }
 }

@@ -28,7 +28,7 @@ pub enum DetectError {
     FindingRow(String),
     #[error("built-in detector {name} failed: {message}")]
     Builtin { name: String, message: String },
-    #[error("cannot create a temporary directory for the session buckets: {0}")]
+    #[error("cannot write the session buckets to a temporary directory: {0}")]
     Spill(#[source] std::io::Error),
     #[error("cannot read detector directory {path}: {source}")]
     DetectorDir {
