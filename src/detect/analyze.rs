@@ -117,9 +117,8 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let detected_at = chrono::Utc::now().timestamp_millis();
 
     let reported: HashSet<String> = if opts.full { HashSet::new() } else { reported_ids(&ctx).await? };
-    let mut kept = MostSevere {
+    let kept = MostSevere {
         reported,
-        seen: HashSet::new(),
         max: usize::try_from(config.output.max_findings.max(0)).unwrap_or(usize::MAX),
     };
 
@@ -258,14 +257,16 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
 /// bucket's findings) are held at once; the caller sorts the kept ones at the end.
 struct MostSevere {
     reported: HashSet<String>,
-    seen: HashSet<String>,
     max: usize,
 }
 
 impl MostSevere {
-    /// Adds `new` to `findings`, keeping what the run reports.
-    fn add(&mut self, findings: &mut Vec<Finding>, new: Vec<Finding>) {
-        findings.extend(new.into_iter().filter(|f| !self.reported.contains(&f.finding_id) && self.seen.insert(f.finding_id.clone())));
+    /// Adds `new` (one bucket's findings, or the cross-session ones) to `findings`, keeping
+    /// what the run reports. A finding's id names its session, and buckets never share a
+    /// session, so the same finding can only come twice within one `new`.
+    fn add(&self, findings: &mut Vec<Finding>, new: Vec<Finding>) {
+        let mut seen = HashSet::new();
+        findings.extend(new.into_iter().filter(|f| !self.reported.contains(&f.finding_id) && seen.insert(f.finding_id.clone())));
         // Sorting only when over the cap: with a large cap, not every bucket re-sorts all.
         if findings.len() > self.max {
             sort_most_severe_first(findings);
