@@ -182,6 +182,8 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         });
         verdicts = outcome.verdicts;
     }
+    // The last bucket's chains are not needed any more, nor held while the results are written.
+    drop(ctx);
     let by_id: HashMap<&str, &FindingVerdict> = verdicts.iter().map(|v| (v.finding_id.as_str(), v)).collect();
     let classified: Vec<Classified> = findings
         .iter()
