@@ -1,6 +1,7 @@
 //! `chain_position(agent, session, type, ts_ms, gap_ms, max_events[, shard]) OVER ([PARTITION
-//! BY shard] ORDER BY agent, session, ts_ms, stream_seq)`: where each event sits in its
-//! conversation chain (spec §6).
+//! BY shard] ORDER BY <(agent, session) key>, ts_ms, stream_seq)`: where each event sits in
+//! its conversation chain (spec §6). The rows of each (agent, session) must be together and
+//! in time order.
 //!
 //! A (session, agent) stream of events is cut into segments at `session.start`, after
 //! `session.end`, at a `run.end` → `run.start` pause over five minutes and at an inactivity

@@ -1,8 +1,8 @@
 //! `superseded(ts_ms, seq, window_ms, key, …) OVER (ORDER BY …, ts_ms, seq)`: true for an
 //! event that has a copy with a higher sequence: an event with the same keys less than
 //! `window_ms` away (spec §6.3: events published by both schemas). The window must be
-//! ordered by time within each group of keys (e.g. `ORDER BY agent, session, ts_ms, seq`
-//! with agent and session among the keys); each event is compared with the events around
+//! ordered by time within each group of keys (e.g. `ORDER BY hash(agent, session), ts_ms,
+//! seq` with agent and session among the keys); each event is compared with the events around
 //! it up to `window_ms` away, so a pair straddling a second boundary is caught too.
 
 use std::sync::Arc;
