@@ -109,6 +109,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 fn block_on<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(future: F) -> anyhow::Result<ExitCode> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .on_thread_park(tracelake::memory::answer_release)
         .build()
         .context("starting the async runtime")?
         .block_on(future)

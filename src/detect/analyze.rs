@@ -144,6 +144,12 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         occurrences.extend(failures?);
     }
     let skipped_detectors = skipped_detectors.unwrap_or_default();
+    // The last bucket's chains are not held while the failures of all are compared, unless
+    // the LLM stage reads them (one bucket: it does not rebuild them).
+    if tiers.is_none() || buckets.count() > 1 {
+        drop_chains(&ctx)?;
+        crate::memory::release_freed();
+    }
     // The same failure in other sessions: over every bucket's failures at once.
     let schema = occurrences.first().map_or_else(|| FAILURES_SCHEMA.clone(), |b| b.schema());
     ctx.deregister_table("failure_occurrences")?;
@@ -325,10 +331,8 @@ pub(crate) async fn define_analysis_events(ctx: &SessionContext, resume: Option<
 /// each in chain order: every detector reads it, and windows over (chain_no, idx) then
 /// need no sort. Chain order is the order `chain_position` ran in, so it costs no sort.
 pub async fn build_chains(ctx: &SessionContext, params: &SqlParams) -> Result<(), DetectError> {
-    // The previous bucket's chains (and the views that hold them) go before the next are built.
-    for table in ["failure_occurrences", "tool_attempts", "chains", "chain_events"] {
-        ctx.deregister_table(table)?;
-    }
+    // The previous bucket's chains go before the next are built.
+    drop_chains(ctx)?;
     // Spreading sorted rows round-robin would only make them to be merged again: the
     // shards already give the parallelism. A bucket's shards are sorted in one piece
     // (not batch by batch and merged), which copies less.
@@ -352,6 +356,14 @@ pub async fn build_chains(ctx: &SessionContext, params: &SqlParams) -> Result<()
     ctx.deregister_table("chain_events")?;
     ctx.register_table("chain_events", Arc::new(cached))?;
     crate::engine::run_statements(ctx, &params.fill(CHAIN_VIEWS), |_, _| Ok(())).await?;
+    Ok(())
+}
+
+/// Forgets `chain_events` and the views over it (`sql/chain_views.sql`), which hold it.
+fn drop_chains(ctx: &SessionContext) -> Result<(), DetectError> {
+    for table in ["failure_occurrences", "tool_attempts", "chains", "chain_events"] {
+        ctx.deregister_table(table)?;
+    }
     Ok(())
 }
 
