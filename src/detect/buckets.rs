@@ -73,6 +73,8 @@ impl Buckets {
             task.map_err(|e| DetectError::Spill(std::io::Error::other(e)))??;
         }
         files.finish()?;
+        // What the split freed is not kept while the buckets run.
+        crate::memory::release_freed();
         Ok(Self { count, spilled: Some(dir) })
     }
 
@@ -83,8 +85,6 @@ impl Buckets {
     /// Makes `analysis_events` the events of bucket `bucket`; false when it has none.
     pub async fn select(&self, ctx: &SessionContext, bucket: u64) -> Result<bool, DetectError> {
         let Some(dir) = &self.spilled else { return Ok(true) };
-        // What the previous bucket freed is not kept while this one runs.
-        crate::memory::release_freed();
         let path = bucket_file(dir.path(), bucket as usize);
         if !path.is_file() {
             return Ok(false);
