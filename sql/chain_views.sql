@@ -38,7 +38,8 @@ WITH fails AS (
     WHERE failed
 ),
 ranked AS (
-    SELECT *, row_number() OVER (PARTITION BY fingerprint, session ORDER BY ts, call_idx, chain_no) AS nth
+    SELECT *, group_row_number(fingerprint, session)
+            OVER (PARTITION BY key_hash(fingerprint, session) % 32 ORDER BY fingerprint, session, ts, call_idx, chain_no) AS nth
     FROM fails
 )
 SELECT fingerprint, session, agent, ts AS first_ts, chain_id, call_idx AS start_idx,

@@ -5,17 +5,19 @@
 -- The sessions are ranked on the narrow key columns alone; a run's occurrences hold each
 -- (fingerprint, session) once, so the details are joined back by that pair.
 WITH combined AS (
-    SELECT fingerprint, session, first_ts, true AS is_new FROM failure_occurrences
+    SELECT fingerprint, session, first_ts, true AS is_new, key_hash(fingerprint) % 32 AS shard FROM failure_occurrences
     UNION ALL
-    SELECT fingerprint, session, first_ts, false AS is_new FROM failure_history
+    SELECT fingerprint, session, first_ts, false AS is_new, key_hash(fingerprint) % 32 AS shard FROM failure_history
 ),
+-- Numbered within each (fingerprint, session) and each fingerprint; shards of fingerprints
+-- are worked on in parallel.
 first_per_session AS (
-    SELECT *, row_number() OVER (PARTITION BY fingerprint, session ORDER BY first_ts, is_new) AS nth
+    SELECT *, group_row_number(fingerprint, session) OVER (PARTITION BY shard ORDER BY fingerprint, session, first_ts, is_new) AS nth
     FROM combined
 ),
 ranked AS (
     SELECT fingerprint, session, is_new,
-        row_number() OVER (PARTITION BY fingerprint ORDER BY first_ts, session) AS session_count
+        group_row_number(fingerprint) OVER (PARTITION BY shard ORDER BY fingerprint, first_ts, session) AS session_count
     FROM first_per_session
     WHERE nth = 1
 )

@@ -8,6 +8,7 @@ pub mod chain_id;
 pub mod chain_position;
 pub mod doom_loop;
 pub mod fail_fingerprint;
+pub mod group_row_number;
 pub mod json_object;
 pub mod key_hash;
 pub mod patterns;
@@ -42,4 +43,5 @@ pub fn register_all(ctx: &SessionContext, redactor: Redactor, patterns: Arc<Patt
     ctx.register_udwf(WindowUDF::from(superseded::SupersededUdf::new()));
     ctx.register_udwf(WindowUDF::from(chain_position::ChainPositionUdf::new()));
     ctx.register_udwf(WindowUDF::from(doom_loop::DoomLoopUdf::new()));
+    ctx.register_udwf(WindowUDF::from(group_row_number::GroupRowNumberUdf::new()));
 }
