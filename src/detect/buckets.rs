@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::array::{AsArray, RecordBatch, UInt32Array};
-use datafusion::arrow::compute::take_record_batch;
+use datafusion::arrow::compute::BatchCoalescer;
 use datafusion::arrow::datatypes::{Int64Type, Schema, SchemaRef};
 use datafusion::arrow::ipc::writer::FileWriter;
 use datafusion::datasource::file_format::options::ArrowReadOptions;
@@ -100,43 +100,65 @@ fn bucket_file(dir: &Path, bucket: usize) -> PathBuf {
     dir.join(format!("bucket-{bucket}.arrow"))
 }
 
-/// The Arrow file of each bucket, created with its first rows.
+/// The Arrow file of each bucket, created with its first rows. A scan batch holds a few
+/// rows of each bucket: they are gathered into batches of [`FILE_BATCH_ROWS`] before they
+/// are written, so that a bucket is read back in batches of the usual size, not in
+/// thousands of slivers.
 struct BucketFiles {
     dir: PathBuf,
     schema: SchemaRef,
-    writers: Vec<Mutex<Option<FileWriter<BufWriter<File>>>>>,
+    buckets: Vec<Mutex<BucketFile>>,
+}
+
+/// Rows per batch in the bucket files (DataFusion's default batch size).
+const FILE_BATCH_ROWS: usize = 8192;
+
+struct BucketFile {
+    writer: Option<FileWriter<BufWriter<File>>>,
+    pending: BatchCoalescer,
 }
 
 impl BucketFiles {
     fn new(dir: &Path, count: usize, schema: SchemaRef) -> Self {
-        Self { dir: dir.to_owned(), schema, writers: (0..count).map(|_| Mutex::new(None)).collect() }
+        let bucket = || Mutex::new(BucketFile { writer: None, pending: BatchCoalescer::new(Arc::clone(&schema), FILE_BATCH_ROWS) });
+        Self { dir: dir.to_owned(), buckets: (0..count).map(|_| bucket()).collect(), schema }
     }
 
     /// Appends each row of `batch` (the chain columns, then the bucket) to its bucket's file.
     fn write(&self, batch: &RecordBatch) -> Result<(), DetectError> {
         let buckets = batch.column(batch.num_columns() - 1).as_primitive::<Int64Type>();
-        let mut rows: Vec<Vec<u32>> = vec![Vec::new(); self.writers.len()];
+        let mut rows: Vec<Vec<u32>> = vec![Vec::new(); self.buckets.len()];
         for (row, bucket) in buckets.values().iter().enumerate() {
             rows[*bucket as usize].push(row as u32);
         }
         let columns = RecordBatch::try_new(Arc::clone(&self.schema), batch.columns()[..batch.num_columns() - 1].to_vec())?;
         for (bucket, rows) in rows.into_iter().enumerate().filter(|(_, rows)| !rows.is_empty()) {
-            let part = take_record_batch(&columns, &UInt32Array::from(rows))?;
-            let mut writer = self.writers[bucket].lock().expect("a bucket writer panicked");
-            if writer.is_none() {
-                let file = File::create(bucket_file(&self.dir, bucket)).map_err(DetectError::Spill)?;
-                *writer = Some(FileWriter::try_new(BufWriter::new(file), &self.schema)?);
-            }
-            writer.as_mut().expect("just created").write(&part)?;
+            let mut file = self.buckets[bucket].lock().expect("a bucket writer panicked");
+            file.pending.push_batch_with_indices(columns.clone(), &UInt32Array::from(rows))?;
+            self.write_completed(bucket, &mut file)?;
         }
         Ok(())
     }
 
     fn finish(&self) -> Result<(), DetectError> {
-        for writer in &self.writers {
-            if let Some(writer) = writer.lock().expect("a bucket writer panicked").as_mut() {
+        for (bucket, file) in self.buckets.iter().enumerate() {
+            let mut file = file.lock().expect("a bucket writer panicked");
+            file.pending.finish_buffered_batch()?;
+            self.write_completed(bucket, &mut file)?;
+            if let Some(writer) = file.writer.as_mut() {
                 writer.finish()?;
             }
+        }
+        Ok(())
+    }
+
+    fn write_completed(&self, bucket: usize, file: &mut BucketFile) -> Result<(), DetectError> {
+        while let Some(part) = file.pending.next_completed_batch() {
+            if file.writer.is_none() {
+                let created = File::create(bucket_file(&self.dir, bucket)).map_err(DetectError::Spill)?;
+                file.writer = Some(FileWriter::try_new(BufWriter::new(created), &self.schema)?);
+            }
+            file.writer.as_mut().expect("just created").write(&part)?;
         }
         Ok(())
     }
