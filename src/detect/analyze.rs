@@ -142,14 +142,15 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         kept.add(&mut findings, found);
         skipped_detectors.get_or_insert(skipped);
         occurrences.extend(failures?);
+        // A bucket's chains are not held while the next is built, nor the last one's while
+        // the failures of all are compared, unless the LLM stage reads them (one bucket: it
+        // does not rebuild them).
+        if tiers.is_none() || buckets.count() > 1 {
+            drop_chains(&ctx)?;
+            crate::memory::release_freed();
+        }
     }
     let skipped_detectors = skipped_detectors.unwrap_or_default();
-    // The last bucket's chains are not held while the failures of all are compared, unless
-    // the LLM stage reads them (one bucket: it does not rebuild them).
-    if tiers.is_none() || buckets.count() > 1 {
-        drop_chains(&ctx)?;
-        crate::memory::release_freed();
-    }
     // The same failure in other sessions: over every bucket's failures at once.
     let schema = occurrences.first().map_or_else(|| FAILURES_SCHEMA.clone(), |b| b.schema());
     ctx.deregister_table("failure_occurrences")?;
