@@ -2,13 +2,14 @@
 //!
 //! Chains never cross sessions, so the sessions of `analysis_events` can be analyzed a
 //! bucket at a time. When one bucket is not enough, the events the chains need are read
-//! from the lake once and written to temporary Arrow files, one per bucket (by a hash of
-//! the session); each bucket then reads only its own file instead of the whole lake.
+//! from the lake once and written to temporary Arrow files, per bucket (by a hash of the
+//! session) one per scan partition; each bucket then reads only its own files instead of
+//! the whole lake.
 
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use datafusion::arrow::array::{AsArray, RecordBatch, UInt32Array};
 use datafusion::arrow::compute::BatchCoalescer;
@@ -30,7 +31,8 @@ const CHAIN_COLUMNS: &str = "stream_seq, id, ts, agent, session, type, content, 
 /// The buckets of one analysis.
 pub(crate) struct Buckets {
     count: u64,
-    /// Holds a `bucket-N.arrow` file per bucket with events; none for a single bucket.
+    /// Holds a `bucket-N/` directory of Arrow files per bucket with events; none for a
+    /// single bucket.
     spilled: Option<TempDir>,
 }
 
@@ -53,26 +55,26 @@ impl Buckets {
         let planned = df.schema().as_arrow();
         let fields = planned.fields().iter().take(planned.fields().len() - 1);
         let schema: SchemaRef = Arc::new(Schema::new(fields.map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>()));
-        let files = Arc::new(BucketFiles::new(dir.path(), count as usize, schema));
-        // Each partition of the scan is split on its own thread.
+        // Each partition of the scan is split on its own thread, into its own file per
+        // bucket: a bucket is then read back in as many partitions.
         let tasks: Vec<_> = df
             .execute_stream_partitioned()
             .await?
             .into_iter()
-            .map(|mut stream| {
-                let files = Arc::clone(&files);
+            .enumerate()
+            .map(|(part, mut stream)| {
+                let mut files = BucketFiles::new(dir.path(), part, count as usize, Arc::clone(&schema));
                 tokio::spawn(async move {
                     while let Some(batch) = stream.next().await {
                         files.write(&batch?)?;
                     }
-                    Ok::<_, DetectError>(())
+                    files.finish()
                 })
             })
             .collect();
         for task in futures::future::join_all(tasks).await {
             task.map_err(|e| DetectError::Spill(std::io::Error::other(e)))??;
         }
-        files.finish()?;
         // What the split freed is not kept while the buckets run.
         crate::memory::release_freed();
         Ok(Self { count, spilled: Some(dir) })
@@ -85,29 +87,31 @@ impl Buckets {
     /// Makes `analysis_events` the events of bucket `bucket`; false when it has none.
     pub async fn select(&self, ctx: &SessionContext, bucket: u64) -> Result<bool, DetectError> {
         let Some(dir) = &self.spilled else { return Ok(true) };
-        let path = bucket_file(dir.path(), bucket as usize);
-        if !path.is_file() {
+        let path = bucket_dir(dir.path(), bucket as usize);
+        if !path.is_dir() {
             return Ok(false);
         }
         ctx.deregister_table("analysis_bucket")?;
-        ctx.register_arrow("analysis_bucket", &path.display().to_string(), ArrowReadOptions::default()).await?;
+        ctx.register_arrow("analysis_bucket", &format!("{}/", path.display()), ArrowReadOptions::default()).await?;
         ctx.sql("CREATE OR REPLACE VIEW analysis_events AS SELECT * FROM analysis_bucket").await?.collect().await?;
         Ok(true)
     }
 }
 
-fn bucket_file(dir: &Path, bucket: usize) -> PathBuf {
-    dir.join(format!("bucket-{bucket}.arrow"))
+/// The directory of a bucket's files (one per scan partition with rows of the bucket).
+fn bucket_dir(dir: &Path, bucket: usize) -> PathBuf {
+    dir.join(format!("bucket-{bucket}"))
 }
 
-/// The Arrow file of each bucket, created with its first rows. A scan batch holds a few
-/// rows of each bucket: they are gathered into batches of [`FILE_BATCH_ROWS`] before they
-/// are written, so that a bucket is read back in batches of the usual size, not in
-/// thousands of slivers.
+/// The Arrow file of each bucket written by one scan partition, created with its first
+/// rows. A scan batch holds a few rows of each bucket: they are gathered into batches of
+/// [`FILE_BATCH_ROWS`] before they are written, so that a bucket is read back in batches
+/// of the usual size, not in thousands of slivers.
 struct BucketFiles {
     dir: PathBuf,
+    part: usize,
     schema: SchemaRef,
-    buckets: Vec<Mutex<BucketFile>>,
+    buckets: Vec<BucketFile>,
 }
 
 /// Rows per batch in the bucket files (DataFusion's default batch size).
@@ -119,13 +123,13 @@ struct BucketFile {
 }
 
 impl BucketFiles {
-    fn new(dir: &Path, count: usize, schema: SchemaRef) -> Self {
-        let bucket = || Mutex::new(BucketFile { writer: None, pending: BatchCoalescer::new(Arc::clone(&schema), FILE_BATCH_ROWS) });
-        Self { dir: dir.to_owned(), buckets: (0..count).map(|_| bucket()).collect(), schema }
+    fn new(dir: &Path, part: usize, count: usize, schema: SchemaRef) -> Self {
+        let bucket = || BucketFile { writer: None, pending: BatchCoalescer::new(Arc::clone(&schema), FILE_BATCH_ROWS) };
+        Self { dir: dir.to_owned(), part, buckets: (0..count).map(|_| bucket()).collect(), schema }
     }
 
     /// Appends each row of `batch` (the chain columns, then the bucket) to its bucket's file.
-    fn write(&self, batch: &RecordBatch) -> Result<(), DetectError> {
+    fn write(&mut self, batch: &RecordBatch) -> Result<(), DetectError> {
         let buckets = batch.column(batch.num_columns() - 1).as_primitive::<Int64Type>();
         let mut rows: Vec<Vec<u32>> = vec![Vec::new(); self.buckets.len()];
         for (row, bucket) in buckets.values().iter().enumerate() {
@@ -133,29 +137,30 @@ impl BucketFiles {
         }
         let columns = RecordBatch::try_new(Arc::clone(&self.schema), batch.columns()[..batch.num_columns() - 1].to_vec())?;
         for (bucket, rows) in rows.into_iter().enumerate().filter(|(_, rows)| !rows.is_empty()) {
-            let mut file = self.buckets[bucket].lock().expect("a bucket writer panicked");
-            file.pending.push_batch_with_indices(columns.clone(), &UInt32Array::from(rows))?;
-            self.write_completed(bucket, &mut file)?;
+            self.buckets[bucket].pending.push_batch_with_indices(columns.clone(), &UInt32Array::from(rows))?;
+            self.write_completed(bucket)?;
         }
         Ok(())
     }
 
-    fn finish(&self) -> Result<(), DetectError> {
-        for (bucket, file) in self.buckets.iter().enumerate() {
-            let mut file = file.lock().expect("a bucket writer panicked");
-            file.pending.finish_buffered_batch()?;
-            self.write_completed(bucket, &mut file)?;
-            if let Some(writer) = file.writer.as_mut() {
+    fn finish(mut self) -> Result<(), DetectError> {
+        for bucket in 0..self.buckets.len() {
+            self.buckets[bucket].pending.finish_buffered_batch()?;
+            self.write_completed(bucket)?;
+            if let Some(writer) = self.buckets[bucket].writer.as_mut() {
                 writer.finish()?;
             }
         }
         Ok(())
     }
 
-    fn write_completed(&self, bucket: usize, file: &mut BucketFile) -> Result<(), DetectError> {
+    fn write_completed(&mut self, bucket: usize) -> Result<(), DetectError> {
+        let file = &mut self.buckets[bucket];
         while let Some(part) = file.pending.next_completed_batch() {
             if file.writer.is_none() {
-                let created = File::create(bucket_file(&self.dir, bucket)).map_err(DetectError::Spill)?;
+                let dir = bucket_dir(&self.dir, bucket);
+                std::fs::create_dir_all(&dir).map_err(DetectError::Spill)?;
+                let created = File::create(dir.join(format!("part-{}.arrow", self.part))).map_err(DetectError::Spill)?;
                 file.writer = Some(FileWriter::try_new(BufWriter::new(created), &self.schema)?);
             }
             file.writer.as_mut().expect("just created").write(&part)?;
