@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use tracelake::detect::report::{AnalysisReport, any_at_least};
-use tracelake::detect::{AnalyzeOptions, analyze};
+use tracelake::detect::{AnalyzeOptions, DEFAULT_BUCKET_EVENTS, analyze};
 
 use super::Ctx;
 use super::time_args::parse_time;
@@ -68,8 +68,8 @@ pub struct AnalyzeArgs {
     #[arg(long, env = "TRACELAKE_ARTIFACTS")]
     artifacts: Option<PathBuf>,
     /// Sessions are analyzed in buckets of about this many events; smaller buckets use
-    /// less memory.
-    #[arg(long, env = "TRACELAKE_BUCKET_EVENTS", default_value_t = 1_000_000)]
+    /// less memory, larger ones (up to the whole lake in one) less time.
+    #[arg(long, env = "TRACELAKE_BUCKET_EVENTS", default_value_t = DEFAULT_BUCKET_EVENTS)]
     bucket_events: u64,
 }
 

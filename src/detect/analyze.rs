@@ -45,7 +45,7 @@ pub struct AnalyzeOptions {
     pub llm_concurrency: usize,
     /// Where the artifact files go (default `LAKE/artifacts`).
     pub artifacts_dir: Option<PathBuf>,
-    /// Events per bucket of sessions analyzed together (0: the default, 1 million).
+    /// Events per bucket of sessions analyzed together (0: the default, [`super::DEFAULT_BUCKET_EVENTS`]).
     pub bucket_events: u64,
 }
 

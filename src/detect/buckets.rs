@@ -22,8 +22,9 @@ use tempfile::TempDir;
 
 use super::DetectError;
 
-/// Sessions are analyzed in buckets of about this many events.
-pub(crate) const DEFAULT_BUCKET_EVENTS: u64 = 1_000_000;
+/// Sessions are analyzed in buckets of about this many events: an analysis of 10M events
+/// then peaks at ≈ 450 MB (≈ 880 MB with buckets of 1M, a little faster; BENCHMARKS.md).
+pub const DEFAULT_BUCKET_EVENTS: u64 = 250_000;
 
 /// The columns of `events` that `sql/chains.sql` reads.
 const CHAIN_COLUMNS: &str = "stream_seq, id, ts, agent, session, type, content, tool_name, tool_params, tool_error, tool_is_error";

@@ -8,6 +8,7 @@ pub mod report;
 pub mod sql;
 
 pub use analyze::{Analysis, AnalyzeOptions, analyze};
+pub use buckets::DEFAULT_BUCKET_EVENTS;
 pub use finding::Finding;
 
 #[derive(Debug, thiserror::Error)]
