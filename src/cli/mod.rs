@@ -109,7 +109,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 fn block_on<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(future: F) -> anyhow::Result<ExitCode> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .on_thread_park(tracelake::memory::answer_release)
+        .on_thread_park(tracelake::memory::answer_requests)
         // Files are read on the blocking pool's threads, which never park: the buffers they
         // allocate stay in their heaps, even when freed elsewhere, until they exit.
         .thread_keep_alive(std::time::Duration::from_millis(50))

@@ -144,12 +144,13 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         occurrences.extend(failures?);
         // A bucket's chains are not held while the next is built, nor the last one's while
         // the failures of all are compared, unless the LLM stage reads them (one bucket: it
-        // does not rebuild them).
+        // does not rebuild them). What a bucket freed, the next reuses.
         if tiers.is_none() || buckets.count() > 1 {
             drop_chains(&ctx)?;
-            crate::memory::release_freed();
+            crate::memory::reuse_freed();
         }
     }
+    crate::memory::release_freed();
     let skipped_detectors = skipped_detectors.unwrap_or_default();
     // The same failure in other sessions: over every bucket's failures at once.
     let schema = occurrences.first().map_or_else(|| FAILURES_SCHEMA.clone(), |b| b.schema());
