@@ -2,24 +2,22 @@
 //! compared by a long key (a message, a tool call's params) without carrying the key.
 //! A null argument hashes differently from every text, the empty one included.
 
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
-use datafusion::arrow::array::UInt64Array;
+use datafusion::arrow::array::{ArrayRef, UInt64Array};
 use datafusion::arrow::datatypes::DataType;
+use datafusion::common::hash_utils::{RandomState, create_hashes};
 use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
-use crate::strings::{all_scalar, argument_arrays, columnar, string_at};
+use crate::strings::{all_scalar, argument_arrays, columnar};
 
-/// The hash of `parts` in order (`None`: null).
-pub fn key_hash<'a>(parts: impl IntoIterator<Item = Option<&'a str>>) -> u64 {
-    // DefaultHasher::new() has fixed keys: the same text hashes the same in every run.
-    let mut hasher = DefaultHasher::new();
-    for part in parts {
-        part.hash(&mut hasher);
-    }
-    hasher.finish()
+/// The hash of each row of `columns` (text, all of one length): DataFusion's column
+/// hashing with fixed seeds, so the same text hashes the same in every query of a run.
+pub fn key_hashes(columns: &[ArrayRef]) -> Result<Vec<u64>> {
+    let mut hashes = vec![0; columns.first().map_or(0, |c| c.len())];
+    create_hashes(columns, &RandomState::with_seed(0), &mut hashes)?;
+    Ok(hashes)
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -55,13 +53,8 @@ impl ScalarUDFImpl for KeyHashUdf {
         Ok(DataType::UInt64)
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let (arrays, rows) = argument_arrays(&args)?;
-        let hashes = (0..rows)
-            .map(|row| {
-                let parts = arrays.iter().map(|a| string_at(a, row)).collect::<Result<Vec<_>>>()?;
-                Ok(key_hash(parts))
-            })
-            .collect::<Result<Vec<u64>>>()?;
+        let (arrays, _) = argument_arrays(&args)?;
+        let hashes = key_hashes(&arrays)?;
         columnar(Arc::new(UInt64Array::from(hashes)), all_scalar(&args.args))
     }
 }
@@ -69,11 +62,17 @@ impl ScalarUDFImpl for KeyHashUdf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use datafusion::arrow::array::StringArray;
 
     #[test]
     fn equal_text_hashes_equal_and_parts_do_not_run_together() {
-        assert_eq!(key_hash([Some("exec"), Some("{}")]), key_hash([Some("exec"), Some("{}")]));
-        assert_ne!(key_hash([Some("ab"), Some("c")]), key_hash([Some("a"), Some("bc")]));
-        assert_ne!(key_hash([None]), key_hash([Some("")]));
+        let text = |values: &[Option<&str>]| Arc::new(StringArray::from(values.to_vec())) as ArrayRef;
+        let first = text(&[Some("exec"), Some("ab"), Some("a"), None, Some("")]);
+        let second = text(&[Some("{}"), Some("c"), Some("bc"), None, Some("")]);
+        let h = key_hashes(&[first.clone(), second.clone()]).unwrap();
+        assert_eq!(h[0], key_hashes(&[text(&[Some("exec")]), text(&[Some("{}")])]).unwrap()[0]);
+        assert_ne!(h[1], h[2], "(ab, c) and (a, bc)");
+        let single = key_hashes(&[first]).unwrap();
+        assert_ne!(single[3], single[4], "null and the empty text");
     }
 }
