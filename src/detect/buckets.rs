@@ -23,7 +23,7 @@ use tempfile::TempDir;
 use super::DetectError;
 
 /// Sessions are analyzed in buckets of about this many events: an analysis of 10M events
-/// then peaks at ≈ 450 MB (≈ 880 MB with buckets of 1M, a little faster; BENCHMARKS.md).
+/// then peaks at ≈ 465 MB (≈ 900 MB with buckets of 1M, a little faster; BENCHMARKS.md).
 pub const DEFAULT_BUCKET_EVENTS: u64 = 250_000;
 
 /// The columns of `events` that `sql/chains.sql` reads.
