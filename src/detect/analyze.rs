@@ -142,12 +142,11 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         kept.add(&mut findings, found);
         skipped_detectors.get_or_insert(skipped);
         occurrences.extend(failures?);
-        // A bucket's chains are not held while the next is built, nor the last one's while
+        // A bucket's chains go when its detectors are done: the last one's are not held while
         // the failures of all are compared, unless the LLM stage reads them (one bucket: it
-        // does not rebuild them). What a bucket freed, the next reuses.
+        // does not rebuild them).
         if tiers.is_none() || buckets.count() > 1 {
             drop_chains(&ctx)?;
-            crate::memory::reuse_freed();
         }
     }
     crate::memory::release_freed();
@@ -333,8 +332,9 @@ pub(crate) async fn define_analysis_events(ctx: &SessionContext, resume: Option<
 /// each in chain order: every detector reads it, and windows over (chain_no, idx) then
 /// need no sort. Chain order is the order `chain_position` ran in, so it costs no sort.
 pub async fn build_chains(ctx: &SessionContext, params: &SqlParams) -> Result<(), DetectError> {
-    // The previous bucket's chains go before the next are built.
+    // The previous bucket's chains go before the next are built, which reuses their memory.
     drop_chains(ctx)?;
+    crate::memory::reuse_freed();
     // Spreading sorted rows round-robin would only make them to be merged again: the
     // shards already give the parallelism. A bucket's shards are sorted in one piece
     // (not batch by batch and merged), which copies less.
