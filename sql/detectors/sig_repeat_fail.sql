@@ -28,5 +28,5 @@ SELECT
     json_object('toolName', o.tool_name, 'fingerprint', o.fingerprint, 'count', r.session_count) AS evidence,
     o.fingerprint
 FROM ranked r
-JOIN failure_occurrences o ON o.fingerprint = r.fingerprint AND o.session = r.session
+JOIN failure_occurrences o ON (o.fingerprint IS NOT DISTINCT FROM r.fingerprint) AND (o.session IS NOT DISTINCT FROM r.session)
 WHERE r.session_count >= 2 AND r.is_new
