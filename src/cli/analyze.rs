@@ -1,5 +1,7 @@
 //! `tracelake analyze`: detect failure patterns and report them.
 
+use std::fs::File;
+use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -106,10 +108,12 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let report = AnalysisReport::assemble(&analysis);
-    let text = render(&report, args.format)?;
     match &args.output {
-        Some(path) => std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?,
-        None => print!("{text}"),
+        Some(path) => {
+            let written = File::create(path).map_err(anyhow::Error::from).and_then(|file| write_report(&report, args.format, file));
+            written.with_context(|| format!("writing {}", path.display()))?;
+        }
+        None => write_report(&report, args.format, std::io::stdout().lock())?,
     }
     if let Some(threshold) = args.fail_on
         && any_at_least(&analysis.findings, threshold.as_str())
@@ -119,10 +123,18 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn render(report: &AnalysisReport, format: ReportFormat) -> anyhow::Result<String> {
-    Ok(match format {
-        ReportFormat::Json => serde_json::to_string_pretty(report)? + "\n",
-        ReportFormat::Markdown => report.to_markdown(),
-        ReportFormat::Table => report.to_terminal(15),
-    })
+/// Writes `report` in `format` to `out`; JSON is written as it is serialized, not held
+/// whole (every finding of a large lake can be hundreds of MB of it).
+pub fn write_report(report: &AnalysisReport, format: ReportFormat, out: impl Write) -> anyhow::Result<()> {
+    let mut out = BufWriter::with_capacity(1 << 16, out);
+    match format {
+        ReportFormat::Json => {
+            serde_json::to_writer_pretty(&mut out, report)?;
+            writeln!(out)?;
+        }
+        ReportFormat::Markdown => out.write_all(report.to_markdown().as_bytes())?,
+        ReportFormat::Table => out.write_all(report.to_terminal(15).as_bytes())?,
+    }
+    out.flush()?;
+    Ok(())
 }
