@@ -9,12 +9,13 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, UInt64Array, make_comparator};
-use datafusion::arrow::compute::SortOptions;
+use datafusion::arrow::array::{ArrayRef, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::function::{PartitionEvaluatorArgs, WindowUDFFieldArgs};
 use datafusion::logical_expr::{PartitionEvaluator, Signature, Volatility, WindowUDFImpl};
+
+use crate::same_keys::SameKeys;
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct GroupRowNumberUdf {
@@ -56,13 +57,10 @@ impl PartitionEvaluator for GroupRowNumberEvaluator {
         if values.is_empty() {
             return exec_err!("group_row_number(key, …) takes at least one key");
         }
-        let keys = values
-            .iter()
-            .map(|key| make_comparator(key.as_ref(), key.as_ref(), SortOptions::default()))
-            .collect::<Result<Vec<_>, _>>()?;
+        let keys = SameKeys::new(values)?;
         let mut numbers = Vec::with_capacity(n);
         for i in 0..n {
-            let same_group = i > 0 && keys.iter().all(|cmp| cmp(i - 1, i).is_eq());
+            let same_group = i > 0 && keys.same(i - 1, i);
             numbers.push(if same_group { numbers[i - 1] + 1 } else { 1 });
         }
         Ok(Arc::new(UInt64Array::from(numbers)))

@@ -69,7 +69,7 @@ mod tests {
         let text = |values: &[Option<&str>]| Arc::new(StringArray::from(values.to_vec())) as ArrayRef;
         let first = text(&[Some("exec"), Some("ab"), Some("a"), None, Some("")]);
         let second = text(&[Some("{}"), Some("c"), Some("bc"), None, Some("")]);
-        let h = key_hashes(&[first.clone(), second.clone()]).unwrap();
+        let h = key_hashes(&[first.clone(), second]).unwrap();
         assert_eq!(h[0], key_hashes(&[text(&[Some("exec")]), text(&[Some("{}")])]).unwrap()[0]);
         assert_ne!(h[1], h[2], "(ab, c) and (a, bc)");
         let single = key_hashes(&[first]).unwrap();

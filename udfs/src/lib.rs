@@ -13,6 +13,7 @@ pub mod json_object;
 pub mod key_hash;
 pub mod patterns;
 pub mod redact;
+mod same_keys;
 pub mod similarity;
 mod strings;
 pub mod superseded;

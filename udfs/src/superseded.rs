@@ -8,12 +8,13 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, AsArray, BooleanArray};
-use datafusion::arrow::array::make_comparator;
-use datafusion::arrow::compute::{SortOptions, cast};
+use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Int64Type};
 use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::function::{PartitionEvaluatorArgs, WindowUDFFieldArgs};
 use datafusion::logical_expr::{PartitionEvaluator, Signature, Volatility, WindowUDFImpl};
+
+use crate::same_keys::SameKeys;
 
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -60,15 +61,9 @@ impl PartitionEvaluator for SupersededEvaluator {
         let (ts, seq, window) = (int(&values[0])?, int(&values[1])?, int(&values[2])?);
         let (ts, seq, window) =
             (ts.as_primitive::<Int64Type>(), seq.as_primitive::<Int64Type>(), window.as_primitive::<Int64Type>());
-        let keys = values[3..]
-            .iter()
-            .map(|key| make_comparator(key.as_ref(), key.as_ref(), SortOptions::default()))
-            .collect::<Result<Vec<_>, _>>()?;
-        let same_keys = |a: usize, b: usize| -> Result<bool> { Ok(keys.iter().all(|cmp| cmp(a, b).is_eq())) };
+        let keys = SameKeys::new(&values[3..])?;
         // Whether event `other` is a copy of event `i` with a higher sequence.
-        let copy = |i: usize, other: usize| -> Result<bool> {
-            Ok(seq.value(other) > seq.value(i) && same_keys(i, other)?)
-        };
+        let copy = |i: usize, other: usize| -> Result<bool> { Ok(seq.value(other) > seq.value(i) && keys.same(i, other)) };
         let mut out = Vec::with_capacity(n);
         for i in 0..n {
             let (t, w) = (ts.value(i), window.value(i));
