@@ -3,23 +3,18 @@
 -- ${chain_gap_ms} and ${max_chain_events} are filled in from the config.
 
 -- Events published by both schemas appear twice: same type, agent and session, less than
--- a second apart, same content (messages), tool and params (calls), tool (results), or the
--- exact time (everything else); keys are compared by their 64-bit hash, which keeps the
--- rows that are sorted narrow. Of such a pair the one with the higher sequence stays
--- (`superseded` compares each event with those around it in time). The window has the
--- same order as the chains' below, so the events are sorted once: by the 64-bit hash of
--- (agent, session), then time, which groups each (agent, session) and, unlike the two
--- texts, compares in one step.
+-- a second apart, same content (messages: the first 200 characters), tool and params
+-- (calls), tool (results), or the exact time (everything else); keys are compared by their
+-- 64-bit hash (`dedup_key`), which keeps the rows that are sorted narrow. Of such a pair
+-- the one with the higher sequence stays (`superseded` compares each event with those
+-- around it in time). The window has the same order as the chains' below, so the events
+-- are sorted once: by the 64-bit hash of (agent, session), then time, which groups each
+-- (agent, session) and, unlike the two texts, compares in one step.
 CREATE OR REPLACE VIEW deduped_events AS
 WITH keyed AS (
     SELECT *,
         CAST(ts AS BIGINT) AS ts_ms,
-        CASE
-            WHEN type IN ('msg.in', 'msg.out') THEN key_hash(coalesce(substr(content, 1, 200), ''))
-            WHEN type = 'tool.call' THEN key_hash(coalesce(tool_name, ''), coalesce(tool_params, '{}'))
-            WHEN type = 'tool.result' THEN key_hash(coalesce(tool_name, ''))
-            ELSE key_hash('')
-        END AS dedup_key,
+        dedup_key(type, content, tool_name, tool_params) AS dedup_key,
         CASE WHEN type IN ('msg.in', 'msg.out', 'tool.call', 'tool.result') THEN 1000 ELSE 1 END AS dedup_window_ms,
         key_hash(agent, session) AS stream_key
     FROM analysis_events

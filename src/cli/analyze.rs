@@ -107,7 +107,8 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             eprintln!("wrote {}", file.display());
         }
     }
-    let report = AnalysisReport::assemble(&analysis);
+    let fail = args.fail_on.is_some_and(|threshold| any_at_least(&analysis.findings, threshold.as_str()));
+    let report = AnalysisReport::assemble(analysis);
     match &args.output {
         Some(path) => {
             let written = File::create(path).map_err(anyhow::Error::from).and_then(|file| write_report(&report, args.format, file));
@@ -115,12 +116,7 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         }
         None => write_report(&report, args.format, std::io::stdout().lock())?,
     }
-    if let Some(threshold) = args.fail_on
-        && any_at_least(&analysis.findings, threshold.as_str())
-    {
-        return Ok(ExitCode::from(3));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(if fail { ExitCode::from(3) } else { ExitCode::SUCCESS })
 }
 
 /// Writes `report` in `format` to `out`; JSON is written as it is serialized, not held

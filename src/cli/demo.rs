@@ -60,7 +60,7 @@ pub async fn run(ctx: &Ctx, _args: DemoArgs) -> anyhow::Result<ExitCode> {
     }
     let analysis = analyze(&lake, &ctx.config, ctx.redactor()?, &AnalyzeOptions { full: true, ..AnalyzeOptions::default() }).await?;
     writeln!(out, "\nAnalysis:")?;
-    write!(out, "{}", AnalysisReport::assemble(&analysis).to_terminal(10))?;
+    write!(out, "{}", AnalysisReport::assemble(analysis).to_terminal(10))?;
     if ctx.lake.is_none() {
         writeln!(out, "\nThe demo lake was temporary. Keep one with `tracelake demo --lake DIR`, then explore it with `tracelake sql --lake DIR`.")?;
     } else {

@@ -1,6 +1,7 @@
 //! One analysis run: choose the events (all, or the sessions touched since the last run),
 //! rebuild chains, run every enabled detector, keep the new findings in the lake.
 
+use std::cmp::Reverse;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -149,6 +150,8 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
             drop_chains(&ctx)?;
         }
     }
+    let bucket_count = buckets.count();
+    let buckets_removed = buckets.remove();
     crate::memory::release_freed();
     let skipped_detectors = skipped_detectors.unwrap_or_default();
     // The same failure in other sessions: over every bucket's failures at once.
@@ -168,7 +171,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let mut verdicts = Vec::new();
     let mut llm = None;
     if let Some(tiers) = &tiers {
-        if buckets.count() > 1 {
+        if bucket_count > 1 {
             let sessions: Vec<String> = findings.iter().map(|f| f.session.clone()).collect();
             define_analysis_events(&ctx, resume, context_ms, &Slice::Sessions(&sessions)).await?;
             build_chains(&ctx, &params).await?;
@@ -207,22 +210,29 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         total_findings: earlier.total_findings + findings.len() as u64,
         updated_at: chrono::Utc::now().to_rfc3339(),
     };
-    let mut files = Vec::new();
     let writer = WriterId::random();
     let date = PartitionDate::from_millis(detected_at);
-    let mut write = |table: Table, part: usize, schema: SchemaRef, batches: Vec<RecordBatch>| -> Result<(), LakeError> {
-        if batches.iter().any(|b| b.num_rows() > 0) {
-            let dir = lake.partition_dir(table, &date);
-            let file = write_parquet_atomic(&dir, &part_file_name(&writer, part), schema, batches.into_iter().map(Ok))?;
-            files.push(lake.relative(&file.path));
+    let write = |table: Table, part: usize, schema: SchemaRef, batches: Vec<RecordBatch>| -> Result<Option<String>, LakeError> {
+        if !batches.iter().any(|b| b.num_rows() > 0) {
+            return Ok(None);
         }
-        Ok(())
+        let dir = lake.partition_dir(table, &date);
+        let file = write_parquet_atomic(&dir, &part_file_name(&writer, part), schema, batches.into_iter().map(Ok))?;
+        Ok(Some(lake.relative(&file.path)))
     };
-    write(Table::Findings, 1, FINDINGS_SCHEMA.clone(), vec![findings_batch(&findings)?])?;
-    write(Table::Failures, 2, FAILURES_SCHEMA.clone(), occurrences)?;
     let classifications = classifications_batch(&verdicts, &all_signals, &run_id, detected_at)?;
-    write(Table::Classifications, 3, CLASSIFICATIONS_SCHEMA.clone(), vec![classifications])?;
-    write(Table::Outputs, 4, OUTPUTS_SCHEMA.clone(), vec![outputs_batch(&outputs, &run_id, detected_at)?])?;
+    let outputs_rows = outputs_batch(&outputs, &run_id, detected_at)?;
+    // The findings are encoded and synced while the other tables are.
+    let written: Vec<Result<Option<String>, LakeError>> = std::thread::scope(|scope| {
+        let findings_file = scope.spawn(|| write(Table::Findings, 1, FINDINGS_SCHEMA.clone(), vec![findings_batch(&findings)?]));
+        let others = [
+            write(Table::Failures, 2, FAILURES_SCHEMA.clone(), occurrences),
+            write(Table::Classifications, 3, CLASSIFICATIONS_SCHEMA.clone(), vec![classifications]),
+            write(Table::Outputs, 4, OUTPUTS_SCHEMA.clone(), vec![outputs_rows]),
+        ];
+        std::iter::once(findings_file.join().expect("the findings writer does not panic")).chain(others).collect()
+    });
+    let files: Vec<String> = written.into_iter().filter_map(Result::transpose).collect::<Result<_, _>>()?;
     if opts.full {
         manifest.analyses.clear();
     }
@@ -240,6 +250,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         None => Vec::new(),
     };
     drop(lock);
+    buckets_removed.await.map_err(|e| DetectError::Spill(std::io::Error::other(e)))?;
     let after = open_session(lake, redactor, &engine).await?;
     let rule_effectiveness = rule_effectiveness(&after).await?;
     Ok(Analysis {
@@ -285,12 +296,8 @@ impl MostSevere {
 }
 
 fn sort_most_severe_first(findings: &mut [Finding]) {
-    findings.sort_by(|a, b| {
-        severity_rank(&b.severity)
-            .cmp(&severity_rank(&a.severity))
-            .then(a.occurred_at.cmp(&b.occurred_at))
-            .then(a.finding_id.cmp(&b.finding_id))
-    });
+    // Keys made once per finding, not per comparison.
+    findings.sort_by_cached_key(|f| (Reverse(severity_rank(&f.severity)), f.occurred_at, f.finding_id.clone()));
 }
 
 /// The failure occurrences of this run, in the columns of the `failures` table.

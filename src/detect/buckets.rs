@@ -85,6 +85,12 @@ impl Buckets {
         self.count
     }
 
+    /// Removes the bucket files on a blocking thread (freeing their pages takes a while),
+    /// done when the returned task is.
+    pub fn remove(self) -> tokio::task::JoinHandle<()> {
+        tokio::task::spawn_blocking(move || drop(self.spilled))
+    }
+
     /// Makes `analysis_events` the events of bucket `bucket`; false when it has none.
     pub async fn select(&self, ctx: &SessionContext, bucket: u64) -> Result<bool, DetectError> {
         let Some(dir) = &self.spilled else { return Ok(true) };

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::analyze::Analysis;
 use super::finding::{Finding, severity_rank};
@@ -82,7 +82,8 @@ pub struct SignalDetail {
     pub severity: String,
     pub event_range: EventRange,
     pub summary: String,
-    pub evidence: Value,
+    /// The detector's JSON, written as it is (not parsed and printed anew).
+    pub evidence: Box<RawValue>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -92,16 +93,21 @@ pub struct EventRange {
 }
 
 impl AnalysisReport {
-    pub fn assemble(analysis: &Analysis) -> Self {
-        let classifications: HashMap<&str, &Classification> = analysis
+    pub fn assemble(analysis: Analysis) -> Self {
+        let classifications: HashMap<String, Classification> = analysis
             .verdicts
-            .iter()
-            .filter_map(|v| v.classification.as_ref().map(|c| (v.finding_id.as_str(), c)))
+            .into_iter()
+            .filter_map(|v| v.classification.map(|c| (v.finding_id, c)))
             .collect();
+        let signal_stats = signal_stats(&analysis.findings);
+        let findings_detected = analysis.findings.len();
         let findings: Vec<ReportFinding> = analysis
             .findings
-            .iter()
-            .map(|f| report_finding(f, classifications.get(f.finding_id.as_str()).map(|c| (*c).clone())))
+            .into_iter()
+            .map(|f| {
+                let classification = classifications.get(&f.finding_id).cloned();
+                report_finding(f, classification)
+            })
             .collect();
         AnalysisReport {
             version: 1,
@@ -111,16 +117,16 @@ impl AnalysisReport {
                 completed_at: analysis.completed_at,
                 events_processed: analysis.events_processed,
                 chains_reconstructed: analysis.chains,
-                findings_detected: analysis.findings.len(),
+                findings_detected,
                 findings_classified: findings.iter().filter(|f| f.classification.is_some()).count(),
                 outputs_generated: analysis.outputs.len(),
                 time_range: TimeRange { start_ms: analysis.time_range.0, end_ms: analysis.time_range.1 },
             },
-            signal_stats: signal_stats(&analysis.findings),
+            signal_stats,
             findings,
-            generated_outputs: analysis.outputs.clone(),
-            rule_effectiveness: analysis.rule_effectiveness.clone(),
-            processing_state: analysis.processing_state.clone(),
+            generated_outputs: analysis.outputs,
+            rule_effectiveness: analysis.rule_effectiveness,
+            processing_state: analysis.processing_state,
         }
     }
 
@@ -220,24 +226,32 @@ fn short(session: &str) -> String {
     if session.chars().count() > 14 { session.chars().take(13).collect::<String>() + "…" } else { session.to_owned() }
 }
 
-pub fn report_finding(f: &Finding, classification: Option<Classification>) -> ReportFinding {
+pub fn report_finding(f: Finding, classification: Option<Classification>) -> ReportFinding {
     ReportFinding {
-        id: f.finding_id.clone(),
-        chain_id: f.chain_id.clone(),
-        agent: f.agent.clone(),
-        session: f.session.clone(),
         signal: SignalDetail {
-            signal: f.signal.clone(),
-            severity: f.severity.clone(),
             event_range: EventRange { start: f.start_idx, end: f.end_idx },
-            summary: f.summary.clone(),
-            evidence: serde_json::from_str(&f.evidence).unwrap_or(Value::String(f.evidence.clone())),
+            evidence: evidence_json(&f.evidence),
+            signal: f.signal,
+            severity: f.severity,
+            summary: f.summary,
         },
+        id: f.finding_id,
+        chain_id: f.chain_id,
+        agent: f.agent,
+        session: f.session,
         detected_at: f.detected_at,
         occurred_at: f.occurred_at,
         classification,
-        start_event_id: f.start_event_id.clone(),
-        end_event_id: f.end_event_id.clone(),
+        start_event_id: f.start_event_id,
+        end_event_id: f.end_event_id,
+    }
+}
+
+/// A finding's evidence as JSON: the text itself when it is JSON, else a JSON string of it.
+fn evidence_json(text: &str) -> Box<RawValue> {
+    match serde_json::from_str::<&RawValue>(text) {
+        Ok(json) => json.to_owned(),
+        Err(_) => serde_json::value::to_raw_value(text).expect("a string is JSON"),
     }
 }
 

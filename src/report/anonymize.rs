@@ -6,6 +6,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::LakeReport;
 
@@ -51,6 +52,12 @@ impl Names {
         let out = IPV6.replace_all(&out, "[ip]");
         HOST.replace_all(&out, "[host]").into_owned()
     }
+    /// A finding's evidence, scrubbed as [`Self::scrub_json`] does.
+    fn scrub_evidence(&self, evidence: &RawValue) -> Box<RawValue> {
+        let mut value: Value = serde_json::from_str(evidence.get()).expect("evidence is JSON");
+        self.scrub_json(&mut value);
+        serde_json::value::to_raw_value(&value).expect("a JSON value serializes")
+    }
     fn scrub_json(&self, value: &mut Value) {
         match value {
             Value::String(s) => *s = self.scrub(s),
@@ -93,7 +100,7 @@ pub fn anonymize(report: &mut LakeReport) {
     for f in &mut r.findings {
         // Summaries quote what was said: the quotes go.
         f.signal.summary = names.scrub(&QUOTED.replace_all(&f.signal.summary, "'[removed]'"));
-        names.scrub_json(&mut f.signal.evidence);
+        f.signal.evidence = names.scrub_evidence(&f.signal.evidence);
         if let Some(c) = &mut f.classification {
             c.root_cause = names.scrub(&c.root_cause);
             c.action_text = names.scrub(&c.action_text);

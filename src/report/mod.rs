@@ -110,7 +110,7 @@ pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_f
         rule_effectiveness: rule_effectiveness(&ctx).await?,
         warnings: Vec::new(),
     };
-    let mut report = AnalysisReport::assemble(&analysis);
+    let mut report = AnalysisReport::assemble(analysis);
     report.stats.findings_detected = total_findings;
     Ok(LakeReport {
         report,

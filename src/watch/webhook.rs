@@ -31,7 +31,7 @@ impl Webhook {
         let body = json!({
             "source": "tracelake",
             "kind": "finding",
-            "finding": report_finding(finding, None),
+            "finding": report_finding(finding.clone(), None),
         });
         let mut reason = String::new();
         for attempt in 0..self.attempts {

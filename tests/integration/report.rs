@@ -60,7 +60,7 @@ fn sample() -> AnalysisReport {
         finding("SIG-TOOL-FAIL", "medium", "main"),
         finding("SIG-CORRECTION", "medium", "main"),
     ];
-    AnalysisReport::assemble(&analysis(findings, 3, 42, (1000, 9000), ProcessingState { last_processed_ts: 9000, total_events_processed: 42, total_findings: 4, ..ProcessingState::default() }))
+    AnalysisReport::assemble(analysis(findings, 3, 42, (1000, 9000), ProcessingState { last_processed_ts: 9000, total_events_processed: 42, total_findings: 4, ..ProcessingState::default() }))
 }
 
 #[test]
@@ -100,7 +100,7 @@ fn time_range_and_processing_state_come_from_the_run() {
 
 #[test]
 fn empty_findings_and_empty_chains() {
-    let report = AnalysisReport::assemble(&analysis(Vec::new(), 0, 0, (0, 0), ProcessingState::default()));
+    let report = AnalysisReport::assemble(analysis(Vec::new(), 0, 0, (0, 0), ProcessingState::default()));
     assert!(report.findings.is_empty() && report.signal_stats.is_empty());
     assert_eq!((report.stats.chains_reconstructed, report.stats.time_range.start_ms, report.stats.time_range.end_ms), (0, 0, 0));
     assert!(report.to_markdown().contains("0 findings"));

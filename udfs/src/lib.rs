@@ -6,6 +6,7 @@
 
 pub mod chain_id;
 pub mod chain_position;
+pub mod dedup_key;
 pub mod doom_loop;
 pub mod fail_fingerprint;
 pub mod group_row_number;
@@ -36,6 +37,7 @@ pub fn register_all(ctx: &SessionContext, redactor: Redactor, patterns: Arc<Patt
     ctx.register_udf(ScalarUDF::from(fail_fingerprint::FailFingerprintUdf::new()));
     ctx.register_udf(ScalarUDF::from(json_object::JsonObjectUdf::new()));
     ctx.register_udf(ScalarUDF::from(key_hash::KeyHashUdf::new()));
+    ctx.register_udf(ScalarUDF::from(dedup_key::DedupKeyUdf::new()));
     ctx.register_udf(ScalarUDF::from(similarity::PairSimilarityUdf::levenshtein_ratio()));
     ctx.register_udf(ScalarUDF::from(similarity::PairSimilarityUdf::param_similarity()));
     for udf in text_category::TextCategoryUdf::all(&patterns) {
