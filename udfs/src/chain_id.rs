@@ -12,7 +12,7 @@ use datafusion::logical_expr::{
 };
 use sha2::{Digest, Sha256};
 
-use crate::strings::{all_scalar, argument_arrays, columnar, string_at};
+use crate::strings::{all_scalar, argument_arrays, columnar, is_text, string_at};
 
 /// The chain id for a chain of `agent` in `session` whose first event is at `first_ts_ms`.
 pub fn chain_id(session: &str, agent: &str, first_ts_ms: i64) -> String {
@@ -52,7 +52,7 @@ impl ScalarUDFImpl for ChainIdUdf {
     }
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         for t in &arg_types[..2] {
-            if !matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null) {
+            if !is_text(t) {
                 return exec_err!("chain_id(session, agent, first_ts): session and agent must be text, got {t}");
             }
         }

@@ -16,7 +16,7 @@ use datafusion::common::hash_utils::RandomState;
 use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
-use crate::strings::{all_scalar, argument_arrays, columnar, string_at};
+use crate::strings::{all_scalar, argument_arrays, columnar, is_text, string_at};
 
 /// Characters of a message compared (spec §6.3).
 const MESSAGE_PREFIX_CHARS: usize = 200;
@@ -63,7 +63,7 @@ impl ScalarUDFImpl for DedupKeyUdf {
     }
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         for t in arg_types {
-            if !matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null) {
+            if !is_text(t) {
                 return exec_err!("dedup_key(type, content, tool_name, tool_params) takes text arguments, got {t}");
             }
         }

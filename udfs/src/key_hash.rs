@@ -10,7 +10,7 @@ use datafusion::common::hash_utils::{RandomState, create_hashes};
 use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
-use crate::strings::{all_scalar, argument_arrays, columnar};
+use crate::strings::{all_scalar, argument_arrays, columnar, is_text};
 
 /// The hash of each row of `columns` (text, all of one length): DataFusion's column
 /// hashing with fixed seeds, so the same text hashes the same in every query of a run.
@@ -46,7 +46,7 @@ impl ScalarUDFImpl for KeyHashUdf {
     }
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         for t in arg_types {
-            if !matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null) {
+            if !is_text(t) {
                 return exec_err!("key_hash(text, …) takes text arguments, got {t}");
             }
         }

@@ -19,6 +19,11 @@ pub(crate) fn map_strings(
     })
 }
 
+/// Whether a UDF argument of type `t` is text (or a null literal).
+pub(crate) fn is_text(t: &DataType) -> bool {
+    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null)
+}
+
 /// The string at `row` of a string array of any string type, `None` when null.
 pub(crate) fn string_at(array: &ArrayRef, row: usize) -> Result<Option<&str>> {
     if array.is_null(row) {
