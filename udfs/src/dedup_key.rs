@@ -89,7 +89,7 @@ mod tests {
     #[test]
     fn copies_share_a_key_and_other_events_do_not() {
         let state = RandomState::with_seed(0);
-        let key = |t, c, n, p| dedup_key(&state, Some(t), c, n, p);
+        let key = |t: &str, c: Option<&str>, n: Option<&str>, p: Option<&str>| dedup_key(&state, Some(t), c, n, p);
         let long = "ä".repeat(200);
         assert_eq!(key("msg.in", Some(&format!("{long}-one")), None, None), key("msg.in", Some(&format!("{long}-two")), Some("x"), None));
         assert_ne!(key("msg.in", Some(&"ä".repeat(199)), None, None), key("msg.in", Some(&format!("{}b", "ä".repeat(199))), None, None));
