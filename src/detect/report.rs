@@ -284,3 +284,15 @@ pub fn signal_stats(findings: &[Finding]) -> Vec<SignalStats> {
 pub fn any_at_least(findings: &[Finding], severity: &str) -> bool {
     findings.iter().any(|f| severity_rank(&f.severity) >= severity_rank(severity))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::evidence_json;
+
+    #[test]
+    fn evidence_is_written_as_it_is_or_as_a_string_when_not_json() {
+        assert_eq!(evidence_json(r#"{"toolName":"exec","n":[1,2]}"#).get(), r#"{"toolName":"exec","n":[1,2]}"#);
+        assert_eq!(evidence_json("not json {").get(), r#""not json {""#);
+        assert_eq!(evidence_json("").get(), r#""""#);
+    }
+}
