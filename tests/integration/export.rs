@@ -188,9 +188,13 @@ fn a_scheduled_export_stops_cleanly_on_ctrl_c() {
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !std::path::Path::new(&lake).join("_state/manifest.json").exists()
-        || !std::fs::read_to_string(std::path::Path::new(&lake).join("_state/manifest.json")).unwrap_or_default().contains("lastRun")
-    {
+    // Commits within a run save the manifest too (with `"lastRun": null`): the first run
+    // is over when its record is there.
+    let first_run_done = || {
+        let manifest = std::fs::read_to_string(std::path::Path::new(&lake).join("_state/manifest.json")).unwrap_or_default();
+        serde_json::from_str::<Value>(&manifest).is_ok_and(|m| m["export"]["lastRun"].is_object())
+    };
+    while !first_run_done() {
         assert!(Instant::now() < deadline, "the first scheduled run did not finish");
         std::thread::sleep(Duration::from_millis(50));
     }
