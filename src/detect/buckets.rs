@@ -48,7 +48,10 @@ impl Buckets {
         if count == 1 {
             return Ok(Self { count, spilled: None });
         }
-        let dir = tempfile::Builder::new().prefix("tracelake-buckets-").tempdir().map_err(DetectError::Spill)?;
+        let temp = std::env::temp_dir();
+        remove_abandoned(&temp);
+        let prefix = format!("{DIR_PREFIX}{}-", std::process::id());
+        let dir = tempfile::Builder::new().prefix(&prefix).tempdir_in(&temp).map_err(DetectError::Spill)?;
         let query = format!("SELECT {CHAIN_COLUMNS}, CAST(key_hash(session) % {count} AS BIGINT) AS bucket FROM analysis_events");
         let df = ctx.sql(&query).await?;
         // The bucket column is last; the files hold the others, every one nullable (how
@@ -102,6 +105,26 @@ impl Buckets {
         ctx.register_arrow("analysis_bucket", &format!("{}/", path.display()), ArrowReadOptions::default()).await?;
         ctx.sql("CREATE OR REPLACE VIEW analysis_events AS SELECT * FROM analysis_bucket").await?.collect().await?;
         Ok(true)
+    }
+}
+
+/// Bucket directories are named `tracelake-buckets-PID-…`, after the process that made them.
+const DIR_PREFIX: &str = "tracelake-buckets-";
+
+/// Removes the bucket directories in `temp` of analyses that could not remove them (killed):
+/// those whose process is gone. Only where processes can be looked up in `/proc`.
+fn remove_abandoned(temp: &Path) {
+    let processes = Path::new("/proc");
+    let (true, Ok(entries)) = (processes.join("self").exists(), std::fs::read_dir(temp)) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let pid = name.to_str().and_then(|n| n.strip_prefix(DIR_PREFIX)).and_then(|rest| rest.split('-').next());
+        if let Some(pid) = pid.filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            && !processes.join(pid).exists()
+        {
+            // Another analysis may remove it at the same time: failing is fine.
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }
 
@@ -173,5 +196,29 @@ impl BucketFiles {
             file.writer.as_mut().expect("just created").write(&part)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_directories_of_ended_processes_are_removed() {
+        let temp = tempfile::tempdir().unwrap();
+        let make = |name: &str| {
+            let dir = temp.path().join(name);
+            std::fs::create_dir_all(dir.join("bucket-0")).unwrap();
+            std::fs::write(dir.join("bucket-0/part-0.arrow"), b"rows").unwrap();
+            dir
+        };
+        // No process has a number this high (Linux allows at most 2^22).
+        let ended = make(&format!("{DIR_PREFIX}99999999-abc"));
+        let running = make(&format!("{DIR_PREFIX}{}-abc", std::process::id()));
+        let older_naming = make(&format!("{DIR_PREFIX}abc123"));
+        let other = make("something-else-99999999");
+        remove_abandoned(temp.path());
+        assert!(!ended.exists());
+        assert!(running.exists() && older_naming.exists() && other.exists());
     }
 }
