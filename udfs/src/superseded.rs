@@ -16,7 +16,6 @@ use datafusion::logical_expr::{PartitionEvaluator, Signature, Volatility, Window
 
 use crate::same_keys::SameKeys;
 
-
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct SupersededUdf {
     signature: Signature,
@@ -63,19 +62,19 @@ impl PartitionEvaluator for SupersededEvaluator {
             (ts.as_primitive::<Int64Type>(), seq.as_primitive::<Int64Type>(), window.as_primitive::<Int64Type>());
         let keys = SameKeys::new(&values[3..])?;
         // Whether event `other` is a copy of event `i` with a higher sequence.
-        let copy = |i: usize, other: usize| -> Result<bool> { Ok(seq.value(other) > seq.value(i) && keys.same(i, other)) };
+        let copy = |i: usize, other: usize| seq.value(other) > seq.value(i) && keys.same(i, other);
         let mut out = Vec::with_capacity(n);
         for i in 0..n {
             let (t, w) = (ts.value(i), window.value(i));
             let mut found = false;
             let mut j = i + 1;
             while !found && j < n && ts.value(j) >= t && ts.value(j) - t < w {
-                found = copy(i, j)?;
+                found = copy(i, j);
                 j += 1;
             }
             let mut j = i;
             while !found && j > 0 && ts.value(j - 1) <= t && t - ts.value(j - 1) < w {
-                found = copy(i, j - 1)?;
+                found = copy(i, j - 1);
                 j -= 1;
             }
             out.push(found);
