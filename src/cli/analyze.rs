@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
+use tracelake::detect::json_report::write_json_pretty;
 use tracelake::detect::report::{AnalysisReport, any_at_least};
 use tracelake::detect::{AnalyzeOptions, DEFAULT_BUCKET_EVENTS, analyze};
 
@@ -119,13 +120,13 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     Ok(if fail { ExitCode::from(3) } else { ExitCode::SUCCESS })
 }
 
-/// Writes `report` in `format` to `out`; JSON is written as it is serialized, not held
+/// Writes `report` in `format` to `out`; JSON is written as it is rendered, not held
 /// whole (every finding of a large lake can be hundreds of MB of it).
 pub fn write_report(report: &AnalysisReport, format: ReportFormat, out: impl Write) -> anyhow::Result<()> {
     let mut out = BufWriter::with_capacity(1 << 16, out);
     match format {
         ReportFormat::Json => {
-            serde_json::to_writer_pretty(&mut out, report)?;
+            write_json_pretty(report, &mut out)?;
             writeln!(out)?;
         }
         ReportFormat::Markdown => out.write_all(report.to_markdown().as_bytes())?,

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
+use tracelake::detect::json_report::write_json_pretty;
 use tracelake::report::anonymize::anonymize;
 use tracelake::report::{html, lake_report};
 
@@ -42,7 +43,11 @@ pub async fn run(ctx: &Ctx, args: ReportArgs) -> anyhow::Result<ExitCode> {
     let text = match args.format {
         Format::Html => html::render(&report),
         Format::Markdown => report.report.to_markdown(),
-        Format::Json => serde_json::to_string_pretty(&report.report)? + "\n",
+        Format::Json => {
+            let mut json = Vec::new();
+            write_json_pretty(&report.report, &mut json)?;
+            String::from_utf8(json).expect("JSON is UTF-8") + "\n"
+        }
     };
     match &args.output {
         Some(path) => {

@@ -30,7 +30,6 @@ use crate::lake::schema::{CLASSIFICATIONS_SCHEMA, FAILURES_SCHEMA, FINDINGS_SCHE
 use crate::lake::writer::write_parquet_atomic;
 use crate::lake::{Lake, LakeError, Table, WriterId};
 use crate::redact::Redactor;
-use tracelake_udfs::Patterns;
 
 #[derive(Debug, Clone, Default)]
 pub struct AnalyzeOptions {
@@ -86,8 +85,8 @@ pub struct Analysis {
 
 pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &AnalyzeOptions) -> Result<Analysis, DetectError> {
     let started_at = chrono::Utc::now().timestamp_millis();
-    let params = SqlParams::from_config(config);
-    let engine = EngineOptions { patterns: Arc::new(Patterns::new(&config.languages)?), sql_params: params, ..EngineOptions::default() };
+    let engine = EngineOptions::from_config(config)?;
+    let params = engine.sql_params.clone();
     let tiers = Tiers::from_config(&config.llm)?;
     let ctx = open_session(lake, redactor.clone(), &engine).await?;
     let lock = WriteLock::acquire(lake)?;
@@ -250,7 +249,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         None => Vec::new(),
     };
     drop(lock);
-    buckets_removed.await.map_err(|e| DetectError::Spill(std::io::Error::other(e)))?;
+    buckets_removed.await?;
     let after = open_session(lake, redactor, &engine).await?;
     let rule_effectiveness = rule_effectiveness(&after).await?;
     Ok(Analysis {

@@ -77,7 +77,7 @@ impl Buckets {
             })
             .collect();
         for task in futures::future::join_all(tasks).await {
-            task.map_err(|e| DetectError::Spill(std::io::Error::other(e)))??;
+            task??;
         }
         // What the split freed is not kept while the buckets run.
         crate::memory::release_freed();

@@ -4,6 +4,7 @@
 pub mod analyze;
 pub(crate) mod buckets;
 pub mod finding;
+pub mod json_report;
 pub mod report;
 pub mod sql;
 
@@ -31,6 +32,8 @@ pub enum DetectError {
     Builtin { name: String, message: String },
     #[error("cannot write the session buckets to a temporary directory: {0}")]
     Spill(#[source] std::io::Error),
+    #[error("a worker of the analysis stopped: {0}")]
+    Worker(#[from] tokio::task::JoinError),
     #[error("cannot read detector directory {path}: {source}")]
     DetectorDir {
         path: String,

@@ -255,24 +255,32 @@ fn evidence_json(text: &str) -> Box<RawValue> {
     }
 }
 
+/// One signal's findings: how many, per severity, per agent.
+#[derive(Default)]
+struct SignalTally {
+    count: usize,
+    by_severity: BTreeMap<String, usize>,
+    by_agent: BTreeMap<String, usize>,
+}
+
 /// Per signal: count, by severity, top 5 agents (spec §10.4), in order of first appearance.
 pub fn signal_stats(findings: &[Finding]) -> Vec<SignalStats> {
     let mut order: Vec<String> = Vec::new();
-    let mut stats: BTreeMap<String, (usize, BTreeMap<String, usize>, BTreeMap<String, usize>)> = BTreeMap::new();
+    let mut tallies: BTreeMap<String, SignalTally> = BTreeMap::new();
     for f in findings {
-        if !stats.contains_key(&f.signal) {
+        if !tallies.contains_key(&f.signal) {
             order.push(f.signal.clone());
         }
-        let entry = stats.entry(f.signal.clone()).or_default();
-        entry.0 += 1;
-        *entry.1.entry(f.severity.clone()).or_default() += 1;
-        *entry.2.entry(f.agent.clone()).or_default() += 1;
+        let tally = tallies.entry(f.signal.clone()).or_default();
+        tally.count += 1;
+        *tally.by_severity.entry(f.severity.clone()).or_default() += 1;
+        *tally.by_agent.entry(f.agent.clone()).or_default() += 1;
     }
     order
         .into_iter()
         .map(|signal| {
-            let (count, by_severity, agents) = stats.remove(&signal).expect("counted");
-            let mut top: Vec<AgentCount> = agents.into_iter().map(|(agent, count)| AgentCount { agent, count }).collect();
+            let SignalTally { count, by_severity, by_agent } = tallies.remove(&signal).expect("counted");
+            let mut top: Vec<AgentCount> = by_agent.into_iter().map(|(agent, count)| AgentCount { agent, count }).collect();
             top.sort_by(|a, b| b.count.cmp(&a.count).then(a.agent.cmp(&b.agent)));
             top.truncate(5);
             SignalStats { signal, count, by_severity, top_agents: top }

@@ -35,11 +35,22 @@ pub struct EngineOptions {
 
 impl Default for EngineOptions {
     fn default() -> Self {
+        Self::with(Patterns::default_languages(), SqlParams::default())
+    }
+}
+
+impl EngineOptions {
+    /// The settings `config` chooses: its languages and chain parameters.
+    pub fn from_config(config: &crate::config::Config) -> Result<Self, tracelake_udfs::PatternError> {
+        Ok(Self::with(Patterns::new(&config.languages)?, SqlParams::from_config(config)))
+    }
+
+    fn with(patterns: Patterns, sql_params: SqlParams) -> Self {
         Self {
             memory_limit_bytes: 1 << 30,
             target_partitions: std::thread::available_parallelism().map_or(2, |n| n.get()),
-            patterns: Arc::new(Patterns::default_languages()),
-            sql_params: SqlParams::default(),
+            patterns: Arc::new(patterns),
+            sql_params,
         }
     }
 }

@@ -120,7 +120,7 @@ fn timestamp(raw: &RawObject) -> Result<i64, QuarantineReason> {
     let number = raw.get("ts").and_then(Raw::as_f64).or_else(|| raw.get("timestamp").and_then(Raw::as_f64));
     match number {
         None => Err(QuarantineReason::MissingTimestamp),
-        Some(ms) if ms == 0.0 => Err(QuarantineReason::MissingTimestamp),
+        Some(0.0) => Err(QuarantineReason::MissingTimestamp),
         Some(ms) if !(1.0..=MAX_TS_MS as f64).contains(&ms) => Err(QuarantineReason::InvalidTimestamp),
         Some(ms) => Ok(ms as i64),
     }

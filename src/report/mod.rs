@@ -69,8 +69,9 @@ const CHAIN_LENGTHS_SQL: &str = "SELECT CASE WHEN n_events <= 2 THEN '2' WHEN n_
 /// Reads the report from the lake: findings (most severe first, at most `max_findings`),
 /// the latest verdict per finding, the latest run's artifacts, rule effectiveness.
 pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_findings: usize) -> Result<LakeReport, DetectError> {
-    let params = SqlParams::from_config(config);
-    let ctx = open_session(lake, redactor, &EngineOptions { sql_params: params, ..EngineOptions::default() }).await?;
+    let engine = EngineOptions::from_config(config)?;
+    let params = engine.sql_params.clone();
+    let ctx = open_session(lake, redactor, &engine).await?;
     let manifest = Manifest::load(lake)?;
 
     let mut findings: Vec<Finding> = Vec::new();

@@ -7,13 +7,12 @@ pub mod webhook;
 
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, NatsConfig};
 use crate::detect::analyze::{build_chains, run_detectors};
 use crate::detect::finding::severity_rank;
-use crate::detect::sql::{SqlParams, enabled_builtin_detectors};
+use crate::detect::sql::enabled_builtin_detectors;
 use crate::detect::{DetectError, Finding};
 use crate::engine::{EngineOptions, session::memory_session};
 use crate::ingest::nats::{NatsError, NatsSource, StartAt};
@@ -22,7 +21,6 @@ use crate::lake::LakeError;
 use crate::lake::schema::events_batch;
 use crate::redact::Redactor;
 use sent::SentAlerts;
-use tracelake_udfs::Patterns;
 use webhook::Webhook;
 
 #[derive(Debug, thiserror::Error)]
@@ -78,8 +76,8 @@ pub async fn watch(
     let start = chrono::Utc::now().timestamp_millis().saturating_sub(window_ms);
     let mut messages = source.messages(StartAt::Time(start), &[]).await?;
     let decoder = Decoder::new(redactor.clone());
-    let params = SqlParams::from_config(config);
-    let engine = EngineOptions { patterns: Arc::new(Patterns::new(&config.languages)?), sql_params: params, ..EngineOptions::default() };
+    let engine = EngineOptions::from_config(config)?;
+    let params = engine.sql_params.clone();
     let mut detectors = enabled_builtin_detectors(config);
     detectors.retain(|d| !NOT_LIVE.contains(&d.name.as_str()));
     let webhook = Webhook::new(&opts.webhook);

@@ -37,7 +37,7 @@ impl ScalarUDFImpl for JsonObjectUdf {
         &self.signature
     }
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
-        if arg_types.len() % 2 != 0 {
+        if !arg_types.len().is_multiple_of(2) {
             return exec_err!("json_object takes key, value pairs");
         }
         Ok(DataType::Utf8)

@@ -78,6 +78,19 @@ pub enum PatternError {
     BadPack { code: String, message: String },
 }
 
+/// The error of the first of `patterns` that does not compile (compiled one by one only
+/// when their set does not).
+fn bad_pattern(category: Category, patterns: &[(&str, String)]) -> PatternError {
+    patterns
+        .iter()
+        .find_map(|(code, p)| Regex::new(p).err().map(|e| PatternError::BadPack { code: (*code).to_owned(), message: e.to_string() }))
+        .unwrap_or_else(|| {
+            let mut codes: Vec<&str> = patterns.iter().map(|(code, _)| *code).collect();
+            codes.dedup();
+            PatternError::BadPack { code: codes.join("+"), message: format!("the {} patterns are too large together", category.key()) }
+        })
+}
+
 /// The compiled patterns of the chosen languages, one set per category.
 #[derive(Debug, Clone)]
 pub struct Patterns {
@@ -87,7 +100,8 @@ pub struct Patterns {
 
 impl Patterns {
     pub fn new(languages: &[String]) -> Result<Self, PatternError> {
-        let mut sources: HashMap<Category, Vec<String>> = HashMap::new();
+        // (language, pattern) per category.
+        let mut sources: HashMap<Category, Vec<(&str, String)>> = HashMap::new();
         let codes = std::iter::once("common").chain(languages.iter().map(String::as_str));
         for code in codes {
             let text = pack_source(code).ok_or_else(|| PatternError::UnknownLanguage(code.to_owned()))?;
@@ -95,19 +109,16 @@ impl Patterns {
                 .map_err(|e| PatternError::BadPack { code: code.to_owned(), message: e.to_string() })?;
             for category in Category::ALL {
                 for pattern in pack.get(category.key()).into_iter().flatten() {
-                    let pattern = format!("(?i){pattern}");
-                    Regex::new(&pattern).map_err(|e| PatternError::BadPack { code: code.to_owned(), message: e.to_string() })?;
-                    sources.entry(category).or_default().push(pattern);
+                    sources.entry(category).or_default().push((code, format!("(?i){pattern}")));
                 }
             }
         }
-        let sets = Category::ALL
-            .iter()
-            .map(|c| {
-                let set = RegexSet::new(sources.remove(c).unwrap_or_default()).expect("patterns compiled one by one");
-                (*c, set)
-            })
-            .collect();
+        let mut sets = HashMap::new();
+        for category in Category::ALL {
+            let patterns = sources.remove(&category).unwrap_or_default();
+            let set = RegexSet::new(patterns.iter().map(|(_, p)| p)).map_err(|_| bad_pattern(category, &patterns))?;
+            sets.insert(category, set);
+        }
         Ok(Self { languages: languages.to_vec(), sets })
     }
 
@@ -173,6 +184,19 @@ mod tests {
         let all: Vec<String> = LANGUAGES.iter().map(|s| (*s).to_owned()).collect();
         assert!(Patterns::new(&all).is_ok());
         assert!(matches!(Patterns::new(&["xx".into()]), Err(PatternError::UnknownLanguage(_))));
+    }
+
+    #[test]
+    fn a_pattern_that_does_not_compile_is_named_by_its_pack() {
+        let patterns = [("en", "(?i)fine".to_owned()), ("de", "(?i)(offen".to_owned())];
+        assert!(RegexSet::new(patterns.iter().map(|(_, p)| p)).is_err());
+        match bad_pattern(Category::Question, &patterns) {
+            PatternError::BadPack { code, message } => {
+                assert_eq!(code, "de");
+                assert!(message.contains("unclosed group"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -1,0 +1,198 @@
+//! The AnalysisReport as pretty JSON, the same text `serde_json::to_writer_pretty` writes,
+//! with the findings (nearly all of it on a large lake) rendered on every core, a round
+//! of them at a time, so that memory holds one round's text, not the whole report's.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use super::report::{AnalysisReport, ReportFinding};
+
+/// Findings each thread renders per round.
+const ROUND_FINDINGS: usize = 2048;
+
+pub fn write_json_pretty(report: &AnalysisReport, out: &mut impl Write) -> io::Result<()> {
+    out.write_all(b"{\n")?;
+    field(out, "version", &report.version, false)?;
+    field(out, "generatedAt", &report.generated_at, false)?;
+    field(out, "stats", &report.stats, false)?;
+    field(out, "signalStats", &report.signal_stats, false)?;
+    out.write_all(b"  \"findings\": ")?;
+    findings(out, &report.findings)?;
+    out.write_all(b",\n")?;
+    field(out, "generatedOutputs", &report.generated_outputs, false)?;
+    field(out, "ruleEffectiveness", &report.rule_effectiveness, false)?;
+    field(out, "processingState", &report.processing_state, true)?;
+    out.write_all(b"}")
+}
+
+/// `  "name": value` at the report's top level.
+fn field(out: &mut impl Write, name: &str, value: &impl Serialize, last: bool) -> io::Result<()> {
+    write!(out, "  \"{name}\": ")?;
+    pretty(&mut Indented { out, prefix: b"  " }, value)?;
+    out.write_all(if last { b"\n" } else { b",\n" })
+}
+
+fn findings(out: &mut impl Write, findings: &[ReportFinding]) -> io::Result<()> {
+    if findings.is_empty() {
+        return out.write_all(b"[]");
+    }
+    out.write_all(b"[")?;
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut first = true;
+    for round in findings.chunks(threads * ROUND_FINDINGS) {
+        let texts: Vec<io::Result<Vec<u8>>> = std::thread::scope(|scope| {
+            let parts: Vec<_> = round.chunks(ROUND_FINDINGS).map(|part| scope.spawn(|| render(part))).collect();
+            parts.into_iter().map(|p| p.join().expect("rendering a finding does not panic")).collect()
+        });
+        for text in texts {
+            let text = text?;
+            // Each part's text starts with the separator ",\n    "; the first has no comma.
+            out.write_all(if first { &text[1..] } else { &text })?;
+            first = false;
+        }
+    }
+    out.write_all(b"\n  ]")
+}
+
+/// `,\n    finding` for each of `part`.
+fn render(part: &[ReportFinding]) -> io::Result<Vec<u8>> {
+    let mut text = Vec::with_capacity(part.len() * 1024);
+    for finding in part {
+        text.extend_from_slice(b",\n    ");
+        pretty(&mut Indented { out: &mut text, prefix: b"    " }, finding)?;
+    }
+    Ok(text)
+}
+
+fn pretty(out: &mut impl Write, value: &impl Serialize) -> io::Result<()> {
+    let mut serializer = serde_json::Serializer::pretty(out);
+    value.serialize(&mut serializer).map_err(io::Error::from)
+}
+
+/// Writes through to `out`, every line after the first indented by `prefix`: a value
+/// rendered at the top level then sits at the depth it is nested at.
+struct Indented<'a, W: Write> {
+    out: &'a mut W,
+    prefix: &'static [u8],
+}
+
+impl<W: Write> Write for Indented<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn write_all(&mut self, mut buf: &[u8]) -> io::Result<()> {
+        // Pretty JSON has line breaks only between tokens (one in a string is escaped).
+        while let Some(at) = memchr::memchr(b'\n', buf) {
+            self.out.write_all(&buf[..=at])?;
+            self.out.write_all(self.prefix)?;
+            buf = &buf[at + 1..];
+        }
+        self.out.write_all(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::classify::{ActionType, Classification};
+    use crate::detect::finding::Finding;
+    use crate::detect::report::{AgentCount, SignalStats, Stats, TimeRange, report_finding};
+    use crate::lake::state::ProcessingState;
+    use crate::output::GeneratedOutput;
+    use crate::output::effectiveness::RuleEffectiveness;
+
+    fn finding(n: usize) -> ReportFinding {
+        let finding = Finding {
+            finding_id: format!("f-{n}"),
+            run_id: "run-1".into(),
+            signal: "SIG-TOOL-FAIL".into(),
+            severity: "high".into(),
+            chain_id: format!("c{n}"),
+            agent: "main".into(),
+            session: format!("s{}", n % 7),
+            start_idx: 1,
+            end_idx: 3,
+            start_event_id: "e1".into(),
+            end_event_id: "e3".into(),
+            occurred_at: 1_700_000_000_000 + n as i64,
+            detected_at: 1_700_000_100_000,
+            summary: format!("exec failed \"{n}\"\nand said\tso — ✓"),
+            evidence: r#"{"toolName":"exec","errors":["a","b"],"n":{"x":[]}}"#.into(),
+            fingerprint: None,
+        };
+        let classification = (n % 3 == 0).then(|| Classification {
+            root_cause: "no retry".into(),
+            action_type: ActionType::SoulRule,
+            action_text: "Retry once.".into(),
+            confidence: 0.5,
+            model: "m".into(),
+        });
+        report_finding(finding, classification)
+    }
+
+    fn report(findings: Vec<ReportFinding>) -> AnalysisReport {
+        AnalysisReport {
+            version: 1,
+            generated_at: "2026-01-01T00:00:00.000Z".into(),
+            stats: Stats {
+                started_at: 1,
+                completed_at: 2,
+                events_processed: 3,
+                chains_reconstructed: 4,
+                findings_detected: findings.len(),
+                findings_classified: 0,
+                outputs_generated: 1,
+                time_range: TimeRange { start_ms: 5, end_ms: 6 },
+            },
+            signal_stats: vec![SignalStats {
+                signal: "SIG-TOOL-FAIL".into(),
+                count: findings.len(),
+                by_severity: BTreeMap::from([("high".to_owned(), findings.len())]),
+                top_agents: vec![AgentCount { agent: "main".into(), count: findings.len() }],
+            }],
+            findings,
+            generated_outputs: vec![GeneratedOutput {
+                id: "o1".into(),
+                output_type: ActionType::SoulRule,
+                content: "Retry once.\nThen stop.".into(),
+                source_findings: vec!["f-0".into()],
+                observation_count: 1,
+                confidence: 0.5,
+                signal: "SIG-TOOL-FAIL".into(),
+                agents: vec![],
+            }],
+            rule_effectiveness: vec![RuleEffectiveness {
+                rule_id: "o1".into(),
+                rule_type: "soul_rule".into(),
+                signal: "SIG-TOOL-FAIL".into(),
+                created_run_id: "run-0".into(),
+                failures_before: 2,
+                failures_after: 0.5,
+                runs_after: 2,
+                effectiveness: None,
+                status: "pending".into(),
+            }],
+            processing_state: ProcessingState::default(),
+        }
+    }
+
+    #[test]
+    fn the_json_is_what_serde_writes_pretty_for_any_number_of_findings() {
+        for count in [0, 1, 2, ROUND_FINDINGS + 1, 3 * ROUND_FINDINGS + 5] {
+            let report = report((0..count).map(finding).collect());
+            let mut ours = Vec::new();
+            write_json_pretty(&report, &mut ours).unwrap();
+            let serde = serde_json::to_vec_pretty(&report).unwrap();
+            assert_eq!(String::from_utf8(ours).unwrap(), String::from_utf8(serde).unwrap(), "{count} findings");
+        }
+    }
+}
