@@ -250,8 +250,12 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     };
     drop(lock);
     buckets_removed.await?;
-    let after = open_session(lake, redactor, &engine).await?;
-    let rule_effectiveness = rule_effectiveness(&after).await?;
+    // Rules are generated outputs: a lake that never had one has nothing to measure.
+    let rule_effectiveness = if lake.table_dir(Table::Outputs).is_dir() {
+        rule_effectiveness(&open_session(lake, redactor, &engine).await?).await?
+    } else {
+        Vec::new()
+    };
     Ok(Analysis {
         run_id,
         started_at,

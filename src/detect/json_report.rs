@@ -1,6 +1,7 @@
 //! The AnalysisReport as pretty JSON, the same text `serde_json::to_writer_pretty` writes,
 //! with the findings (nearly all of it on a large lake) rendered on every core, a round
 //! of them at a time, so that memory holds one round's text, not the whole report's.
+//! (Only evidence JSON with line breaks of its own differs: its lines are indented too.)
 
 use std::io::{self, Write};
 
