@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::report::{AnalysisReport, ReportFinding};
 
 /// Findings each thread renders per round.
-const ROUND_FINDINGS: usize = 2048;
+pub const ROUND_FINDINGS: usize = 2048;
 
 pub fn write_json_pretty(report: &AnalysisReport, out: &mut impl Write) -> io::Result<()> {
     out.write_all(b"{\n")?;
@@ -96,104 +96,5 @@ impl<W: Write> Write for Indented<'_, W> {
 
     fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use super::*;
-    use crate::classify::{ActionType, Classification};
-    use crate::detect::finding::Finding;
-    use crate::detect::report::{AgentCount, SignalStats, Stats, TimeRange, report_finding};
-    use crate::lake::state::ProcessingState;
-    use crate::output::GeneratedOutput;
-    use crate::output::effectiveness::RuleEffectiveness;
-
-    fn finding(n: usize) -> ReportFinding {
-        let finding = Finding {
-            finding_id: format!("f-{n}"),
-            run_id: "run-1".into(),
-            signal: "SIG-TOOL-FAIL".into(),
-            severity: "high".into(),
-            chain_id: format!("c{n}"),
-            agent: "main".into(),
-            session: format!("s{}", n % 7),
-            start_idx: 1,
-            end_idx: 3,
-            start_event_id: "e1".into(),
-            end_event_id: "e3".into(),
-            occurred_at: 1_700_000_000_000 + n as i64,
-            detected_at: 1_700_000_100_000,
-            summary: format!("exec failed \"{n}\"\nand said\tso — ✓"),
-            evidence: r#"{"toolName":"exec","errors":["a","b"],"n":{"x":[]}}"#.into(),
-            fingerprint: None,
-        };
-        let classification = (n % 3 == 0).then(|| Classification {
-            root_cause: "no retry".into(),
-            action_type: ActionType::SoulRule,
-            action_text: "Retry once.".into(),
-            confidence: 0.5,
-            model: "m".into(),
-        });
-        report_finding(finding, classification)
-    }
-
-    fn report(findings: Vec<ReportFinding>) -> AnalysisReport {
-        AnalysisReport {
-            version: 1,
-            generated_at: "2026-01-01T00:00:00.000Z".into(),
-            stats: Stats {
-                started_at: 1,
-                completed_at: 2,
-                events_processed: 3,
-                chains_reconstructed: 4,
-                findings_detected: findings.len(),
-                findings_classified: 0,
-                outputs_generated: 1,
-                time_range: TimeRange { start_ms: 5, end_ms: 6 },
-            },
-            signal_stats: vec![SignalStats {
-                signal: "SIG-TOOL-FAIL".into(),
-                count: findings.len(),
-                by_severity: BTreeMap::from([("high".to_owned(), findings.len())]),
-                top_agents: vec![AgentCount { agent: "main".into(), count: findings.len() }],
-            }],
-            findings,
-            generated_outputs: vec![GeneratedOutput {
-                id: "o1".into(),
-                output_type: ActionType::SoulRule,
-                content: "Retry once.\nThen stop.".into(),
-                source_findings: vec!["f-0".into()],
-                observation_count: 1,
-                confidence: 0.5,
-                signal: "SIG-TOOL-FAIL".into(),
-                agents: vec![],
-            }],
-            rule_effectiveness: vec![RuleEffectiveness {
-                rule_id: "o1".into(),
-                rule_type: "soul_rule".into(),
-                signal: "SIG-TOOL-FAIL".into(),
-                created_run_id: "run-0".into(),
-                failures_before: 2,
-                failures_after: 0.5,
-                runs_after: 2,
-                effectiveness: None,
-                status: "pending".into(),
-            }],
-            processing_state: ProcessingState::default(),
-        }
-    }
-
-    #[test]
-    fn the_json_is_what_serde_writes_pretty_for_any_number_of_findings() {
-        for count in [0, 1, 2, ROUND_FINDINGS + 1, 3 * ROUND_FINDINGS + 5] {
-            let report = report((0..count).map(finding).collect());
-            let mut ours = Vec::new();
-            write_json_pretty(&report, &mut ours).unwrap();
-            let serde = serde_json::to_vec_pretty(&report).unwrap();
-            assert_eq!(String::from_utf8(ours).unwrap(), String::from_utf8(serde).unwrap(), "{count} findings");
-        }
     }
 }

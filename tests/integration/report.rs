@@ -5,10 +5,14 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::{Value, json};
+use tracelake::classify::{ActionType, Classification, FindingVerdict};
 use tracelake::detect::Analysis;
 use tracelake::detect::Finding;
+use tracelake::detect::json_report::{ROUND_FINDINGS, write_json_pretty};
 use tracelake::detect::report::AnalysisReport;
 use tracelake::lake::state::ProcessingState;
+use tracelake::output::GeneratedOutput;
+use tracelake::output::effectiveness::RuleEffectiveness;
 
 use crate::common::tracelake_ok;
 
@@ -88,6 +92,60 @@ fn signal_stats_are_aggregated_per_signal_with_top_agents() {
             {"signal": "SIG-CORRECTION", "count": 1, "bySeverity": {"medium": 1}, "topAgents": [{"agent": "main", "count": 1}]}
         ])
     );
+}
+
+#[test]
+fn the_json_is_what_serde_writes_pretty_for_any_number_of_findings() {
+    // Up to several rounds of findings per thread.
+    for count in [0, 1, 2, ROUND_FINDINGS + 1, 3 * ROUND_FINDINGS + 5] {
+        let findings: Vec<Finding> = (0..count)
+            .map(|n| Finding {
+                finding_id: format!("f-{n}"),
+                session: format!("s{}", n % 7),
+                summary: format!("exec failed \"{n}\"\nand said\tso — ✓"),
+                evidence: r#"{"toolName":"exec","errors":["a","b"],"n":{"x":[]}}"#.into(),
+                ..finding("SIG-TOOL-FAIL", "high", "main")
+            })
+            .collect();
+        let mut run = analysis(findings, 4, 3, (5, 6), ProcessingState::default());
+        let classification = Classification {
+            root_cause: "no retry".into(),
+            action_type: ActionType::SoulRule,
+            action_text: "Retry once.".into(),
+            confidence: 0.5,
+            model: "m".into(),
+        };
+        run.verdicts = (0..count)
+            .step_by(3)
+            .map(|n| FindingVerdict { finding_id: format!("f-{n}"), triage: None, classification: Some(classification.clone()), error: None })
+            .collect();
+        run.outputs = vec![GeneratedOutput {
+            id: "o1".into(),
+            output_type: ActionType::SoulRule,
+            content: "Retry once.\nThen stop.".into(),
+            source_findings: vec!["f-0".into()],
+            observation_count: 1,
+            confidence: 0.5,
+            signal: "SIG-TOOL-FAIL".into(),
+            agents: vec![],
+        }];
+        run.rule_effectiveness = vec![RuleEffectiveness {
+            rule_id: "o1".into(),
+            rule_type: "soul_rule".into(),
+            signal: "SIG-TOOL-FAIL".into(),
+            created_run_id: "run-0".into(),
+            failures_before: 2,
+            failures_after: 0.5,
+            runs_after: 2,
+            effectiveness: None,
+            status: "pending".into(),
+        }];
+        let report = AnalysisReport::assemble(run);
+        let mut ours = Vec::new();
+        write_json_pretty(&report, &mut ours).unwrap();
+        let serde = serde_json::to_vec_pretty(&report).unwrap();
+        assert_eq!(String::from_utf8(ours).unwrap(), String::from_utf8(serde).unwrap(), "{count} findings");
+    }
 }
 
 #[test]
