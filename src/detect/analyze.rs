@@ -86,7 +86,7 @@ pub struct Analysis {
 pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &AnalyzeOptions) -> Result<Analysis, DetectError> {
     let started_at = chrono::Utc::now().timestamp_millis();
     let engine = EngineOptions::from_config(config)?;
-    let params = engine.sql_params.clone();
+    let params = &engine.sql_params;
     let tiers = Tiers::from_config(&config.llm)?;
     let ctx = open_session(lake, redactor.clone(), &engine).await?;
     let lock = WriteLock::acquire(lake)?;
@@ -132,11 +132,11 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         if !buckets.select(&ctx, bucket).await? {
             continue;
         }
-        build_chains(&ctx, &params).await?;
+        build_chains(&ctx, params).await?;
         // Together, so that one query's single-threaded steps overlap another's work.
         let failures = async { Ok::<_, DetectError>(ctx.sql(FAILURES_QUERY).await?.collect().await?) };
         let (counted, detected, failures) =
-            futures::join!(chain_stats(&ctx), run_detectors(&ctx, &per_bucket, config, &params), failures);
+            futures::join!(chain_stats(&ctx), run_detectors(&ctx, &per_bucket, config, params), failures);
         stats.add(counted?);
         let (found, skipped) = detected?;
         kept.add(&mut findings, found);
@@ -157,7 +157,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let schema = occurrences.first().map_or_else(|| FAILURES_SCHEMA.clone(), |b| b.schema());
     ctx.deregister_table("failure_occurrences")?;
     ctx.register_table("failure_occurrences", Arc::new(MemTable::try_new(schema, vec![occurrences.clone()])?))?;
-    kept.add(&mut findings, run_detectors(&ctx, &across_sessions, config, &params).await?.0);
+    kept.add(&mut findings, run_detectors(&ctx, &across_sessions, config, params).await?.0);
     sort_most_severe_first(&mut findings);
     let ChainStats { chains, events: events_processed, first, last } = stats;
     let time_range = if chains == 0 { (0, 0) } else { (first, last) };
@@ -173,7 +173,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         if bucket_count > 1 {
             let sessions: Vec<String> = findings.iter().map(|f| f.session.clone()).collect();
             define_analysis_events(&ctx, resume, context_ms, &Slice::Sessions(&sessions)).await?;
-            build_chains(&ctx, &params).await?;
+            build_chains(&ctx, params).await?;
         }
         let chains = chain_transcripts(&ctx, &findings).await?;
         let cache = LlmCache::open(lake);

@@ -70,7 +70,7 @@ const CHAIN_LENGTHS_SQL: &str = "SELECT CASE WHEN n_events <= 2 THEN '2' WHEN n_
 /// the latest verdict per finding, the latest run's artifacts, rule effectiveness.
 pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_findings: usize) -> Result<LakeReport, DetectError> {
     let engine = EngineOptions::from_config(config)?;
-    let params = engine.sql_params.clone();
+    let params = &engine.sql_params;
     let ctx = open_session(lake, redactor, &engine).await?;
     let manifest = Manifest::load(lake)?;
 
@@ -86,13 +86,13 @@ pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_f
     for sql in CHART_SQL {
         charts_data.push(query_json(&ctx, sql).await?);
     }
-    let (stats, lengths) = chain_lengths(&ctx, &params).await?;
+    let (stats, lengths) = chain_lengths(&ctx, params).await?;
     charts_data.push(lengths);
     let [over_time, by_agent, tools, lengths] = <[Vec<Value>; 4]>::try_from(charts_data).expect("four charts");
     // Transcripts need only the chains of the findings shown.
     let sessions: Vec<String> = findings.iter().map(|f| f.session.clone()).collect();
     define_analysis_events(&ctx, None, 0, &Slice::Sessions(&sessions)).await?;
-    build_chains(&ctx, &params).await?;
+    build_chains(&ctx, params).await?;
     let transcripts = chain_transcripts(&ctx, &findings).await?.into_iter().collect();
     let analysis = Analysis {
         run_id: manifest.analyses.last().map(|a| a.run_id.clone()).unwrap_or_default(),

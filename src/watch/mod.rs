@@ -77,7 +77,7 @@ pub async fn watch(
     let mut messages = source.messages(StartAt::Time(start), &[]).await?;
     let decoder = Decoder::new(redactor.clone());
     let engine = EngineOptions::from_config(config)?;
-    let params = engine.sql_params.clone();
+    let params = &engine.sql_params;
     let mut detectors = enabled_builtin_detectors(config);
     detectors.retain(|d| !NOT_LIVE.contains(&d.name.as_str()));
     let webhook = Webhook::new(&opts.webhook);
@@ -111,8 +111,8 @@ pub async fn watch(
         let refs: Vec<&Event> = window.iter().collect();
         let batch = events_batch(&refs).map_err(LakeError::from)?;
         let ctx = memory_session(vec![batch], redactor.clone(), &engine).await?;
-        build_chains(&ctx, &params).await?;
-        let (findings, _) = run_detectors(&ctx, &detectors, config, &params).await?;
+        build_chains(&ctx, params).await?;
+        let (findings, _) = run_detectors(&ctx, &detectors, config, params).await?;
         for finding in findings.iter().filter(|f| severity_rank(&f.severity) >= severity_rank(&opts.min_severity)) {
             if sent.contains(&finding.finding_id) {
                 continue;
