@@ -8,26 +8,22 @@
 -- 64-bit hash (`dedup_key`), which keeps the rows that are sorted narrow. Of such a pair
 -- the one with the higher sequence stays (`superseded` compares each event with those
 -- around it in time). The window has the same order as the chains' below, so the events
--- are sorted once: by the 64-bit hash of (agent, session), then time, which groups each
--- (agent, session) and, unlike the two texts, compares in one step.
+-- are sorted once: by the 64-bit hash of (agent, session), then time and sequence, which
+-- groups each (agent, session). The three are packed into one `sort_key`, so that the
+-- sort compares one value per pair of rows, not three columns.
 CREATE OR REPLACE VIEW deduped_events AS
 WITH keyed AS (
     SELECT *,
         CAST(ts AS BIGINT) AS ts_ms,
         dedup_key(type, content, tool_name, tool_params) AS dedup_key,
         CASE WHEN type IN ('msg.in', 'msg.out', 'tool.call', 'tool.result') THEN 1000 ELSE 1 END AS dedup_window_ms,
-        key_hash(agent, session) AS stream_key
+        sort_key(key_hash(agent, session), CAST(ts AS BIGINT), stream_seq) AS chain_order
     FROM analysis_events
-),
-sharded AS (
-    -- Chains never cross (agent, session): shards of those are worked on in parallel.
-    SELECT *, stream_key % 32 AS shard FROM keyed
 ),
 marked AS (
     SELECT *,
-        superseded(ts_ms, stream_seq, dedup_window_ms, agent, session, type, dedup_key)
-            OVER (PARTITION BY shard ORDER BY stream_key, ts_ms, stream_seq) AS is_copy
-    FROM sharded
+        superseded(ts_ms, stream_seq, dedup_window_ms, agent, session, type, dedup_key) OVER (ORDER BY chain_order ROWS UNBOUNDED PRECEDING) AS is_copy
+    FROM keyed
 )
 SELECT * FROM marked WHERE NOT is_copy;
 
@@ -39,14 +35,14 @@ SELECT * FROM marked WHERE NOT is_copy;
 CREATE OR REPLACE VIEW chain_events AS
 WITH positioned AS (
     SELECT *,
-        chain_position(agent, session, type, ts_ms, ${chain_gap_ms}, ${max_chain_events}, shard) OVER w AS pos,
+        chain_position(agent, session, type, ts_ms, ${chain_gap_ms}, ${max_chain_events}) OVER w AS pos,
         lag(type) OVER w AS lag_type, lag(content) OVER w AS lag_content,
         lag(id) OVER w AS lag_id, lag(ts) OVER w AS lag_ts,
         lead(type) OVER w AS lead_type, lead(id) OVER w AS lead_id,
         lead(tool_error) OVER w AS lead_tool_error,
         lead(tool_error IS NOT NULL OR coalesce(tool_is_error, false)) OVER w AS lead_failed
     FROM deduped_events
-    WINDOW w AS (PARTITION BY shard ORDER BY stream_key, ts_ms, stream_seq)
+    WINDOW w AS (ORDER BY chain_order ROWS UNBOUNDED PRECEDING)
 ),
 chained AS (
     SELECT *, pos['chain_no'] AS chain_no, pos['idx'] AS idx, pos['len'] AS chain_len,

@@ -70,8 +70,8 @@ pub struct AnalyzeArgs {
     /// [default: LAKE/artifacts].
     #[arg(long, env = "TRACELAKE_ARTIFACTS")]
     artifacts: Option<PathBuf>,
-    /// Sessions are analyzed in buckets of about this many events; smaller buckets use
-    /// less memory, larger ones (up to the whole lake in one) less time.
+    /// Sessions are analyzed in buckets of about this many events, one per core at a time;
+    /// smaller buckets use less memory, larger ones (up to the whole lake in one) less time.
     #[arg(long, env = "TRACELAKE_BUCKET_EVENTS", default_value_t = DEFAULT_BUCKET_EVENTS)]
     bucket_events: u64,
 }

@@ -10,6 +10,7 @@ use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{Int64Type, SchemaRef, TimestampMillisecondType};
 use datafusion::datasource::MemTable;
 use datafusion::prelude::{SessionContext, col};
+use futures::{StreamExt, TryStreamExt};
 
 use super::finding::{Finding, finding_id, findings_batch, from_detector_batch, severity_rank};
 use super::sql::{CHAIN_VIEWS, CHAINS, Detector, SqlParams, enabled_builtin_detectors, user_detectors};
@@ -122,33 +123,39 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         max: usize::try_from(config.output.max_findings.max(0)).unwrap_or(usize::MAX),
     };
 
-    // Chains never cross sessions, so sessions are analyzed in buckets of bounded size.
+    // Chains never cross sessions, so sessions are analyzed in buckets of bounded size, as
+    // many at a time as there are cores, each query of a bucket in a share of them.
     let buckets = Buckets::split(&ctx, opts.bucket_events).await?;
+    let cores = ctx.state().config().target_partitions();
+    let workers = cores.min(buckets.count() as usize).max(1);
+    let work = Arc::new(BucketWork {
+        detectors: per_bucket,
+        config: config.clone(),
+        params: *params,
+        // With one bucket the LLM stage reads its chains; it does not rebuild them.
+        keep_chains: tiers.is_some() && buckets.count() == 1,
+    });
     let mut findings = Vec::new();
     let mut skipped_detectors = None;
     let mut stats = ChainStats::default();
     let mut occurrences = Vec::new();
-    for bucket in 0..buckets.count() {
-        if !buckets.select(&ctx, bucket).await? {
-            continue;
-        }
-        build_chains(&ctx, params).await?;
-        // Together, so that one query's single-threaded steps overlap another's work.
-        let failures = async { Ok::<_, DetectError>(ctx.sql(FAILURES_QUERY).await?.collect().await?) };
-        let (counted, detected, failures) =
-            futures::join!(chain_stats(&ctx), run_detectors(&ctx, &per_bucket, config, params), failures);
-        stats.add(counted?);
-        let (found, skipped) = detected?;
-        kept.add(&mut findings, found);
-        skipped_detectors.get_or_insert(skipped);
-        occurrences.extend(failures?);
-        // A bucket's chains go when its detectors are done: the last one's are not held while
-        // the failures of all are compared, unless the LLM stage reads them (one bucket: it
-        // does not rebuild them).
-        if tiers.is_none() || buckets.count() > 1 {
-            drop_chains(&ctx)?;
-        }
-    }
+    let analyzed = futures::stream::iter(0..buckets.count())
+        .then(|bucket| buckets.session(&ctx, bucket, (cores / workers).max(1)))
+        .try_filter_map(|session| std::future::ready(Ok(session)))
+        .map_ok(|session| {
+            let task = tokio::spawn(analyze_bucket(session, Arc::clone(&work)));
+            async move { task.await? }
+        })
+        .try_buffered(workers);
+    analyzed
+        .try_for_each(|bucket| {
+            stats.add(bucket.stats);
+            kept.add(&mut findings, bucket.findings);
+            skipped_detectors.get_or_insert(bucket.skipped);
+            occurrences.extend(bucket.failures);
+            std::future::ready(Ok(()))
+        })
+        .await?;
     let bucket_count = buckets.count();
     let buckets_removed = buckets.remove();
     crate::memory::release_freed();
@@ -275,6 +282,39 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     })
 }
 
+/// What every bucket is analyzed with.
+struct BucketWork {
+    detectors: Vec<Detector>,
+    config: Config,
+    params: SqlParams,
+    keep_chains: bool,
+}
+
+/// What one bucket of sessions yields.
+struct BucketFindings {
+    stats: (u64, u64, (i64, i64)),
+    findings: Vec<Finding>,
+    /// User detectors that failed.
+    skipped: Vec<(String, String)>,
+    /// Its failure occurrences, in the columns of the `failures` table.
+    failures: Vec<RecordBatch>,
+}
+
+/// Builds the chains of `ctx`'s `analysis_events` and runs the detectors over them.
+async fn analyze_bucket(ctx: SessionContext, work: Arc<BucketWork>) -> Result<BucketFindings, DetectError> {
+    build_chains(&ctx, &work.params).await?;
+    // Together, so that one query's single-threaded steps overlap another's work.
+    let failures = async { Ok::<_, DetectError>(ctx.sql(FAILURES_QUERY).await?.collect().await?) };
+    let (stats, detected, failures) =
+        futures::join!(chain_stats(&ctx), run_detectors(&ctx, &work.detectors, &work.config, &work.params), failures);
+    let (findings, skipped) = detected?;
+    // A bucket's chains go when its detectors are done (the session may be the analysis's).
+    if !work.keep_chains {
+        drop_chains(&ctx)?;
+    }
+    Ok(BucketFindings { stats: stats?, findings, skipped, failures: failures? })
+}
+
 /// The findings a run reports: new ones (not reported by an earlier run), each once, the
 /// most severe `max` of them. Applied after every bucket, so at most `max` (and one
 /// bucket's findings) are held at once; the caller sorts the kept ones at the end.
@@ -338,16 +378,16 @@ pub(crate) async fn define_analysis_events(ctx: &SessionContext, resume: Option<
     Ok(())
 }
 
-/// Runs the chain SQL, keeping `chain_events` in memory, a partition per group of shards,
-/// each in chain order: every detector reads it, and windows over (chain_no, idx) then
-/// need no sort. Chain order is the order `chain_position` ran in, so it costs no sort.
+/// Runs the chain SQL, keeping `chain_events` in memory in chain order: every detector
+/// reads it, and windows over (chain_no, idx) then need no sort. Chain order is the order
+/// `chain_position` ran in, so it costs no sort.
 pub async fn build_chains(ctx: &SessionContext, params: &SqlParams) -> Result<(), DetectError> {
     // The previous bucket's chains go before the next are built, which reuses their memory.
     drop_chains(ctx)?;
     crate::memory::reuse_freed();
-    // Spreading sorted rows round-robin would only make them to be merged again: the
-    // shards already give the parallelism. A bucket's shards are sorted in one piece
-    // (not batch by batch and merged), which copies less.
+    // The chain windows run in one partition (buckets of sessions give the parallelism):
+    // spreading their sorted rows round-robin would only make them to be merged again. The
+    // events are sorted in one piece (not batch by batch and merged), which copies less.
     for setting in [
         "SET datafusion.optimizer.enable_round_robin_repartition = false",
         "SET datafusion.execution.sort_in_place_threshold_bytes = 1073741824",

@@ -1,10 +1,11 @@
-//! Sessions in buckets of bounded size, so that memory stays bounded on large lakes.
+//! Sessions in buckets of bounded size, so that memory stays bounded on large lakes and
+//! the cores share the work.
 //!
 //! Chains never cross sessions, so the sessions of `analysis_events` can be analyzed a
-//! bucket at a time. When one bucket is not enough, the events the chains need are read
-//! from the lake once and written to temporary Arrow files, per bucket (by a hash of the
-//! session) one per scan partition; each bucket then reads only its own files instead of
-//! the whole lake.
+//! bucket at a time, and buckets side by side. With more than one bucket, the events the
+//! chains need are read from the lake once and written to temporary Arrow files, per
+//! bucket (by a hash of the session) one per scan partition; each bucket then reads only
+//! its own files, in a session of its own.
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -15,16 +16,22 @@ use datafusion::arrow::array::{AsArray, RecordBatch, UInt32Array};
 use datafusion::arrow::compute::BatchCoalescer;
 use datafusion::arrow::datatypes::{Int64Type, Schema, SchemaRef};
 use datafusion::arrow::ipc::writer::FileWriter;
+use datafusion::catalog::MemoryCatalogProviderList;
 use datafusion::datasource::file_format::options::ArrowReadOptions;
+use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 use tempfile::TempDir;
 
 use super::DetectError;
 
-/// Sessions are analyzed in buckets of about this many events: an analysis of 10M events
-/// then peaks at ≈ 465 MB (≈ 900 MB with buckets of 1M, a little faster; BENCHMARKS.md).
-pub const DEFAULT_BUCKET_EVENTS: u64 = 250_000;
+/// Sessions are analyzed in buckets of about this many events, one per core at a time: an
+/// analysis of 10M events then peaks at ≈ 490 MB on 2 cores (≈ 570 MB with buckets of
+/// 250k, no faster there; BENCHMARKS.md).
+pub const DEFAULT_BUCKET_EVENTS: u64 = 125_000;
+
+/// With fewer events one bucket is analyzed in less time than it takes to split them.
+const SHARED_MIN_EVENTS: u64 = 100_000;
 
 /// The columns of `events` that `sql/chains.sql` reads.
 const CHAIN_COLUMNS: &str = "stream_seq, id, ts, agent, session, type, content, tool_name, tool_params, tool_error, tool_is_error";
@@ -39,12 +46,14 @@ pub(crate) struct Buckets {
 
 impl Buckets {
     /// Splits the sessions of `analysis_events` into buckets of about `bucket_events`
-    /// events (0: the default).
+    /// events (0: the default), and into one per core (of `ctx`) when there are enough
+    /// events to share.
     pub async fn split(ctx: &SessionContext, bucket_events: u64) -> Result<Self, DetectError> {
         let batches = ctx.sql("SELECT count(*) FROM analysis_events").await?.collect().await?;
         let events = batches.first().map_or(0, |b| b.column(0).as_primitive::<Int64Type>().value(0)) as u64;
         let size = if bucket_events == 0 { DEFAULT_BUCKET_EVENTS } else { bucket_events };
-        let count = events.div_ceil(size).max(1);
+        let cores = ctx.state().config().target_partitions() as u64;
+        let count = events.div_ceil(size).max(if events >= SHARED_MIN_EVENTS { cores } else { 1 });
         if count == 1 {
             return Ok(Self { count, spilled: None });
         }
@@ -94,18 +103,43 @@ impl Buckets {
         tokio::task::spawn_blocking(move || drop(self.spilled))
     }
 
-    /// Makes `analysis_events` the events of bucket `bucket`; false when it has none.
-    pub async fn select(&self, ctx: &SessionContext, bucket: u64) -> Result<bool, DetectError> {
-        let Some(dir) = &self.spilled else { return Ok(true) };
+    /// A session whose `analysis_events` are the events of bucket `bucket` (none when it has
+    /// no events), running each query in `partitions`. With one bucket that is `ctx` itself;
+    /// otherwise a session of its own, with the functions, settings and tables of `ctx`, so
+    /// that buckets can be analyzed at the same time.
+    pub async fn session(&self, ctx: &SessionContext, bucket: u64, partitions: usize) -> Result<Option<SessionContext>, DetectError> {
+        let Some(dir) = &self.spilled else { return Ok(Some(ctx.clone())) };
         let path = bucket_dir(dir.path(), bucket as usize);
         if !path.is_dir() {
-            return Ok(false);
+            return Ok(None);
         }
-        ctx.deregister_table("analysis_bucket")?;
-        ctx.register_arrow("analysis_bucket", &format!("{}/", path.display()), ArrowReadOptions::default()).await?;
-        ctx.sql("CREATE OR REPLACE VIEW analysis_events AS SELECT * FROM analysis_bucket").await?.collect().await?;
-        Ok(true)
+        let session = separate_session(ctx, partitions).await?;
+        session.register_arrow("analysis_bucket", &format!("{}/", path.display()), ArrowReadOptions::default()).await?;
+        session.sql("CREATE OR REPLACE VIEW analysis_events AS SELECT * FROM analysis_bucket").await?.collect().await?;
+        Ok(Some(session))
     }
+}
+
+/// A session with the functions, settings and tables of `ctx` but a catalog of its own:
+/// what it registers is not seen by `ctx`.
+async fn separate_session(ctx: &SessionContext, partitions: usize) -> Result<SessionContext, DetectError> {
+    let state = ctx.state();
+    let config = state.config().clone().with_create_default_catalog_and_schema(true).with_target_partitions(partitions);
+    let separate = SessionStateBuilder::new_from_existing(state.clone())
+        .with_catalog_list(Arc::new(MemoryCatalogProviderList::new()))
+        .with_config(config)
+        .build();
+    let session = SessionContext::new_with_state(separate);
+    let catalog = &state.config().options().catalog;
+    let tables = state.catalog_list().catalog(&catalog.default_catalog).and_then(|c| c.schema(&catalog.default_schema));
+    if let Some(tables) = tables {
+        for name in tables.table_names() {
+            if let Some(table) = tables.table(&name).await? {
+                session.register_table(name.as_str(), table)?;
+            }
+        }
+    }
+    Ok(session)
 }
 
 /// Bucket directories are named `tracelake-buckets-PID-…`, after the process that made them.

@@ -145,13 +145,12 @@ async fn chain_lengths(ctx: &datafusion::prelude::SessionContext, params: &SqlPa
     let buckets = Buckets::split(ctx, 0).await?;
     let mut stats = ChainStats::default();
     let mut histogram: BTreeMap<usize, i64> = BTreeMap::new();
+    let cores = ctx.state().config().target_partitions();
     for bucket in 0..buckets.count() {
-        if !buckets.select(ctx, bucket).await? {
-            continue;
-        }
-        build_chains(ctx, params).await?;
-        stats.add(chain_stats(ctx).await?);
-        for row in query_json(ctx, CHAIN_LENGTHS_SQL).await? {
+        let Some(session) = buckets.session(ctx, bucket, cores).await? else { continue };
+        build_chains(&session, params).await?;
+        stats.add(chain_stats(&session).await?);
+        for row in query_json(&session, CHAIN_LENGTHS_SQL).await? {
             let label = row["bucket"].as_str().unwrap_or_default();
             let position = LENGTH_BUCKETS.iter().position(|b| *b == label).unwrap_or(LENGTH_BUCKETS.len() - 1);
             *histogram.entry(position).or_default() += row["chains"].as_i64().unwrap_or(0);

@@ -16,12 +16,15 @@ use crate::strings::{all_scalar, argument_arrays, columnar, is_text, string_at};
 
 /// The chain id for a chain of `agent` in `session` whose first event is at `first_ts_ms`.
 pub fn chain_id(session: &str, agent: &str, first_ts_ms: i64) -> String {
-    let digest = Sha256::digest(format!("{session}:{agent}:{first_ts_ms}"));
-    let mut hex = String::with_capacity(16);
-    for byte in &digest[..8] {
-        hex.push_str(&format!("{byte:02x}"));
-    }
-    hex
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digest = Sha256::new()
+        .chain_update(session)
+        .chain_update(":")
+        .chain_update(agent)
+        .chain_update(":")
+        .chain_update(first_ts_ms.to_string())
+        .finalize();
+    digest[..8].iter().flat_map(|b| [HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]]).map(char::from).collect()
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -72,7 +75,7 @@ impl ScalarUDFImpl for ChainIdUdf {
                 (Some(session), Some(agent), true) => {
                     let first_ts = ts.value(row);
                     match &last {
-                        Some((s, a, t, id)) if *s == session && *a == agent && *t == first_ts => out.append_value(id),
+                        Some((s, a, t, id)) if *t == first_ts && *s == session && *a == agent => out.append_value(id),
                         _ => {
                             let id = chain_id(session, agent, first_ts);
                             out.append_value(&id);
@@ -98,4 +101,16 @@ fn as_millis(array: &ArrayRef) -> Result<Int64Array> {
     };
     let ints = cast(&millis, &DataType::Int64)?;
     Ok(ints.as_any().downcast_ref::<Int64Array>().expect("cast to Int64").clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_id_is_the_first_16_hex_digits_of_the_sha256_of_session_agent_and_time() {
+        // Digests from Python's hashlib.
+        assert_eq!(chain_id("test-session", "main", 1_700_000_000_000), "7d2b5a891ac8bd2b");
+        assert_eq!(chain_id("s", "main", -5), "5563a0f0fd2dc7d2");
+    }
 }

@@ -1,16 +1,14 @@
-//! `chain_position(agent, session, type, ts_ms, gap_ms, max_events[, shard]) OVER ([PARTITION
-//! BY shard] ORDER BY <(agent, session) key>, ts_ms, stream_seq)`: where each event sits in
-//! its conversation chain (spec §6). The rows of each (agent, session) must be together and
-//! in time order.
+//! `chain_position(agent, session, type, ts_ms, gap_ms, max_events) OVER (ORDER BY <(agent,
+//! session) key>, ts_ms, stream_seq)`: where each event sits in its conversation chain
+//! (spec §6). The rows of each (agent, session) must be together and in time order.
 //!
 //! A (session, agent) stream of events is cut into segments at `session.start`, after
 //! `session.end`, at a `run.end` → `run.start` pause over five minutes and at an inactivity
 //! gap over `gap_ms`; a segment longer than `max_events` is cut into pieces of that size.
 //! Each piece is a chain. Returns a struct per event:
 //! `{chain_no, idx, len, start_ms, piece}` — the chain's number (dense and ascending in
-//! window order within a shard; `shard · 2³²` added, so numbers of shards never meet), the
-//! event's position in it, the chain's length and first event time, and which piece of its
-//! segment the chain is.
+//! window order, from 0 in each window partition), the event's position in it, the
+//! chain's length and first event time, and which piece of its segment the chain is.
 //!
 //! One linear scan over the ordered rows; written as a window function because the rules
 //! look at the previous event and the chain's length looks ahead to its end.
@@ -22,7 +20,7 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields, Int64Type};
 use datafusion::common::Result;
 use datafusion::logical_expr::function::{PartitionEvaluatorArgs, WindowUDFFieldArgs};
-use datafusion::logical_expr::{PartitionEvaluator, Signature, TypeSignature, Volatility, WindowUDFImpl};
+use datafusion::logical_expr::{PartitionEvaluator, Signature, Volatility, WindowUDFImpl};
 
 use crate::strings::string_at;
 
@@ -39,7 +37,7 @@ pub struct ChainPositionUdf {
 impl ChainPositionUdf {
     pub fn new() -> Self {
         Self {
-            signature: Signature::one_of(vec![TypeSignature::Any(6), TypeSignature::Any(7)], Volatility::Immutable),
+            signature: Signature::any(6, Volatility::Immutable),
         }
     }
 }
@@ -74,13 +72,8 @@ struct ChainPositionEvaluator;
 
 impl PartitionEvaluator for ChainPositionEvaluator {
     fn evaluate_all(&mut self, values: &[ArrayRef], n: usize) -> Result<ArrayRef> {
-        let (agents, sessions, types, ts, gap, cap) = match values {
-            [agents, sessions, types, ts, gap, cap, ..] => (agents, sessions, types, ts, gap, cap),
-            _ => unreachable!("the signature takes six or seven arguments"),
-        };
-        let first_chain_no = match values.get(6) {
-            Some(shard) if n > 0 => cast(shard, &DataType::Int64)?.as_primitive::<Int64Type>().value(0) << 32,
-            _ => 0,
+        let [agents, sessions, types, ts, gap, cap] = values else {
+            unreachable!("the signature takes six arguments")
         };
         let ts = cast(ts, &DataType::Int64)?;
         let ts = ts.as_primitive::<Int64Type>();
@@ -106,7 +99,7 @@ impl PartitionEvaluator for ChainPositionEvaluator {
         let mut len = vec![0i64; n];
         let mut start_ms = Vec::with_capacity(n);
         let mut piece = Vec::with_capacity(n);
-        let mut chain = first_chain_no - 1;
+        let mut chain = -1;
         let mut chain_start = 0usize;
         for (i, &pos) in pos_in_segment.iter().enumerate() {
             if pos % cap == 0 {
@@ -172,22 +165,6 @@ mod tests {
         let len: Vec<i64> = p.iter().map(|r| r[2]).collect();
         assert_eq!(len, [3, 3, 3, 1, 1, 2, 2, 1]);
         assert_eq!(p[2][3], 1_000, "start_ms is the chain's first event time");
-    }
-
-    #[test]
-    fn chain_numbers_of_a_shard_start_at_the_shard_times_two_to_the_32() {
-        let values: Vec<ArrayRef> = vec![
-            Arc::new(StringArray::from(vec!["main"; 2])),
-            Arc::new(StringArray::from(vec!["s1", "s2"])),
-            Arc::new(StringArray::from(vec!["msg.in"; 2])),
-            Arc::new(Int64Array::from(vec![1_000, 2_000])),
-            Arc::new(Int64Array::from(vec![60_000; 2])),
-            Arc::new(Int64Array::from(vec![1000; 2])),
-            Arc::new(Int64Array::from(vec![3; 2])),
-        ];
-        let out = ChainPositionEvaluator.evaluate_all(&values, 2).unwrap();
-        let chain_no = out.as_struct().column(0).as_primitive::<Int64Type>().values().to_vec();
-        assert_eq!(chain_no, [3 << 32, (3 << 32) + 1]);
     }
 
     #[test]

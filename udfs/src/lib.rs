@@ -16,6 +16,7 @@ pub mod patterns;
 pub mod redact;
 mod same_keys;
 pub mod similarity;
+pub mod sort_key;
 mod strings;
 pub mod superseded;
 pub mod text_category;
@@ -38,6 +39,7 @@ pub fn register_all(ctx: &SessionContext, redactor: Redactor, patterns: Arc<Patt
     ctx.register_udf(ScalarUDF::from(json_object::JsonObjectUdf::new()));
     ctx.register_udf(ScalarUDF::from(key_hash::KeyHashUdf::new()));
     ctx.register_udf(ScalarUDF::from(dedup_key::DedupKeyUdf::new()));
+    ctx.register_udf(ScalarUDF::from(sort_key::SortKeyUdf::new()));
     ctx.register_udf(ScalarUDF::from(similarity::PairSimilarityUdf::levenshtein_ratio()));
     ctx.register_udf(ScalarUDF::from(similarity::PairSimilarityUdf::param_similarity()));
     for udf in text_category::TextCategoryUdf::all(&patterns) {
