@@ -61,7 +61,7 @@ impl Buckets {
         remove_abandoned(&temp);
         let prefix = format!("{DIR_PREFIX}{}-", std::process::id());
         let dir = tempfile::Builder::new().prefix(&prefix).tempdir_in(&temp).map_err(DetectError::Spill)?;
-        let query = format!("SELECT {CHAIN_COLUMNS}, CAST(key_hash(session) % {count} AS BIGINT) AS bucket FROM analysis_events");
+        let query = format!("SELECT {CHAIN_COLUMNS}, CAST(key_hash(session) % CAST({count} AS BIGINT UNSIGNED) AS BIGINT) AS bucket FROM analysis_events");
         let df = ctx.sql(&query).await?;
         // The bucket column is last; the files hold the others, every one nullable (how
         // execution marks them need not match the plan).
