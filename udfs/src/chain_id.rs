@@ -10,21 +10,13 @@ use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
-use sha2::{Digest, Sha256};
 
+use crate::digest::short_sha256;
 use crate::strings::{all_scalar, argument_arrays, columnar, is_text, string_at};
 
 /// The chain id for a chain of `agent` in `session` whose first event is at `first_ts_ms`.
 pub fn chain_id(session: &str, agent: &str, first_ts_ms: i64) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::new()
-        .chain_update(session)
-        .chain_update(":")
-        .chain_update(agent)
-        .chain_update(":")
-        .chain_update(first_ts_ms.to_string())
-        .finalize();
-    digest[..8].iter().flat_map(|b| [HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]]).map(char::from).collect()
+    short_sha256(&[session.as_bytes(), b":", agent.as_bytes(), b":", first_ts_ms.to_string().as_bytes()])
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]

@@ -2,6 +2,7 @@
 //! failure (spec §7.5). Volatile parts of the error (timestamps, pids, sequence numbers,
 //! /tmp paths) and of the params (timeout, timestamp) are dropped first.
 
+use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::StringBuilder;
@@ -10,8 +11,8 @@ use datafusion::common::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 use regex::Regex;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
+use crate::digest::short_sha256;
 use crate::strings::{all_scalar, argument_arrays, columnar, string_at};
 
 static VOLATILE: LazyLock<[(Regex, &'static str); 4]> = LazyLock::new(|| {
@@ -25,9 +26,11 @@ static VOLATILE: LazyLock<[(Regex, &'static str); 4]> = LazyLock::new(|| {
 
 /// The error with volatile parts replaced, trimmed, at most 200 characters.
 pub fn normalize_error(error: &str) -> String {
-    let mut text = error.to_owned();
+    let mut text = Cow::Borrowed(error);
     for (regex, replacement) in VOLATILE.iter() {
-        text = regex.replace_all(&text, *replacement).into_owned();
+        if let Cow::Owned(replaced) = regex.replace_all(&text, *replacement) {
+            text = Cow::Owned(replaced);
+        }
     }
     text.trim().chars().take(200).collect()
 }
@@ -39,8 +42,7 @@ pub fn fail_fingerprint(tool_name: &str, params: &str, error: &str) -> String {
         object.remove("timeout");
         object.remove("timestamp");
     }
-    let digest = Sha256::digest(format!("{tool_name}|{params}|{}", normalize_error(error)));
-    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+    short_sha256(&[tool_name.as_bytes(), b"|", params.to_string().as_bytes(), b"|", normalize_error(error).as_bytes()])
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -97,5 +99,11 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(a, fail_fingerprint("exec", r#"{"command":"y"}"#, "pid=1 failed at /tmp/x"));
         assert_eq!(normalize_error("seq=42 seq 7"), "seq=<SEQ> seq=<SEQ>");
+    }
+
+    #[test]
+    fn the_fingerprint_is_the_first_16_hex_digits_of_the_sha256_of_tool_params_and_error() {
+        // sha256("exec|{\"command\":\"x\"}|boom at /tmp/<PATH>") from Python's hashlib.
+        assert_eq!(fail_fingerprint("exec", r#"{"command":"x","timeout":5}"#, " boom at /tmp/a.sock "), "855bb93e27b52911");
     }
 }
