@@ -10,7 +10,8 @@
 -- around it in time). The window has the same order as the chains' below, so the events
 -- are sorted once: by the 64-bit hash of (agent, session), then time and sequence, which
 -- groups each (agent, session). The three are packed into one `sort_key`, so that the
--- sort compares one value per pair of rows, not three columns.
+-- sort compares one value per pair of rows, not three columns. (Windows ordered by it
+-- name a frame of rows: the default range frame needs a numeric order.)
 CREATE OR REPLACE VIEW deduped_events AS
 WITH keyed AS (
     SELECT *,
