@@ -3,19 +3,19 @@
 WITH claims AS (
     SELECT * FROM chain_events WHERE type = 'msg.out' AND is_completion_claim(content)
 ),
+-- With each claim, the last tool result before it.
 last_results AS (
-    SELECT c.chain_no, c.idx, max(r.idx) AS result_idx
+    SELECT c.chain_id, c.chain_no, c.idx, c.agent, c.session, c.id, c.content, max(r.idx) AS result_idx
     FROM claims c JOIN chain_events r ON r.chain_no = c.chain_no AND r.type = 'tool.result' AND r.idx < c.idx
-    GROUP BY c.chain_no, c.idx
+    GROUP BY c.chain_id, c.chain_no, c.idx, c.agent, c.session, c.id, c.content
 )
 SELECT
     'SIG-HALLUCINATION' AS signal, 'critical' AS severity, c.chain_id, c.agent, c.session,
-    l.result_idx - 1 AS start_idx, c.idx AS end_idx,
+    c.result_idx - 1 AS start_idx, c.idx AS end_idx,
     coalesce(r.prev_id, r.id) AS start_event_id, c.id AS end_event_id, coalesce(r.prev_ts, r.ts) AS occurred_at,
     'Agent claimed completion despite tool failure: ''' || substr(c.content, 1, 100) || '''' AS summary,
     json_object('agentClaim', substr(c.content, 1, 300), 'precedingError', substr(r.tool_error, 1, 200), 'toolName', r.tool_name) AS evidence,
     CAST(NULL AS VARCHAR) AS fingerprint
-FROM claims c
-JOIN last_results l ON l.chain_no = c.chain_no AND l.idx = c.idx
-JOIN chain_events r ON r.chain_no = c.chain_no AND r.idx = l.result_idx
+FROM last_results c
+JOIN chain_events r ON r.chain_no = c.chain_no AND r.idx = c.result_idx
 WHERE r.failed

@@ -4,12 +4,13 @@
 WITH claims AS (
     SELECT * FROM chain_events WHERE type = 'msg.out' AND is_system_state_claim(content)
 ),
-before AS (
-    SELECT c.chain_no, c.idx,
+-- With each claim, the last user message and the last tool call before it.
+checked AS (
+    SELECT c.chain_id, c.chain_no, c.idx, c.agent, c.session, c.id, c.content,
         max(CASE WHEN e.type = 'msg.in' THEN e.idx END) AS last_in,
         max(CASE WHEN e.type = 'tool.call' THEN e.idx END) AS last_call
-    FROM claims c JOIN chain_events e ON e.chain_no = c.chain_no AND e.idx < c.idx
-    GROUP BY c.chain_no, c.idx
+    FROM claims c LEFT JOIN chain_events e ON e.chain_no = c.chain_no AND e.idx < c.idx
+    GROUP BY c.chain_id, c.chain_no, c.idx, c.agent, c.session, c.id, c.content
 )
 SELECT
     'SIG-UNVERIFIED-CLAIM' AS signal, 'medium' AS severity, c.chain_id, c.agent, c.session,
@@ -17,7 +18,6 @@ SELECT
     'Agent made factual claim without tool verification: ''' || substr(c.content, 1, 100) || '''' AS summary,
     json_object('agentClaim', substr(c.content, 1, 300)) AS evidence,
     CAST(NULL AS VARCHAR) AS fingerprint
-FROM claims c
-LEFT JOIN before b ON b.chain_no = c.chain_no AND b.idx = c.idx
+FROM checked c
 JOIN chain_events s ON s.chain_no = c.chain_no AND s.idx = greatest(c.idx - 2, 0)
-WHERE b.last_call IS NULL OR (b.last_in IS NOT NULL AND b.last_call < b.last_in)
+WHERE c.last_call IS NULL OR (c.last_in IS NOT NULL AND c.last_call < c.last_in)
