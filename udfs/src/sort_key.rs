@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, FixedSizeBinaryArray};
+use datafusion::arrow::array::{Array, AsArray, FixedSizeBinaryArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type, UInt64Type};
 use datafusion::common::{Result, exec_err};
@@ -61,7 +61,7 @@ impl ScalarUDFImpl for SortKeyUdf {
                     bytes[at(row)..at(row) + 8].copy_from_slice(&values.value(row).to_be_bytes());
                 }
             } else {
-                let ints = cast(&without_timezone(array)?, &DataType::Int64)?;
+                let ints = cast(array, &DataType::Int64)?;
                 let values = ints.as_primitive::<Int64Type>();
                 for row in (0..rows).filter(|&row| values.is_valid(row)) {
                     let ordered = (values.value(row) as u64) ^ (1 << 63);
@@ -74,18 +74,10 @@ impl ScalarUDFImpl for SortKeyUdf {
     }
 }
 
-/// A timestamp as its integer count of units; other arrays as they are.
-fn without_timezone(array: &ArrayRef) -> Result<ArrayRef> {
-    Ok(match array.data_type() {
-        DataType::Timestamp(unit, Some(_)) => cast(array, &DataType::Timestamp(*unit, None))?,
-        _ => Arc::clone(array),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::arrow::array::{Int64Array, UInt64Array};
+    use datafusion::arrow::array::{ArrayRef, Int64Array, TimestampMillisecondArray, UInt64Array};
     use datafusion::arrow::datatypes::Field;
     use datafusion::config::ConfigOptions;
 
@@ -117,5 +109,8 @@ mod tests {
         by_columns.sort_by_key(|i| (hashes[*i], times[*i]));
         assert_eq!(by_key, by_columns);
         assert_eq!(by_key, [3, 1, 2, 4, 5, 0]);
+        // A timestamp (time zone or not) is its count of units.
+        let stamps = TimestampMillisecondArray::from(times.to_vec()).with_timezone("UTC");
+        assert_eq!(keys(vec![Arc::new(stamps) as ArrayRef]), keys(vec![Arc::new(Int64Array::from(times.to_vec())) as ArrayRef]));
     }
 }
