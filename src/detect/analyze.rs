@@ -10,7 +10,7 @@ use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{Int64Type, SchemaRef, TimestampMillisecondType};
 use datafusion::datasource::MemTable;
 use datafusion::prelude::{SessionContext, col};
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 
 use super::finding::{Finding, finding_id, findings_batch, from_detector_batch, severity_rank};
 use super::sql::{CHAIN_VIEWS, CHAINS, Detector, SqlParams, enabled_builtin_detectors, user_detectors};
@@ -123,11 +123,9 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         max: usize::try_from(config.output.max_findings.max(0)).unwrap_or(usize::MAX),
     };
 
-    // Chains never cross sessions, so sessions are analyzed in buckets of bounded size, as
-    // many at a time as there are cores, each query of a bucket in a share of them.
+    // Chains never cross sessions, so sessions are analyzed in buckets of bounded size,
+    // side by side.
     let buckets = Buckets::split(&ctx, opts.bucket_events).await?;
-    let cores = ctx.state().config().target_partitions();
-    let workers = cores.min(buckets.count() as usize).max(1);
     let work = Arc::new(BucketWork {
         detectors: per_bucket,
         config: config.clone(),
@@ -139,15 +137,8 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let mut skipped_detectors = None;
     let mut stats = ChainStats::default();
     let mut occurrences = Vec::new();
-    let analyzed = futures::stream::iter(0..buckets.count())
-        .then(|bucket| buckets.session(&ctx, bucket, (cores / workers).max(1)))
-        .try_filter_map(|session| std::future::ready(Ok(session)))
-        .map_ok(|session| {
-            let task = tokio::spawn(analyze_bucket(session, Arc::clone(&work)));
-            async move { task.await? }
-        })
-        .try_buffered(workers);
-    analyzed
+    buckets
+        .run(&ctx, |session| analyze_bucket(session, Arc::clone(&work)))
         .try_for_each(|bucket| {
             stats.add(bucket.stats);
             kept.add(&mut findings, bucket.findings);

@@ -8,6 +8,7 @@
 //! its own files, in a session of its own.
 
 use std::fs::File;
+use std::future::Future;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,7 +21,7 @@ use datafusion::catalog::MemoryCatalogProviderList;
 use datafusion::datasource::file_format::options::ArrowReadOptions;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::SessionContext;
-use futures::StreamExt;
+use futures::{Stream, StreamExt, TryStreamExt};
 use tempfile::TempDir;
 
 use super::DetectError;
@@ -103,11 +104,31 @@ impl Buckets {
         tokio::task::spawn_blocking(move || drop(self.spilled))
     }
 
+    /// Runs `work` on the session of each bucket with events, as many buckets at a time as
+    /// `ctx` has cores, each query of a bucket in a share of them: the results in bucket
+    /// order. With one bucket the session is `ctx` itself.
+    pub fn run<'a, T, W, F>(&'a self, ctx: &'a SessionContext, work: W) -> impl Stream<Item = Result<T, DetectError>> + 'a
+    where
+        W: Fn(SessionContext) -> F + 'a,
+        F: Future<Output = Result<T, DetectError>> + Send + 'static,
+        T: Send + 'static,
+    {
+        let cores = ctx.state().config().target_partitions();
+        let workers = cores.min(self.count as usize).max(1);
+        futures::stream::iter(0..self.count)
+            .then(move |bucket| self.session(ctx, bucket, (cores / workers).max(1)))
+            .try_filter_map(|session| std::future::ready(Ok(session)))
+            .map_ok(move |session| {
+                let task = tokio::spawn(work(session));
+                async move { task.await? }
+            })
+            .try_buffered(workers)
+    }
+
     /// A session whose `analysis_events` are the events of bucket `bucket` (none when it has
-    /// no events), running each query in `partitions`. With one bucket that is `ctx` itself;
-    /// otherwise a session of its own, with the functions, settings and tables of `ctx`, so
-    /// that buckets can be analyzed at the same time.
-    pub async fn session(&self, ctx: &SessionContext, bucket: u64, partitions: usize) -> Result<Option<SessionContext>, DetectError> {
+    /// no events), running each query in `partitions`: `ctx` itself with one bucket, else a
+    /// session of its own.
+    async fn session(&self, ctx: &SessionContext, bucket: u64, partitions: usize) -> Result<Option<SessionContext>, DetectError> {
         let Some(dir) = &self.spilled else { return Ok(Some(ctx.clone())) };
         let path = bucket_dir(dir.path(), bucket as usize);
         if !path.is_dir() {

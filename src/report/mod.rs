@@ -6,6 +6,8 @@ pub mod html;
 
 use std::collections::BTreeMap;
 
+use futures::TryStreamExt;
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -138,24 +140,29 @@ async fn findings_over_time(ctx: &datafusion::prelude::SessionContext) -> Result
     Ok(query_json(ctx, &sql).await?)
 }
 
-/// Chain counts and the chain length histogram over the whole lake, a bucket of sessions
-/// at a time as the analysis does, so memory stays bounded.
+/// Chain counts and the chain length histogram over the whole lake, in buckets of sessions
+/// as the analysis does, so memory stays bounded.
 async fn chain_lengths(ctx: &datafusion::prelude::SessionContext, params: &SqlParams) -> Result<(ChainStats, Vec<Value>), DetectError> {
     define_analysis_events(ctx, None, 0, &Slice::All).await?;
     let buckets = Buckets::split(ctx, 0).await?;
     let mut stats = ChainStats::default();
     let mut histogram: BTreeMap<usize, i64> = BTreeMap::new();
-    let cores = ctx.state().config().target_partitions();
-    for bucket in 0..buckets.count() {
-        let Some(session) = buckets.session(ctx, bucket, cores).await? else { continue };
-        build_chains(&session, params).await?;
-        stats.add(chain_stats(&session).await?);
-        for row in query_json(&session, CHAIN_LENGTHS_SQL).await? {
-            let label = row["bucket"].as_str().unwrap_or_default();
-            let position = LENGTH_BUCKETS.iter().position(|b| *b == label).unwrap_or(LENGTH_BUCKETS.len() - 1);
-            *histogram.entry(position).or_default() += row["chains"].as_i64().unwrap_or(0);
-        }
-    }
+    let params = *params;
+    buckets
+        .run(ctx, |session| async move {
+            build_chains(&session, &params).await?;
+            Ok((chain_stats(&session).await?, query_json(&session, CHAIN_LENGTHS_SQL).await?))
+        })
+        .try_for_each(|(counted, rows)| {
+            stats.add(counted);
+            for row in rows {
+                let label = row["bucket"].as_str().unwrap_or_default();
+                let position = LENGTH_BUCKETS.iter().position(|b| *b == label).unwrap_or(LENGTH_BUCKETS.len() - 1);
+                *histogram.entry(position).or_default() += row["chains"].as_i64().unwrap_or(0);
+            }
+            std::future::ready(Ok(()))
+        })
+        .await?;
     let rows = histogram.into_iter().map(|(i, chains)| serde_json::json!({"bucket": LENGTH_BUCKETS[i], "chains": chains})).collect();
     Ok((stats, rows))
 }
