@@ -7,14 +7,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
-use datafusion::arrow::datatypes::{Int64Type, SchemaRef, TimestampMillisecondType};
+use datafusion::arrow::datatypes::{Int64Type, Schema, SchemaRef, TimestampMillisecondType};
 use datafusion::datasource::MemTable;
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::{SessionContext, col};
 use futures::TryStreamExt;
 
 use super::finding::{Finding, finding_id, findings_batch, from_detector_batch, severity_rank};
 use super::sql::{CHAIN_VIEWS, CHAINS, Detector, SqlParams, enabled_builtin_detectors, user_detectors};
 use super::DetectError;
+use super::bucket_plans::BucketPlans;
 use super::buckets::Buckets;
 use crate::classify::stage::{apply_triage, chain_transcripts, classifications_batch};
 use crate::classify::{ClassifyOptions, FindingVerdict, LlmCache, Tiers, classify};
@@ -124,21 +126,15 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     };
 
     // Chains never cross sessions, so sessions are analyzed in buckets of bounded size,
-    // side by side.
+    // side by side, each with the same plans.
     let buckets = Buckets::split(&ctx, opts.bucket_events).await?;
-    let work = Arc::new(BucketWork {
-        detectors: per_bucket,
-        config: config.clone(),
-        params: *params,
-        // With one bucket the LLM stage reads its chains; it does not rebuild them.
-        keep_chains: tiers.is_some() && buckets.count() == 1,
-    });
+    let work = Arc::new(BucketWork::plan(&ctx, buckets.schema(), per_bucket, config, params).await?);
     let mut findings = Vec::new();
     let mut skipped_detectors = None;
     let mut stats = ChainStats::default();
     let mut occurrences = Vec::new();
     buckets
-        .run(&ctx, |session| analyze_bucket(session, Arc::clone(&work)))
+        .run(&ctx, |events| analyze_bucket(Arc::clone(&work), events))
         .try_for_each(|bucket| {
             stats.add(bucket.stats);
             kept.add(&mut findings, bucket.findings);
@@ -147,7 +143,6 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
             std::future::ready(Ok(()))
         })
         .await?;
-    let bucket_count = buckets.count();
     let buckets_removed = buckets.remove();
     crate::memory::release_freed();
     let skipped_detectors = skipped_detectors.unwrap_or_default();
@@ -168,11 +163,10 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let mut verdicts = Vec::new();
     let mut llm = None;
     if let Some(tiers) = &tiers {
-        if bucket_count > 1 {
-            let sessions: Vec<String> = findings.iter().map(|f| f.session.clone()).collect();
-            define_analysis_events(&ctx, resume, context_ms, &Slice::Sessions(&sessions)).await?;
-            build_chains(&ctx, params).await?;
-        }
+        // The chains of the findings' sessions, for their transcripts.
+        let sessions: Vec<String> = findings.iter().map(|f| f.session.clone()).collect();
+        define_analysis_events(&ctx, resume, context_ms, &Slice::Sessions(&sessions)).await?;
+        build_chains(&ctx, params).await?;
         let chains = chain_transcripts(&ctx, &findings).await?;
         let cache = LlmCache::open(lake);
         let defaults = ClassifyOptions::default();
@@ -273,12 +267,34 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     })
 }
 
-/// What every bucket is analyzed with.
+/// What every bucket is analyzed with: the chain build and the queries over its chains,
+/// planned once.
 struct BucketWork {
-    detectors: Vec<Detector>,
+    plans: BucketPlans,
+    /// Each detector with its plan, or why it has none.
+    detectors: Vec<(Detector, Result<Arc<dyn ExecutionPlan>, String>)>,
+    stats: Arc<dyn ExecutionPlan>,
+    failures: Arc<dyn ExecutionPlan>,
     config: Config,
-    params: SqlParams,
-    keep_chains: bool,
+}
+
+impl BucketWork {
+    async fn plan(ctx: &SessionContext, events: &Schema, detectors: Vec<Detector>, config: &Config, params: &SqlParams) -> Result<Self, DetectError> {
+        let plans = BucketPlans::new(ctx, params, events).await?;
+        let mut planned = Vec::new();
+        // One that cannot be planned fails in every bucket: a built-in one fails the run.
+        for detector in detectors {
+            let plan = plans.plan(&params.fill(&detector.sql)).await.map_err(|e| e.to_string());
+            planned.push((detector, plan));
+        }
+        Ok(Self {
+            stats: plans.plan(CHAIN_STATS_QUERY).await?,
+            failures: plans.plan(FAILURES_QUERY).await?,
+            plans,
+            detectors: planned,
+            config: config.clone(),
+        })
+    }
 }
 
 /// What one bucket of sessions yields.
@@ -291,19 +307,22 @@ struct BucketFindings {
     failures: Vec<RecordBatch>,
 }
 
-/// Builds the chains of `ctx`'s `analysis_events` and runs the detectors over them.
-async fn analyze_bucket(ctx: SessionContext, work: Arc<BucketWork>) -> Result<BucketFindings, DetectError> {
-    build_chains(&ctx, &work.params).await?;
+/// Builds the chains of a bucket's `events` and runs the detectors over them.
+async fn analyze_bucket(work: Arc<BucketWork>, events: Vec<RecordBatch>) -> Result<BucketFindings, DetectError> {
+    let plans = &work.plans;
+    let chains = &plans.chains(events).await?;
     // Together, so that one query's single-threaded steps overlap another's work.
-    let failures = async { Ok::<_, DetectError>(ctx.sql(FAILURES_QUERY).await?.collect().await?) };
+    let detected = work.detectors.iter().map(|(detector, plan)| async move {
+        let found = match plan {
+            Ok(plan) => plans.query(plan, chains).await.map_err(|e| e.to_string()).and_then(|batches| findings_of(&batches)),
+            Err(message) => Err(message.clone()),
+        };
+        (detector, found)
+    });
     let (stats, detected, failures) =
-        futures::join!(chain_stats(&ctx), run_detectors(&ctx, &work.detectors, &work.config, &work.params), failures);
-    let (findings, skipped) = detected?;
-    // A bucket's chains go when its detectors are done (the session may be the analysis's).
-    if !work.keep_chains {
-        drop_chains(&ctx)?;
-    }
-    Ok(BucketFindings { stats: stats?, findings, skipped, failures: failures? })
+        futures::join!(plans.query(&work.stats, chains), futures::future::join_all(detected), plans.query(&work.failures, chains));
+    let (findings, skipped) = gather_findings(detected, &work.config)?;
+    Ok(BucketFindings { stats: chain_stats_of(&stats?), findings, skipped, failures: failures? })
 }
 
 /// The findings a run reports: new ones (not reported by an earlier run), each once, the
@@ -430,22 +449,21 @@ impl ChainStats {
     }
 }
 
-/// (chains, events in chains, (first, last) event time in ms).
-pub(crate) async fn chain_stats(ctx: &SessionContext) -> Result<(u64, u64, (i64, i64)), DetectError> {
-    let batches = ctx
-        .sql("SELECT count(*) FILTER (WHERE idx = 0) AS chains, count(*) AS events, min(ts) AS first, max(ts) AS last FROM chain_events")
-        .await?
-        .collect()
-        .await?;
-    let b = &batches[0];
+/// (chains, events in chains, (first, last) event time in ms) of `chain_events`.
+pub(crate) const CHAIN_STATS_QUERY: &str =
+    "SELECT count(*) FILTER (WHERE idx = 0) AS chains, count(*) AS events, min(ts) AS first, max(ts) AS last FROM chain_events";
+
+/// The result of [`CHAIN_STATS_QUERY`].
+pub(crate) fn chain_stats_of(batches: &[RecordBatch]) -> (u64, u64, (i64, i64)) {
+    let Some(b) = batches.iter().find(|b| b.num_rows() > 0) else { return (0, 0, (0, 0)) };
     let first = b.column(2).as_primitive::<TimestampMillisecondType>();
     let last = b.column(3).as_primitive::<TimestampMillisecondType>();
     let range = if first.is_null(0) { (0, 0) } else { (first.value(0), last.value(0)) };
-    Ok((
+    (
         b.column(0).as_primitive::<Int64Type>().value(0) as u64,
         b.column(1).as_primitive::<Int64Type>().value(0) as u64,
         range,
-    ))
+    )
 }
 
 /// Runs `detectors` over the session's chains: findings with config severities and their
@@ -456,11 +474,33 @@ pub async fn run_detectors(
     config: &Config,
     params: &SqlParams,
 ) -> Result<(Vec<Finding>, Vec<(String, String)>), DetectError> {
+    // Together, so that one detector's single-threaded steps overlap another's work.
+    let results = futures::future::join_all(detectors.iter().map(|d| async move { (d, run_detector(ctx, d, params).await) })).await;
+    gather_findings(results, config)
+}
+
+async fn run_detector(ctx: &SessionContext, detector: &Detector, params: &SqlParams) -> Result<Vec<Finding>, String> {
+    let df = ctx.sql(&params.fill(&detector.sql)).await.map_err(|e| e.to_string())?;
+    findings_of(&df.collect().await.map_err(|e| e.to_string())?)
+}
+
+fn findings_of(batches: &[RecordBatch]) -> Result<Vec<Finding>, String> {
+    let mut findings = Vec::new();
+    for batch in batches {
+        findings.extend(from_detector_batch(batch)?);
+    }
+    Ok(findings)
+}
+
+/// The findings of each detector's result, with config severities and their ids, and the
+/// user detectors that failed (a failed built-in one is an error).
+fn gather_findings<'a>(
+    results: impl IntoIterator<Item = (&'a Detector, Result<Vec<Finding>, String>)>,
+    config: &Config,
+) -> Result<(Vec<Finding>, Vec<(String, String)>), DetectError> {
     let mut findings = Vec::new();
     let mut skipped = Vec::new();
-    // Together, so that one detector's single-threaded steps overlap another's work.
-    let results = futures::future::join_all(detectors.iter().map(|d| run_detector(ctx, d, params))).await;
-    for (detector, result) in detectors.iter().zip(results) {
+    for (detector, result) in results {
         match result {
             Ok(found) => findings.extend(found),
             Err(message) if detector.builtin => return Err(DetectError::Builtin { name: detector.name.clone(), message }),
@@ -474,16 +514,6 @@ pub async fn run_detectors(
         f.finding_id = finding_id(&f.signal, &f.agent, &f.session, &f.start_event_id, &f.end_event_id);
     }
     Ok((findings, skipped))
-}
-
-async fn run_detector(ctx: &SessionContext, detector: &Detector, params: &SqlParams) -> Result<Vec<Finding>, String> {
-    let df = ctx.sql(&params.fill(&detector.sql)).await.map_err(|e| e.to_string())?;
-    let batches = df.collect().await.map_err(|e| e.to_string())?;
-    let mut findings = Vec::new();
-    for batch in &batches {
-        findings.extend(from_detector_batch(batch)?);
-    }
-    Ok(findings)
 }
 
 async fn reported_ids(ctx: &SessionContext) -> Result<HashSet<String>, DetectError> {

@@ -2,26 +2,26 @@
 //! the cores share the work.
 //!
 //! Chains never cross sessions, so the sessions of `analysis_events` can be analyzed a
-//! bucket at a time, and buckets side by side. With more than one bucket, the events the
-//! chains need are read from the lake once and written to temporary Arrow files, per
-//! bucket (by a hash of the session) one per scan partition; each bucket then reads only
-//! its own files, in a session of its own.
+//! bucket at a time, and buckets side by side. The events the chains need are read from
+//! the lake once and split by a hash of the session: kept in memory for smaller lakes,
+//! else written to temporary Arrow files, per bucket one per scan partition. Each bucket is
+//! then analyzed with the same plans ([`super::bucket_plans`]).
 
 use std::fs::File;
 use std::future::Future;
-use std::io::BufWriter;
+use std::io::{BufReader, BufWriter};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::array::{AsArray, RecordBatch, UInt32Array};
 use datafusion::arrow::compute::BatchCoalescer;
 use datafusion::arrow::datatypes::{Int64Type, Schema, SchemaRef};
+use datafusion::arrow::ipc::reader::FileReader;
 use datafusion::arrow::ipc::writer::FileWriter;
 use datafusion::catalog::MemoryCatalogProviderList;
-use datafusion::datasource::file_format::options::ArrowReadOptions;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::SessionContext;
-use futures::{Stream, StreamExt, TryStreamExt};
+use futures::{Stream, StreamExt};
 use tempfile::TempDir;
 
 use super::DetectError;
@@ -37,12 +37,23 @@ const SHARED_MIN_EVENTS: u64 = 100_000;
 /// The columns of `events` that `sql/chains.sql` reads.
 const CHAIN_COLUMNS: &str = "stream_seq, id, ts, agent, session, type, content, tool_name, tool_params, tool_error, tool_is_error";
 
-/// The buckets of one analysis.
+/// Lakes of up to this many events keep their buckets in memory; larger ones write them
+/// to temporary files, so that memory stays bounded.
+const IN_MEMORY_MAX_EVENTS: u64 = 2_000_000;
+
+/// The buckets of one analysis: the events of `analysis_events` that chains need (the
+/// [`CHAIN_COLUMNS`]), split by session.
 pub(crate) struct Buckets {
     count: u64,
-    /// Holds a `bucket-N/` directory of Arrow files per bucket with events; none for a
-    /// single bucket.
-    spilled: Option<TempDir>,
+    schema: SchemaRef,
+    events: Events,
+}
+
+enum Events {
+    /// Each bucket's batches, taken when it runs.
+    InMemory(Mutex<Vec<Vec<RecordBatch>>>),
+    /// A `bucket-N/` directory of Arrow files per bucket with events.
+    Spilled(TempDir),
 }
 
 impl Buckets {
@@ -50,100 +61,126 @@ impl Buckets {
     /// events (0: the default), and into one per core (of `ctx`) when there are enough
     /// events to share.
     pub async fn split(ctx: &SessionContext, bucket_events: u64) -> Result<Self, DetectError> {
+        Self::split_keeping(ctx, bucket_events, IN_MEMORY_MAX_EVENTS).await
+    }
+
+    /// [`Self::split`], keeping the buckets in memory up to `in_memory_max` events.
+    async fn split_keeping(ctx: &SessionContext, bucket_events: u64, in_memory_max: u64) -> Result<Self, DetectError> {
         let batches = ctx.sql("SELECT count(*) FROM analysis_events").await?.collect().await?;
         let events = batches.first().map_or(0, |b| b.column(0).as_primitive::<Int64Type>().value(0)) as u64;
         let size = if bucket_events == 0 { DEFAULT_BUCKET_EVENTS } else { bucket_events };
         let cores = ctx.state().config().target_partitions() as u64;
-        let count = events.div_ceil(size).max(if events >= SHARED_MIN_EVENTS { cores } else { 1 });
-        if count == 1 {
-            return Ok(Self { count, spilled: None });
-        }
-        let temp = std::env::temp_dir();
-        remove_abandoned(&temp);
-        let prefix = format!("{DIR_PREFIX}{}-", std::process::id());
-        let dir = tempfile::Builder::new().prefix(&prefix).tempdir_in(&temp).map_err(DetectError::Spill)?;
+        let count = events.div_ceil(size).max(if events >= SHARED_MIN_EVENTS { cores } else { 1 }).max(1);
+        let dir = if events > in_memory_max {
+            let temp = std::env::temp_dir();
+            remove_abandoned(&temp);
+            let prefix = format!("{DIR_PREFIX}{}-", std::process::id());
+            Some(tempfile::Builder::new().prefix(&prefix).tempdir_in(&temp).map_err(DetectError::Spill)?)
+        } else {
+            None
+        };
         let query = format!("SELECT {CHAIN_COLUMNS}, CAST(key_hash(session) % CAST({count} AS BIGINT UNSIGNED) AS BIGINT) AS bucket FROM analysis_events");
         let df = ctx.sql(&query).await?;
-        // The bucket column is last; the files hold the others, every one nullable (how
+        // The bucket column is last; the buckets hold the others, every one nullable (how
         // execution marks them need not match the plan).
         let planned = df.schema().as_arrow();
         let fields = planned.fields().iter().take(planned.fields().len() - 1);
         let schema: SchemaRef = Arc::new(Schema::new(fields.map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>()));
         // Each partition of the scan is split on its own thread, into its own file per
-        // bucket: a bucket is then read back in as many partitions.
+        // bucket when they are spilled.
         let tasks: Vec<_> = df
             .execute_stream_partitioned()
             .await?
             .into_iter()
             .enumerate()
             .map(|(part, mut stream)| {
-                let mut files = BucketFiles::new(dir.path(), part, count as usize, Arc::clone(&schema));
+                let mut split = BucketSplit::new(dir.as_ref().map(|d| d.path()), part, count as usize, Arc::clone(&schema));
                 tokio::spawn(async move {
                     while let Some(batch) = stream.next().await {
-                        files.write(&batch?)?;
+                        split.write(&batch?)?;
                     }
-                    files.finish()
+                    split.finish()
                 })
             })
             .collect();
+        let mut in_memory: Vec<Vec<RecordBatch>> = vec![Vec::new(); count as usize];
         for task in futures::future::join_all(tasks).await {
-            task??;
+            for (bucket, batches) in in_memory.iter_mut().zip(task??) {
+                bucket.extend(batches);
+            }
         }
         // What the split freed is not kept while the buckets run.
         crate::memory::release_freed();
-        Ok(Self { count, spilled: Some(dir) })
+        let events = match dir {
+            Some(dir) => Events::Spilled(dir),
+            None => Events::InMemory(Mutex::new(in_memory)),
+        };
+        Ok(Self { count, schema, events })
     }
 
-    pub fn count(&self) -> u64 {
-        self.count
+    /// The columns of the buckets' events.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
     }
 
     /// Removes the bucket files on a blocking thread (freeing their pages takes a while),
     /// done when the returned task is.
     pub fn remove(self) -> tokio::task::JoinHandle<()> {
-        tokio::task::spawn_blocking(move || drop(self.spilled))
+        tokio::task::spawn_blocking(move || drop(self))
     }
 
-    /// Runs `work` on the session of each bucket with events, as many buckets at a time as
-    /// `ctx` has cores, each query of a bucket in a share of them: the results in bucket
-    /// order. With one bucket the session is `ctx` itself.
-    pub fn run<'a, T, W, F>(&'a self, ctx: &'a SessionContext, work: W) -> impl Stream<Item = Result<T, DetectError>> + 'a
+    /// Runs `work` on the events of each bucket, as many buckets at a time as `ctx` has
+    /// cores: the results in bucket order.
+    pub fn run<'a, T, W, F>(&'a self, ctx: &SessionContext, work: W) -> impl Stream<Item = Result<T, DetectError>> + 'a
     where
-        W: Fn(SessionContext) -> F + 'a,
+        W: Fn(Vec<RecordBatch>) -> F + Clone + 'a,
         F: Future<Output = Result<T, DetectError>> + Send + 'static,
         T: Send + 'static,
     {
-        let cores = ctx.state().config().target_partitions();
-        let workers = cores.min(self.count as usize).max(1);
+        let workers = ctx.state().config().target_partitions().min(self.count as usize).max(1);
         futures::stream::iter(0..self.count)
-            .then(move |bucket| self.session(ctx, bucket, (cores / workers).max(1)))
-            .try_filter_map(|session| std::future::ready(Ok(session)))
-            .map_ok(move |session| {
-                let task = tokio::spawn(work(session));
-                async move { task.await? }
+            .map(move |bucket| {
+                let events = self.events(bucket as usize);
+                let work = work.clone();
+                async move {
+                    let events = events.await??;
+                    tokio::spawn(work(events)).await?
+                }
             })
-            .try_buffered(workers)
+            .buffered(workers)
     }
 
-    /// A session whose `analysis_events` are the events of bucket `bucket` (none when it has
-    /// no events), running each query in `partitions`: `ctx` itself with one bucket, else a
-    /// session of its own.
-    async fn session(&self, ctx: &SessionContext, bucket: u64, partitions: usize) -> Result<Option<SessionContext>, DetectError> {
-        let Some(dir) = &self.spilled else { return Ok(Some(ctx.clone())) };
-        let path = bucket_dir(dir.path(), bucket as usize);
-        if !path.is_dir() {
-            return Ok(None);
+    /// The events of `bucket`, taken from memory or read from its files on a blocking thread.
+    fn events(&self, bucket: usize) -> tokio::task::JoinHandle<Result<Vec<RecordBatch>, DetectError>> {
+        match &self.events {
+            Events::InMemory(buckets) => {
+                let batches = std::mem::take(&mut buckets.lock().expect("no bucket panics holding it")[bucket]);
+                tokio::spawn(async move { Ok(batches) })
+            }
+            Events::Spilled(dir) => {
+                let path = bucket_dir(dir.path(), bucket);
+                tokio::task::spawn_blocking(move || read_bucket(&path))
+            }
         }
-        let session = separate_session(ctx, partitions).await?;
-        session.register_arrow("analysis_bucket", &format!("{}/", path.display()), ArrowReadOptions::default()).await?;
-        session.sql("CREATE OR REPLACE VIEW analysis_events AS SELECT * FROM analysis_bucket").await?.collect().await?;
-        Ok(Some(session))
     }
+}
+
+/// The batches of the Arrow files in a bucket's directory (none if it has none).
+fn read_bucket(dir: &Path) -> Result<Vec<RecordBatch>, DetectError> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(Vec::new()) };
+    let mut batches = Vec::new();
+    for entry in entries {
+        let file = File::open(entry.map_err(DetectError::Spill)?.path()).map_err(DetectError::Spill)?;
+        for batch in FileReader::try_new(BufReader::new(file), None)? {
+            batches.push(batch?);
+        }
+    }
+    Ok(batches)
 }
 
 /// A session with the functions, settings and tables of `ctx` but a catalog of its own:
 /// what it registers is not seen by `ctx`.
-async fn separate_session(ctx: &SessionContext, partitions: usize) -> Result<SessionContext, DetectError> {
+pub(crate) async fn separate_session(ctx: &SessionContext, partitions: usize) -> Result<SessionContext, DetectError> {
     let state = ctx.state();
     let config = state.config().clone().with_create_default_catalog_and_schema(true).with_target_partitions(partitions);
     let separate = SessionStateBuilder::new_from_existing(state.clone())
@@ -188,32 +225,34 @@ fn bucket_dir(dir: &Path, bucket: usize) -> PathBuf {
     dir.join(format!("bucket-{bucket}"))
 }
 
-/// The Arrow file of each bucket written by one scan partition, created with its first
-/// rows. A scan batch holds a few rows of each bucket: they are gathered into batches of
-/// [`FILE_BATCH_ROWS`] before they are written, so that a bucket is read back in batches
-/// of the usual size, not in thousands of slivers.
-struct BucketFiles {
-    dir: PathBuf,
+/// One scan partition's events split into buckets: in memory, or into an Arrow file per
+/// bucket (created with its first rows). A scan batch holds a few rows of each bucket:
+/// they are gathered into batches of [`BUCKET_BATCH_ROWS`], so that a bucket is read in
+/// batches of the usual size, not in thousands of slivers.
+struct BucketSplit {
+    /// Where the files go; `None` keeps the batches in memory.
+    dir: Option<PathBuf>,
     part: usize,
     schema: SchemaRef,
-    buckets: Vec<BucketFile>,
+    buckets: Vec<BucketPart>,
 }
 
-/// Rows per batch in the bucket files (DataFusion's default batch size).
-const FILE_BATCH_ROWS: usize = 8192;
+/// Rows per batch of a bucket (DataFusion's default batch size).
+const BUCKET_BATCH_ROWS: usize = 8192;
 
-struct BucketFile {
-    writer: Option<FileWriter<BufWriter<File>>>,
+struct BucketPart {
     pending: BatchCoalescer,
+    writer: Option<FileWriter<BufWriter<File>>>,
+    kept: Vec<RecordBatch>,
 }
 
-impl BucketFiles {
-    fn new(dir: &Path, part: usize, count: usize, schema: SchemaRef) -> Self {
-        let bucket = || BucketFile { writer: None, pending: BatchCoalescer::new(Arc::clone(&schema), FILE_BATCH_ROWS) };
-        Self { dir: dir.to_owned(), part, buckets: (0..count).map(|_| bucket()).collect(), schema }
+impl BucketSplit {
+    fn new(dir: Option<&Path>, part: usize, count: usize, schema: SchemaRef) -> Self {
+        let bucket = || BucketPart { pending: BatchCoalescer::new(Arc::clone(&schema), BUCKET_BATCH_ROWS), writer: None, kept: Vec::new() };
+        Self { dir: dir.map(Path::to_owned), part, buckets: (0..count).map(|_| bucket()).collect(), schema }
     }
 
-    /// Appends each row of `batch` (the chain columns, then the bucket) to its bucket's file.
+    /// Appends each row of `batch` (the chain columns, then the bucket) to its bucket.
     fn write(&mut self, batch: &RecordBatch) -> Result<(), DetectError> {
         let buckets = batch.column(batch.num_columns() - 1).as_primitive::<Int64Type>();
         let mut rows: Vec<Vec<u32>> = vec![Vec::new(); self.buckets.len()];
@@ -223,32 +262,38 @@ impl BucketFiles {
         let columns = RecordBatch::try_new(Arc::clone(&self.schema), batch.columns()[..batch.num_columns() - 1].to_vec())?;
         for (bucket, rows) in rows.into_iter().enumerate().filter(|(_, rows)| !rows.is_empty()) {
             self.buckets[bucket].pending.push_batch_with_indices(columns.clone(), &UInt32Array::from(rows))?;
-            self.write_completed(bucket)?;
+            self.move_completed(bucket)?;
         }
         Ok(())
     }
 
-    fn finish(mut self) -> Result<(), DetectError> {
+    /// The batches of each bucket kept in memory (none when written to files).
+    fn finish(mut self) -> Result<Vec<Vec<RecordBatch>>, DetectError> {
         for bucket in 0..self.buckets.len() {
             self.buckets[bucket].pending.finish_buffered_batch()?;
-            self.write_completed(bucket)?;
+            self.move_completed(bucket)?;
             if let Some(writer) = self.buckets[bucket].writer.as_mut() {
                 writer.finish()?;
             }
         }
-        Ok(())
+        Ok(self.buckets.into_iter().map(|b| b.kept).collect())
     }
 
-    fn write_completed(&mut self, bucket: usize) -> Result<(), DetectError> {
-        let file = &mut self.buckets[bucket];
-        while let Some(part) = file.pending.next_completed_batch() {
-            if file.writer.is_none() {
-                let dir = bucket_dir(&self.dir, bucket);
+    /// Moves the completed batches of `bucket` to its file or its kept batches.
+    fn move_completed(&mut self, bucket: usize) -> Result<(), DetectError> {
+        let part = &mut self.buckets[bucket];
+        while let Some(batch) = part.pending.next_completed_batch() {
+            let Some(dir) = &self.dir else {
+                part.kept.push(batch);
+                continue;
+            };
+            if part.writer.is_none() {
+                let dir = bucket_dir(dir, bucket);
                 std::fs::create_dir_all(&dir).map_err(DetectError::Spill)?;
                 let created = File::create(dir.join(format!("part-{}.arrow", self.part))).map_err(DetectError::Spill)?;
-                file.writer = Some(FileWriter::try_new(BufWriter::new(created), &self.schema)?);
+                part.writer = Some(FileWriter::try_new(BufWriter::new(created), &self.schema)?);
             }
-            file.writer.as_mut().expect("just created").write(&part)?;
+            part.writer.as_mut().expect("just created").write(&batch)?;
         }
         Ok(())
     }
@@ -256,7 +301,55 @@ impl BucketFiles {
 
 #[cfg(test)]
 mod tests {
+    use datafusion::arrow::array::{ArrayRef, Int64Array, StringArray, new_null_array};
+    use datafusion::arrow::compute::cast;
+    use futures::TryStreamExt;
+
     use super::*;
+    use crate::detect::analyze::{Slice, define_analysis_events};
+    use crate::engine::EngineOptions;
+    use crate::engine::session::memory_session;
+    use crate::lake::schema::EVENTS_SCHEMA;
+    use crate::redact::Redactor;
+
+    /// `n` events of 37 sessions, ids `e0`, `e1`, …
+    fn events(n: usize) -> RecordBatch {
+        let text = |f: &dyn Fn(usize) -> String| Arc::new(StringArray::from((0..n).map(f).collect::<Vec<_>>())) as ArrayRef;
+        let columns = EVENTS_SCHEMA.fields().iter().map(|field| match field.name().as_str() {
+            "stream_seq" => cast(&Int64Array::from_iter_values(0..n as i64), field.data_type()).unwrap(),
+            "ts" => cast(&Int64Array::from_iter_values((0..n as i64).map(|i| 1_700_000_000_000 + i * 1000)), field.data_type()).unwrap(),
+            "id" => text(&|i| format!("e{i}")),
+            "session" => text(&|i| format!("s{}", i % 37)),
+            "type" => text(&|_| "msg.in".to_owned()),
+            _ if field.is_nullable() => new_null_array(field.data_type(), n),
+            _ => text(&|_| "x".to_owned()),
+        });
+        RecordBatch::try_new(EVENTS_SCHEMA.clone(), columns.collect()).unwrap()
+    }
+
+    /// The ids of each bucket's events, sorted.
+    async fn bucket_ids(ctx: &SessionContext, buckets: &Buckets) -> Vec<Vec<String>> {
+        let ids = |events: Vec<RecordBatch>| async move {
+            let mut ids: Vec<String> = events.iter().flat_map(|b| b.column_by_name("id").unwrap().as_string::<i32>().iter().flatten().map(str::to_owned).collect::<Vec<_>>()).collect();
+            ids.sort();
+            Ok(ids)
+        };
+        buckets.run(ctx, ids).try_collect().await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn buckets_written_to_files_hold_what_buckets_kept_in_memory_do() {
+        let ctx = memory_session(vec![events(500)], Redactor::builtin(), &EngineOptions::default()).await.unwrap();
+        define_analysis_events(&ctx, None, 0, &Slice::All).await.unwrap();
+        let in_memory = Buckets::split_keeping(&ctx, 100, u64::MAX).await.unwrap();
+        let spilled = Buckets::split_keeping(&ctx, 100, 0).await.unwrap();
+        assert!(matches!(in_memory.events, Events::InMemory(_)) && matches!(spilled.events, Events::Spilled(_)));
+        assert_eq!((in_memory.count, spilled.count), (5, 5));
+        let kept = bucket_ids(&ctx, &in_memory).await;
+        assert_eq!(kept, bucket_ids(&ctx, &spilled).await);
+        assert_eq!(kept.iter().map(Vec::len).sum::<usize>(), 500);
+        assert!(kept.iter().filter(|ids| !ids.is_empty()).count() > 1, "the sessions are spread over the buckets");
+    }
 
     #[test]
     fn only_the_directories_of_ended_processes_are_removed() {

@@ -2,10 +2,12 @@
 //! in the lake, and the analysis report.
 
 pub mod analyze;
+pub(crate) mod bucket_plans;
 pub(crate) mod buckets;
 pub mod finding;
 pub mod json_report;
 pub mod report;
+mod slot;
 pub mod sql;
 
 pub use analyze::{Analysis, AnalyzeOptions, analyze};

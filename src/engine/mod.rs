@@ -23,10 +23,14 @@ pub enum EngineError {
 
 /// The rows of a (small) query result as JSON objects.
 pub async fn query_json(ctx: &datafusion::prelude::SessionContext, sql: &str) -> Result<Vec<serde_json::Value>, EngineError> {
-    let batches = ctx.sql(sql).await?.collect().await?;
+    batches_json(&ctx.sql(sql).await?.collect().await?)
+}
+
+/// The rows of (small) `batches` as JSON objects.
+pub fn batches_json(batches: &[datafusion::arrow::array::RecordBatch]) -> Result<Vec<serde_json::Value>, EngineError> {
     let mut buffer = Vec::new();
     let mut writer = datafusion::arrow::json::ArrayWriter::new(&mut buffer);
-    for batch in &batches {
+    for batch in batches {
         writer.write(batch)?;
     }
     writer.finish()?;

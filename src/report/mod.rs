@@ -14,12 +14,13 @@ use serde_json::Value;
 use crate::classify::stage::chain_transcripts;
 use crate::classify::{ActionType, Classification, FindingVerdict, TranscriptEvent};
 use crate::config::Config;
-use crate::detect::analyze::{Analysis, ChainStats, Slice, build_chains, chain_stats, define_analysis_events};
+use crate::detect::analyze::{Analysis, CHAIN_STATS_QUERY, ChainStats, Slice, build_chains, chain_stats_of, define_analysis_events};
+use crate::detect::bucket_plans::BucketPlans;
 use crate::detect::buckets::Buckets;
 use crate::detect::report::AnalysisReport;
 use crate::detect::sql::SqlParams;
 use crate::detect::{DetectError, Finding};
-use crate::engine::{EngineOptions, open_session, query_json};
+use crate::engine::{EngineOptions, batches_json, open_session, query_json};
 use crate::lake::Lake;
 use crate::lake::state::Manifest;
 use crate::output::GeneratedOutput;
@@ -145,13 +146,19 @@ async fn findings_over_time(ctx: &datafusion::prelude::SessionContext) -> Result
 async fn chain_lengths(ctx: &datafusion::prelude::SessionContext, params: &SqlParams) -> Result<(ChainStats, Vec<Value>), DetectError> {
     define_analysis_events(ctx, None, 0, &Slice::All).await?;
     let buckets = Buckets::split(ctx, 0).await?;
+    let plans = std::sync::Arc::new(BucketPlans::new(ctx, params, buckets.schema()).await?);
+    let queries = std::sync::Arc::new([plans.plan(CHAIN_STATS_QUERY).await?, plans.plan(CHAIN_LENGTHS_SQL).await?]);
     let mut stats = ChainStats::default();
     let mut histogram: BTreeMap<usize, i64> = BTreeMap::new();
-    let params = *params;
     buckets
-        .run(ctx, |session| async move {
-            build_chains(&session, &params).await?;
-            Ok((chain_stats(&session).await?, query_json(&session, CHAIN_LENGTHS_SQL).await?))
+        .run(ctx, |events| {
+            let (plans, queries) = (std::sync::Arc::clone(&plans), std::sync::Arc::clone(&queries));
+            async move {
+                let chains = plans.chains(events).await?;
+                let [counts, lengths] = &*queries;
+                let counted = chain_stats_of(&plans.query(counts, &chains).await?);
+                Ok((counted, batches_json(&plans.query(lengths, &chains).await?)?))
+            }
         })
         .try_for_each(|(counted, rows)| {
             stats.add(counted);

@@ -1,0 +1,78 @@
+//! The queries run over every bucket of sessions, planned once per analysis instead of once
+//! per bucket: the chain build over the bucket's events, and any query over its chains.
+//! Each execution is given its bucket's rows ([`slot`](super::slot)).
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::Schema;
+use datafusion::execution::SessionState;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::prelude::SessionContext;
+
+use super::DetectError;
+use super::buckets::separate_session;
+use super::slot::{SlotRows, SlotTable, execute};
+use super::sql::{CHAIN_VIEWS, CHAINS, SqlParams};
+
+/// The table the chain build reads a bucket's events from.
+const EVENTS: &str = "analysis_events";
+/// The table queries read a bucket's chain events from.
+const CHAIN_EVENTS: &str = "chain_events";
+
+/// Settings of the bucket session. The chain windows run in one partition (buckets give
+/// the parallelism): spreading their sorted rows round-robin would only make them to be
+/// merged again. The events are sorted in one piece (not batch by batch and merged),
+/// which copies less. A plan executed more than once must not push filters between its
+/// operators at run time.
+const SETTINGS: [&str; 4] = [
+    "SET datafusion.optimizer.enable_round_robin_repartition = false",
+    "SET datafusion.execution.sort_in_place_threshold_bytes = 1073741824",
+    "SET datafusion.optimizer.repartition_file_scans = false",
+    "SET datafusion.optimizer.enable_dynamic_filter_pushdown = false",
+];
+
+/// A session whose `analysis_events` and `chain_events` are a bucket's, given with each
+/// execution, with the chain build planned.
+pub(crate) struct BucketPlans {
+    session: SessionContext,
+    state: SessionState,
+    chain_build: Arc<dyn ExecutionPlan>,
+}
+
+impl BucketPlans {
+    /// Plans the chain build over events in the columns of `events` (with the functions,
+    /// settings and tables of `ctx`), each query in one partition.
+    pub async fn new(ctx: &SessionContext, params: &SqlParams, events: &Schema) -> Result<Self, DetectError> {
+        let session = separate_session(ctx, 1).await?;
+        for setting in SETTINGS {
+            session.sql(setting).await?.collect().await?;
+        }
+        session.deregister_table(EVENTS)?;
+        session.register_table(EVENTS, Arc::new(SlotTable::new(EVENTS, events, &[])))?;
+        crate::engine::run_statements(&session, &params.fill(CHAINS), |_, _| Ok(())).await?;
+        let chain_build = session.sql(&format!("SELECT * FROM {CHAIN_EVENTS}")).await?.create_physical_plan().await?;
+        // Chain events come out of the build in chain order: windows over (chain_no, idx)
+        // need no sort.
+        session.deregister_table(CHAIN_EVENTS)?;
+        let chains = SlotTable::new(CHAIN_EVENTS, &chain_build.schema(), &["chain_no", "idx"]);
+        session.register_table(CHAIN_EVENTS, Arc::new(chains))?;
+        crate::engine::run_statements(&session, &params.fill(CHAIN_VIEWS), |_, _| Ok(())).await?;
+        Ok(Self { state: session.state(), session, chain_build })
+    }
+
+    /// Plans `sql`, a query over `chain_events` and the views over it.
+    pub async fn plan(&self, sql: &str) -> Result<Arc<dyn ExecutionPlan>, DetectError> {
+        Ok(self.session.sql(sql).await?.create_physical_plan().await?)
+    }
+
+    /// The chain events of a bucket's `events`, in chain order.
+    pub async fn chains(&self, events: Vec<RecordBatch>) -> Result<Arc<Vec<RecordBatch>>, DetectError> {
+        Ok(Arc::new(execute(&self.chain_build, &self.state, SlotRows::default().once(EVENTS, events)).await?))
+    }
+
+    /// Runs `plan` (from [`Self::plan`]) over a bucket's `chains`.
+    pub async fn query(&self, plan: &Arc<dyn ExecutionPlan>, chains: &Arc<Vec<RecordBatch>>) -> Result<Vec<RecordBatch>, DetectError> {
+        Ok(execute(plan, &self.state, SlotRows::default().shared(CHAIN_EVENTS, Arc::clone(chains))).await?)
+    }
+}
