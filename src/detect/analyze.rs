@@ -17,7 +17,7 @@ use super::finding::{Finding, finding_id, findings_batch, from_detector_batch, s
 use super::sql::{CHAIN_VIEWS, CHAINS, Detector, SqlParams, enabled_builtin_detectors, user_detectors};
 use super::DetectError;
 use super::bucket_plans::BucketPlans;
-use super::buckets::Buckets;
+use super::buckets::{BucketEvents, Buckets};
 use crate::classify::stage::{apply_triage, chain_transcripts, classifications_batch};
 use crate::classify::{ClassifyOptions, FindingVerdict, LlmCache, Tiers, classify};
 use crate::config::Config;
@@ -308,9 +308,9 @@ struct BucketFindings {
 }
 
 /// Builds the chains of a bucket's `events` and runs the detectors over them.
-async fn analyze_bucket(work: Arc<BucketWork>, events: Vec<RecordBatch>) -> Result<BucketFindings, DetectError> {
+async fn analyze_bucket(work: Arc<BucketWork>, events: BucketEvents) -> Result<BucketFindings, DetectError> {
     let plans = &work.plans;
-    let chains = &plans.chains(events).await?;
+    let chains = &plans.chains(events.read()?).await?;
     // Together, so that one query's single-threaded steps overlap another's work.
     let detected = work.detectors.iter().map(|(detector, plan)| async move {
         let found = match plan {

@@ -133,49 +133,52 @@ impl Buckets {
     /// cores: the results in bucket order.
     pub fn run<'a, T, W, F>(&'a self, ctx: &SessionContext, work: W) -> impl Stream<Item = Result<T, DetectError>> + 'a
     where
-        W: Fn(Vec<RecordBatch>) -> F + Clone + 'a,
+        W: Fn(BucketEvents) -> F + 'a,
         F: Future<Output = Result<T, DetectError>> + Send + 'static,
         T: Send + 'static,
     {
         let workers = ctx.state().config().target_partitions().min(self.count as usize).max(1);
         futures::stream::iter(0..self.count)
             .map(move |bucket| {
-                let events = self.events(bucket as usize);
-                let work = work.clone();
-                async move {
-                    let events = events.await??;
-                    tokio::spawn(work(events)).await?
-                }
+                let task = tokio::spawn(work(self.events(bucket as usize)));
+                async move { task.await? }
             })
             .buffered(workers)
     }
 
-    /// The events of `bucket`, taken from memory or read from its files on a blocking thread.
-    fn events(&self, bucket: usize) -> tokio::task::JoinHandle<Result<Vec<RecordBatch>, DetectError>> {
+    fn events(&self, bucket: usize) -> BucketEvents {
         match &self.events {
-            Events::InMemory(buckets) => {
-                let batches = std::mem::take(&mut buckets.lock().expect("no bucket panics holding it")[bucket]);
-                tokio::spawn(async move { Ok(batches) })
-            }
-            Events::Spilled(dir) => {
-                let path = bucket_dir(dir.path(), bucket);
-                tokio::task::spawn_blocking(move || read_bucket(&path))
-            }
+            Events::InMemory(buckets) => BucketEvents::InMemory(std::mem::take(&mut buckets.lock().expect("no bucket panics holding it")[bucket])),
+            Events::Spilled(dir) => BucketEvents::Spilled(bucket_dir(dir.path(), bucket)),
         }
     }
 }
 
-/// The batches of the Arrow files in a bucket's directory (none if it has none).
-fn read_bucket(dir: &Path) -> Result<Vec<RecordBatch>, DetectError> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(Vec::new()) };
-    let mut batches = Vec::new();
-    for entry in entries {
-        let file = File::open(entry.map_err(DetectError::Spill)?.path()).map_err(DetectError::Spill)?;
-        for batch in FileReader::try_new(BufReader::new(file), None)? {
-            batches.push(batch?);
+/// The events of one bucket.
+pub(crate) enum BucketEvents {
+    InMemory(Vec<RecordBatch>),
+    /// The directory of its Arrow files (none if it has no events).
+    Spilled(PathBuf),
+}
+
+impl BucketEvents {
+    /// The batches, read from the files if spilled: on the thread that goes on to analyze
+    /// them, which then frees what it allocated.
+    pub fn read(self) -> Result<Vec<RecordBatch>, DetectError> {
+        let dir = match self {
+            Self::InMemory(batches) => return Ok(batches),
+            Self::Spilled(dir) => dir,
+        };
+        let Ok(entries) = std::fs::read_dir(dir) else { return Ok(Vec::new()) };
+        let mut batches = Vec::new();
+        for entry in entries {
+            let file = File::open(entry.map_err(DetectError::Spill)?.path()).map_err(DetectError::Spill)?;
+            for batch in FileReader::try_new(BufReader::new(file), None)? {
+                batches.push(batch?);
+            }
         }
+        Ok(batches)
     }
-    Ok(batches)
 }
 
 /// A session with the functions, settings and tables of `ctx` but a catalog of its own:
@@ -259,6 +262,8 @@ impl BucketSplit {
         for (row, bucket) in buckets.values().iter().enumerate() {
             rows[*bucket as usize].push(row as u32);
         }
+        // Taken bucket by bucket: the coalescer keeps text columns as the arrays it is given
+        // until a batch is complete, and a slice would keep the whole batch.
         let columns = RecordBatch::try_new(Arc::clone(&self.schema), batch.columns()[..batch.num_columns() - 1].to_vec())?;
         for (bucket, rows) in rows.into_iter().enumerate().filter(|(_, rows)| !rows.is_empty()) {
             self.buckets[bucket].pending.push_batch_with_indices(columns.clone(), &UInt32Array::from(rows))?;
@@ -329,7 +334,8 @@ mod tests {
 
     /// The ids of each bucket's events, sorted.
     async fn bucket_ids(ctx: &SessionContext, buckets: &Buckets) -> Vec<Vec<String>> {
-        let ids = |events: Vec<RecordBatch>| async move {
+        let ids = |events: BucketEvents| async move {
+            let events = events.read()?;
             let mut ids: Vec<String> = events.iter().flat_map(|b| b.column_by_name("id").unwrap().as_string::<i32>().iter().flatten().map(str::to_owned).collect::<Vec<_>>()).collect();
             ids.sort();
             Ok(ids)

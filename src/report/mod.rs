@@ -154,7 +154,7 @@ async fn chain_lengths(ctx: &datafusion::prelude::SessionContext, params: &SqlPa
         .run(ctx, |events| {
             let (plans, queries) = (std::sync::Arc::clone(&plans), std::sync::Arc::clone(&queries));
             async move {
-                let chains = plans.chains(events).await?;
+                let chains = plans.chains(events.read()?).await?;
                 let [counts, lengths] = &*queries;
                 let counted = chain_stats_of(&plans.query(counts, &chains).await?);
                 Ok((counted, batches_json(&plans.query(lengths, &chains).await?)?))
