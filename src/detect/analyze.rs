@@ -16,7 +16,7 @@ use futures::TryStreamExt;
 use super::finding::{Finding, finding_id, findings_batch, from_detector_batch, severity_rank};
 use super::sql::{CHAIN_VIEWS, CHAINS, Detector, SqlParams, enabled_builtin_detectors, user_detectors};
 use super::DetectError;
-use super::bucket_plans::BucketPlans;
+use super::bucket_plans::{BucketPlans, CHAIN_BUILD_SETTINGS, KEEP_TABLE_ORDER};
 use super::buckets::{BucketEvents, Buckets};
 use crate::classify::stage::{apply_triage, chain_transcripts, classifications_batch};
 use crate::classify::{ClassifyOptions, FindingVerdict, LlmCache, Tiers, classify};
@@ -388,20 +388,15 @@ pub(crate) async fn define_analysis_events(ctx: &SessionContext, resume: Option<
     Ok(())
 }
 
-/// Runs the chain SQL, keeping `chain_events` in memory in chain order: every detector
-/// reads it, and windows over (chain_no, idx) then need no sort. Chain order is the order
-/// `chain_position` ran in, so it costs no sort.
+/// Runs the chain SQL over the session's `analysis_events`, keeping `chain_events` in
+/// memory in chain order: every detector reads it, and windows over (chain_no, idx) then
+/// need no sort. Chain order is the order `chain_position` ran in, so it costs no sort.
+/// (An analysis builds its buckets' chains with [`BucketPlans`].)
 pub async fn build_chains(ctx: &SessionContext, params: &SqlParams) -> Result<(), DetectError> {
-    // The previous bucket's chains go before the next are built, which reuses their memory.
+    // Chains built before go first, which reuses their memory.
     drop_chains(ctx)?;
     crate::memory::reuse_freed();
-    // The chain windows run in one partition (buckets of sessions give the parallelism):
-    // spreading their sorted rows round-robin would only make them to be merged again. The
-    // events are sorted in one piece (not batch by batch and merged), which copies less.
-    for setting in [
-        "SET datafusion.optimizer.enable_round_robin_repartition = false",
-        "SET datafusion.execution.sort_in_place_threshold_bytes = 1073741824",
-    ] {
+    for setting in CHAIN_BUILD_SETTINGS {
         ctx.sql(setting).await?.collect().await?;
     }
     crate::engine::run_statements(ctx, &params.fill(CHAINS), |_, _| Ok(())).await?;
@@ -412,9 +407,7 @@ pub async fn build_chains(ctx: &SessionContext, params: &SqlParams) -> Result<()
     let schema = partitions.iter().flatten().next().map_or(planned, |b| b.schema());
     let order = vec![vec![col("chain_no").sort(true, false), col("idx").sort(true, false)]];
     let cached = MemTable::try_new(schema, partitions)?.with_sort_order(order);
-    // Splitting an in-memory table into partitions forgets its order (DataFusion 55), and
-    // a window over (chain_no, idx) would sort it again.
-    ctx.sql("SET datafusion.optimizer.repartition_file_scans = false").await?.collect().await?;
+    ctx.sql(KEEP_TABLE_ORDER).await?.collect().await?;
     ctx.deregister_table("chain_events")?;
     ctx.register_table("chain_events", Arc::new(cached))?;
     crate::engine::run_statements(ctx, &params.fill(CHAIN_VIEWS), |_, _| Ok(())).await?;

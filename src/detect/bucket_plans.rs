@@ -20,17 +20,21 @@ const EVENTS: &str = "analysis_events";
 /// The table queries read a bucket's chain events from.
 const CHAIN_EVENTS: &str = "chain_events";
 
-/// Settings of the bucket session. The chain windows run in one partition (buckets give
-/// the parallelism): spreading their sorted rows round-robin would only make them to be
-/// merged again. The events are sorted in one piece (not batch by batch and merged),
-/// which copies less. A plan executed more than once must not push filters between its
-/// operators at run time.
-const SETTINGS: [&str; 4] = [
+/// Settings of a session that builds chains. The chain windows run in one partition
+/// (buckets of sessions give the parallelism): spreading their sorted rows round-robin
+/// would only make them to be merged again. The events are sorted in one piece (not batch
+/// by batch and merged), which copies less.
+pub(crate) const CHAIN_BUILD_SETTINGS: [&str; 2] = [
     "SET datafusion.optimizer.enable_round_robin_repartition = false",
     "SET datafusion.execution.sort_in_place_threshold_bytes = 1073741824",
-    "SET datafusion.optimizer.repartition_file_scans = false",
-    "SET datafusion.optimizer.enable_dynamic_filter_pushdown = false",
 ];
+
+/// Splitting an in-memory table into partitions forgets its order (DataFusion 55), and a
+/// window over (chain_no, idx) would sort it again.
+pub(crate) const KEEP_TABLE_ORDER: &str = "SET datafusion.optimizer.repartition_file_scans = false";
+
+/// A plan executed more than once must not push filters between its operators at run time.
+const NO_RUNTIME_FILTERS: &str = "SET datafusion.optimizer.enable_dynamic_filter_pushdown = false";
 
 /// A session whose `analysis_events` and `chain_events` are a bucket's, given with each
 /// execution, with the chain build planned.
@@ -45,7 +49,7 @@ impl BucketPlans {
     /// settings and tables of `ctx`), each query in one partition.
     pub async fn new(ctx: &SessionContext, params: &SqlParams, events: &Schema) -> Result<Self, DetectError> {
         let session = separate_session(ctx, 1).await?;
-        for setting in SETTINGS {
+        for setting in CHAIN_BUILD_SETTINGS.into_iter().chain([KEEP_TABLE_ORDER, NO_RUNTIME_FILTERS]) {
             session.sql(setting).await?.collect().await?;
         }
         session.deregister_table(EVENTS)?;

@@ -27,11 +27,12 @@ use tempfile::TempDir;
 use super::DetectError;
 
 /// Sessions are analyzed in buckets of about this many events, one per core at a time: an
-/// analysis of 10M events then peaks at ≈ 490 MB on 2 cores (≈ 570 MB with buckets of
-/// 250k, no faster there; BENCHMARKS.md).
+/// analysis of 10M events then peaks at ≈ 470 MB on 2 cores. (Smaller buckets take more
+/// memory while the lake is split, larger ones while they are analyzed; none is clearly
+/// faster: BENCHMARKS.md.)
 pub const DEFAULT_BUCKET_EVENTS: u64 = 125_000;
 
-/// With fewer events one bucket is analyzed in less time than it takes to split them.
+/// With fewer events one bucket is analyzed in less time than two side by side.
 const SHARED_MIN_EVENTS: u64 = 100_000;
 
 /// The columns of `events` that `sql/chains.sql` reads.
