@@ -32,7 +32,7 @@ use super::DetectError;
 /// faster: BENCHMARKS.md.)
 pub const DEFAULT_BUCKET_EVENTS: u64 = 125_000;
 
-/// With fewer events one bucket is analyzed in less time than two side by side.
+/// Below this many events a lake is one bucket: splitting it for the cores does not pay.
 const SHARED_MIN_EVENTS: u64 = 100_000;
 
 /// The columns of `events` that `sql/chains.sql` reads.
@@ -171,9 +171,12 @@ impl BucketEvents {
             Self::Spilled(dir) => dir,
         };
         let Ok(entries) = std::fs::read_dir(dir) else { return Ok(Vec::new()) };
+        // In the order of the scan partitions that wrote them, whatever the directory's.
+        let mut files = entries.map(|e| e.map(|e| e.path())).collect::<Result<Vec<_>, _>>().map_err(DetectError::Spill)?;
+        files.sort();
         let mut batches = Vec::new();
-        for entry in entries {
-            let file = File::open(entry.map_err(DetectError::Spill)?.path()).map_err(DetectError::Spill)?;
+        for path in files {
+            let file = File::open(path).map_err(DetectError::Spill)?;
             for batch in FileReader::try_new(BufReader::new(file), None)? {
                 batches.push(batch?);
             }
