@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::Schema;
-use datafusion::execution::SessionState;
+use datafusion::catalog::MemoryCatalogProviderList;
+use datafusion::execution::{SessionState, SessionStateBuilder};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 
 use super::DetectError;
-use super::buckets::separate_session;
 use super::slot::{SlotRows, SlotTable, execute};
 use super::sql::{CHAIN_VIEWS, CHAINS, SqlParams};
 
@@ -48,7 +48,7 @@ impl BucketPlans {
     /// Plans the chain build over events in the columns of `events` (with the functions,
     /// settings and tables of `ctx`), each query in one partition.
     pub async fn new(ctx: &SessionContext, params: &SqlParams, events: &Schema) -> Result<Self, DetectError> {
-        let session = separate_session(ctx, 1).await?;
+        let session = separate_session(ctx).await?;
         for setting in CHAIN_BUILD_SETTINGS.into_iter().chain([KEEP_TABLE_ORDER, NO_RUNTIME_FILTERS]) {
             session.sql(setting).await?.collect().await?;
         }
@@ -79,4 +79,26 @@ impl BucketPlans {
     pub async fn query(&self, plan: &Arc<dyn ExecutionPlan>, chains: &Arc<Vec<RecordBatch>>) -> Result<Vec<RecordBatch>, DetectError> {
         Ok(execute(plan, &self.state, SlotRows::default().shared(CHAIN_EVENTS, Arc::clone(chains))).await?)
     }
+}
+
+/// A session with the functions, settings and tables of `ctx` but a catalog of its own
+/// (what it registers is not seen by `ctx`), running each query in one partition.
+async fn separate_session(ctx: &SessionContext) -> Result<SessionContext, DetectError> {
+    let state = ctx.state();
+    let config = state.config().clone().with_create_default_catalog_and_schema(true).with_target_partitions(1);
+    let separate = SessionStateBuilder::new_from_existing(state.clone())
+        .with_catalog_list(Arc::new(MemoryCatalogProviderList::new()))
+        .with_config(config)
+        .build();
+    let session = SessionContext::new_with_state(separate);
+    let catalog = &state.config().options().catalog;
+    let tables = state.catalog_list().catalog(&catalog.default_catalog).and_then(|c| c.schema(&catalog.default_schema));
+    if let Some(tables) = tables {
+        for name in tables.table_names() {
+            if let Some(table) = tables.table(&name).await? {
+                session.register_table(name.as_str(), table)?;
+            }
+        }
+    }
+    Ok(session)
 }

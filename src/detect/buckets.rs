@@ -18,8 +18,6 @@ use datafusion::arrow::compute::BatchCoalescer;
 use datafusion::arrow::datatypes::{Int64Type, Schema, SchemaRef};
 use datafusion::arrow::ipc::reader::FileReader;
 use datafusion::arrow::ipc::writer::FileWriter;
-use datafusion::catalog::MemoryCatalogProviderList;
-use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::SessionContext;
 use futures::{Stream, StreamExt};
 use tempfile::TempDir;
@@ -183,28 +181,6 @@ impl BucketEvents {
         }
         Ok(batches)
     }
-}
-
-/// A session with the functions, settings and tables of `ctx` but a catalog of its own:
-/// what it registers is not seen by `ctx`.
-pub(crate) async fn separate_session(ctx: &SessionContext, partitions: usize) -> Result<SessionContext, DetectError> {
-    let state = ctx.state();
-    let config = state.config().clone().with_create_default_catalog_and_schema(true).with_target_partitions(partitions);
-    let separate = SessionStateBuilder::new_from_existing(state.clone())
-        .with_catalog_list(Arc::new(MemoryCatalogProviderList::new()))
-        .with_config(config)
-        .build();
-    let session = SessionContext::new_with_state(separate);
-    let catalog = &state.config().options().catalog;
-    let tables = state.catalog_list().catalog(&catalog.default_catalog).and_then(|c| c.schema(&catalog.default_schema));
-    if let Some(tables) = tables {
-        for name in tables.table_names() {
-            if let Some(table) = tables.table(&name).await? {
-                session.register_table(name.as_str(), table)?;
-            }
-        }
-    }
-    Ok(session)
 }
 
 /// Bucket directories are named `tracelake-buckets-PID-…`, after the process that made them.
