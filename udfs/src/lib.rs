@@ -21,6 +21,7 @@ pub mod sort_key;
 mod strings;
 pub mod superseded;
 pub mod text_category;
+pub mod unrecovered_failure;
 
 use std::sync::Arc;
 
@@ -49,5 +50,6 @@ pub fn register_all(ctx: &SessionContext, redactor: Redactor, patterns: Arc<Patt
     ctx.register_udwf(WindowUDF::from(superseded::SupersededUdf::new()));
     ctx.register_udwf(WindowUDF::from(chain_position::ChainPositionUdf::new()));
     ctx.register_udwf(WindowUDF::from(doom_loop::DoomLoopUdf::new()));
+    ctx.register_udwf(WindowUDF::from(unrecovered_failure::UnrecoveredFailureUdf::new()));
     ctx.register_udwf(WindowUDF::from(group_row_number::GroupRowNumberUdf::new()));
 }
