@@ -86,6 +86,9 @@ pub struct Analysis {
     pub warnings: Vec<String>,
 }
 
+/// Findings per batch written to the lake.
+const FINDINGS_BATCH_ROWS: usize = 8192;
+
 pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &AnalyzeOptions) -> Result<Analysis, DetectError> {
     let started_at = chrono::Utc::now().timestamp_millis();
     let engine = EngineOptions::from_config(config)?;
@@ -203,19 +206,25 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     };
     let writer = WriterId::random();
     let date = PartitionDate::from_millis(detected_at);
+    let write_batches = |table: Table, part: usize, schema: SchemaRef, batches: &mut dyn Iterator<Item = Result<RecordBatch, LakeError>>| {
+        let dir = lake.partition_dir(table, &date);
+        write_parquet_atomic(&dir, &part_file_name(&writer, part), schema, batches).map(|file| Some(lake.relative(&file.path)))
+    };
     let write = |table: Table, part: usize, schema: SchemaRef, batches: Vec<RecordBatch>| -> Result<Option<String>, LakeError> {
         if !batches.iter().any(|b| b.num_rows() > 0) {
             return Ok(None);
         }
-        let dir = lake.partition_dir(table, &date);
-        let file = write_parquet_atomic(&dir, &part_file_name(&writer, part), schema, batches.into_iter().map(Ok))?;
-        Ok(Some(lake.relative(&file.path)))
+        write_batches(table, part, schema, &mut batches.into_iter().map(Ok))
     };
     let classifications = classifications_batch(&verdicts, &all_signals, &run_id, detected_at)?;
     let outputs_rows = outputs_batch(&outputs, &run_id, detected_at)?;
     // The findings are encoded and synced while the other tables are.
     let written: Vec<Result<Option<String>, LakeError>> = std::thread::scope(|scope| {
-        let findings_file = scope.spawn(|| write(Table::Findings, 1, FINDINGS_SCHEMA.clone(), vec![findings_batch(&findings)?]));
+        // A batch of findings at a time: all of them at once would hold their text twice.
+        let findings_file = scope.spawn(|| match findings.is_empty() {
+            true => Ok(None),
+            false => write_batches(Table::Findings, 1, FINDINGS_SCHEMA.clone(), &mut findings.chunks(FINDINGS_BATCH_ROWS).map(|c| Ok(findings_batch(c)?))),
+        });
         let others = [
             write(Table::Failures, 2, FAILURES_SCHEMA.clone(), occurrences),
             write(Table::Classifications, 3, CLASSIFICATIONS_SCHEMA.clone(), vec![classifications]),
