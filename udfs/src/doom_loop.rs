@@ -15,9 +15,8 @@ use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Int64Type};
 use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::function::{PartitionEvaluatorArgs, WindowUDFFieldArgs};
 use datafusion::logical_expr::{PartitionEvaluator, Signature, Volatility, WindowUDFImpl};
-use serde_json::Value;
 
-use crate::similarity::param_similarity_values;
+use crate::similarity::{param_similarity_values, params_at};
 use crate::strings::string_at;
 
 /// Attempts at least this similar to a loop's first one continue the loop.
@@ -98,8 +97,4 @@ impl PartitionEvaluator for DoomLoopEvaluator {
         }
         Ok(Arc::new(Int64Array::from(out)))
     }
-}
-
-fn params_at(array: &ArrayRef, row: usize) -> Result<Value> {
-    Ok(string_at(array, row)?.and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null))
 }

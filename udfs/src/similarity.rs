@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use datafusion::arrow::array::Float64Builder;
+use datafusion::arrow::array::{ArrayRef, Float64Builder};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::Result;
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
@@ -46,6 +46,11 @@ pub fn param_similarity(a: &str, b: &str) -> f64 {
     let a: Value = serde_json::from_str(a).unwrap_or(Value::Null);
     let b: Value = serde_json::from_str(b).unwrap_or(Value::Null);
     param_similarity_values(&a, &b)
+}
+
+/// The parsed parameters in row `row` of a text column (null when missing or not JSON).
+pub(crate) fn params_at(array: &ArrayRef, row: usize) -> Result<Value> {
+    Ok(string_at(array, row)?.and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null))
 }
 
 pub fn param_similarity_values(a: &Value, b: &Value) -> f64 {

@@ -20,7 +20,7 @@ use datafusion::logical_expr::function::{PartitionEvaluatorArgs, WindowUDFFieldA
 use datafusion::logical_expr::{PartitionEvaluator, Signature, Volatility, WindowUDFImpl};
 use serde_json::Value;
 
-use crate::similarity::param_similarity_values;
+use crate::similarity::{param_similarity_values, params_at};
 use crate::strings::string_at;
 
 /// A retry of the same tool recovers only with parameters less similar than this.
@@ -94,8 +94,11 @@ impl PartitionEvaluator for UnrecoveredFailureEvaluator {
                 }
                 if is_attempt(j)? && !failed(j) {
                     let recovers = string_at(tools, j)? != tool || {
-                        let failed_params = failed_params.get_or_insert_with(|| params_at(params, i));
-                        param_similarity_values(&params_at(params, j), failed_params) < RECOVERY_SIMILARITY
+                        let failed_params = match &failed_params {
+                            Some(p) => p,
+                            None => failed_params.insert(params_at(params, i)?),
+                        };
+                        param_similarity_values(&params_at(params, j)?, failed_params) < RECOVERY_SIMILARITY
                     };
                     if recovers {
                         break;
@@ -106,11 +109,6 @@ impl PartitionEvaluator for UnrecoveredFailureEvaluator {
         }
         Ok(Arc::new(BooleanArray::from(out)))
     }
-}
-
-/// The parsed parameters of row `row` (null when missing or not JSON).
-fn params_at(array: &ArrayRef, row: usize) -> Value {
-    string_at(array, row).ok().flatten().and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null)
 }
 
 #[cfg(test)]
