@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::Args;
 use tracelake::detect::report::AnalysisReport;
 use tracelake::detect::{AnalyzeOptions, analyze};
-use tracelake::engine::{EngineOptions, PrintFormat, open_session, run_statements};
+use tracelake::engine::{PrintFormat, open_session, run_statements};
 use tracelake::ingest::Decoder;
 use tracelake::lake::Lake;
 use tracelake::lake::import::{ImportOptions, ImportOutcome, ImportSource, import_source};
@@ -50,7 +50,7 @@ pub async fn run(ctx: &Ctx, _args: DemoArgs) -> anyhow::Result<ExitCode> {
     if let ImportOutcome::Imported(summary) = import_source(&lake, &decoder, &ImportSource::File(sample), &opts, &|_| {})? {
         println!("{}\n", summary_line(&summary));
     }
-    let session = open_session(&lake, ctx.redactor()?, &EngineOptions::default()).await?;
+    let session = open_session(&lake, ctx.redactor()?, &ctx.engine()?).await?;
     print!("{}", describe(&session).await?);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

@@ -18,6 +18,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tracelake::config::Config;
+use tracelake::engine::EngineOptions;
 use tracelake::lake::Lake;
 use tracelake::redact::Redactor;
 
@@ -73,6 +74,11 @@ impl Ctx {
 
     pub fn redactor(&self) -> anyhow::Result<Redactor> {
         Redactor::new(&self.config.redact_patterns).context("check `traceAnalyzer.redactPatterns` in the config file")
+    }
+
+    /// The query engine the config chooses (languages, chain settings).
+    pub fn engine(&self) -> anyhow::Result<EngineOptions> {
+        EngineOptions::from_config(&self.config).context("check `traceAnalyzer.patterns` in the config file")
     }
 }
 

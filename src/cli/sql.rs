@@ -9,7 +9,7 @@ use clap::Args;
 use datafusion::prelude::SessionContext;
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
-use tracelake::engine::{EngineOptions, PrintFormat, open_session, run_statements};
+use tracelake::engine::{PrintFormat, open_session, run_statements};
 
 use super::Ctx;
 
@@ -28,7 +28,7 @@ pub struct SqlArgs {
 
 pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
     let lake = ctx.lake()?;
-    let session = open_session(&lake, ctx.redactor()?, &EngineOptions::default()).await?;
+    let session = open_session(&lake, ctx.redactor()?, &ctx.engine()?).await?;
     let sql = match (&args.query, &args.file) {
         (Some(q), _) => q.clone(),
         (None, Some(path)) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,

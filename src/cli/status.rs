@@ -8,7 +8,7 @@ use clap::Args;
 use datafusion::prelude::SessionContext;
 use tracelake::config::NatsConfig;
 use tracelake::ingest::nats::NatsSource;
-use tracelake::engine::{EngineOptions, open_session};
+use tracelake::engine::open_session;
 use tracelake::lake::state::Manifest;
 
 use super::Ctx;
@@ -22,7 +22,7 @@ pub struct StatusArgs {
 
 pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
     let lake = ctx.lake()?;
-    let session = open_session(&lake, ctx.redactor()?, &EngineOptions::default()).await?;
+    let session = open_session(&lake, ctx.redactor()?, &ctx.engine()?).await?;
     print!("{}", describe(&session).await?);
     let manifest = Manifest::load(&lake)?;
     if let Some(export) = &manifest.export {

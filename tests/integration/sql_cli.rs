@@ -96,3 +96,15 @@ fn the_lake_can_come_from_the_environment() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "n\n3160\n");
 }
+
+#[test]
+fn the_text_functions_follow_the_configured_languages() {
+    let (dir, lake) = imported_lake();
+    let config = dir.path().join("config.json");
+    std::fs::write(&config, r#"{"patterns": {"language": "fr"}}"#).unwrap();
+    let query = "SELECT is_correction('tu te trompes') AS fr, is_correction('that is wrong') AS en";
+    let default = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", query]);
+    assert_eq!(default, "fr,en\nfalse,true\n");
+    let french = tracelake_ok(&["sql", "--lake", &lake, "--config", config.to_str().unwrap(), "--format", "csv", query]);
+    assert_eq!(french, "fr,en\ntrue,false\n");
+}
