@@ -276,12 +276,18 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     })
 }
 
+/// A detector's plan, or why it has none.
+type DetectorPlan = Result<Arc<dyn ExecutionPlan>, String>;
+
+/// User detectors that could not run: (file, reason).
+type SkippedDetectors = Vec<(String, String)>;
+
 /// What every bucket is analyzed with: the chain build and the queries over its chains,
 /// planned once.
 struct BucketWork {
     plans: BucketPlans,
     /// Each detector with its plan, or why it has none.
-    detectors: Vec<(Detector, Result<Arc<dyn ExecutionPlan>, String>)>,
+    detectors: Vec<(Detector, DetectorPlan)>,
     stats: Arc<dyn ExecutionPlan>,
     failures: Arc<dyn ExecutionPlan>,
     config: Config,
@@ -311,7 +317,7 @@ struct BucketFindings {
     stats: (u64, u64, (i64, i64)),
     findings: Vec<Finding>,
     /// User detectors that failed.
-    skipped: Vec<(String, String)>,
+    skipped: SkippedDetectors,
     /// Its failure occurrences, in the columns of the `failures` table.
     failures: Vec<RecordBatch>,
 }
@@ -475,7 +481,7 @@ pub async fn run_detectors(
     detectors: &[Detector],
     config: &Config,
     params: &SqlParams,
-) -> Result<(Vec<Finding>, Vec<(String, String)>), DetectError> {
+) -> Result<(Vec<Finding>, SkippedDetectors), DetectError> {
     // Together, so that one detector's single-threaded steps overlap another's work.
     let results = futures::future::join_all(detectors.iter().map(|d| async move { (d, run_detector(ctx, d, params).await) })).await;
     gather_findings(results, config)
@@ -499,7 +505,7 @@ fn findings_of(batches: &[RecordBatch]) -> Result<Vec<Finding>, String> {
 fn gather_findings<'a>(
     results: impl IntoIterator<Item = (&'a Detector, Result<Vec<Finding>, String>)>,
     config: &Config,
-) -> Result<(Vec<Finding>, Vec<(String, String)>), DetectError> {
+) -> Result<(Vec<Finding>, SkippedDetectors), DetectError> {
     let mut findings = Vec::new();
     let mut skipped = Vec::new();
     for (detector, result) in results {

@@ -176,32 +176,6 @@ pub fn subject_filters(prefix: &str, agents: &[String], types: &[String]) -> Res
     Ok(agents.iter().flat_map(|a| types.iter().map(move |t| format!("{prefix}.{a}.{t}"))).collect())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| (*x).to_owned()).collect()
-    }
-
-    #[test]
-    fn filters_are_subjects_with_wildcards() {
-        assert!(subject_filters("openclaw.events", &[], &[]).unwrap().is_empty());
-        assert_eq!(subject_filters("openclaw.events", &s(&["main"]), &[]).unwrap(), s(&["openclaw.events.main.>"]));
-        assert_eq!(
-            subject_filters("p", &[], &s(&["msg.in", "conversation.tool_call"])).unwrap(),
-            s(&["p.*.msg_in", "p.*.conversation_tool_call"])
-        );
-        assert_eq!(subject_filters("p", &s(&["a", "b"]), &s(&["tool.result"])).unwrap(), s(&["p.a.tool_result", "p.b.tool_result"]));
-    }
-
-    #[test]
-    fn names_that_would_change_the_subject_are_refused() {
-        for agent in ["a.b", "*", ">", "a b", ""] {
-            assert!(subject_filters("p", &s(&[agent]), &[]).is_err(), "{agent:?}");
-        }
-    }
-}
 
 /// The subject an OpenClaw publisher uses for an event: `{prefix}.{agent}.{type_with_underscores}`.
 pub fn event_subject(prefix: &str, agent: &str, event_type: &str) -> String {
@@ -253,4 +227,31 @@ pub async fn publish_lines<'a>(
         ack.await.map_err(|e| NatsError::JetStream(format!("publish ack: {e}")))?;
     }
     Ok(published)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| (*x).to_owned()).collect()
+    }
+
+    #[test]
+    fn filters_are_subjects_with_wildcards() {
+        assert!(subject_filters("openclaw.events", &[], &[]).unwrap().is_empty());
+        assert_eq!(subject_filters("openclaw.events", &s(&["main"]), &[]).unwrap(), s(&["openclaw.events.main.>"]));
+        assert_eq!(
+            subject_filters("p", &[], &s(&["msg.in", "conversation.tool_call"])).unwrap(),
+            s(&["p.*.msg_in", "p.*.conversation_tool_call"])
+        );
+        assert_eq!(subject_filters("p", &s(&["a", "b"]), &s(&["tool.result"])).unwrap(), s(&["p.a.tool_result", "p.b.tool_result"]));
+    }
+
+    #[test]
+    fn names_that_would_change_the_subject_are_refused() {
+        for agent in ["a.b", "*", ">", "a b", ""] {
+            assert!(subject_filters("p", &s(&[agent]), &[]).is_err(), "{agent:?}");
+        }
+    }
 }

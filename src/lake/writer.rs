@@ -96,7 +96,7 @@ pub struct EventSink {
     max_buffer_bytes: usize,
     buffered_bytes: usize,
     /// Keyed by days since the epoch.
-    partitions: HashMap<i64, (Vec<Box<Event>>, usize)>,
+    partitions: HashMap<i64, (EventBuffer, usize)>,
     quarantined: Vec<QuarantinedLine>,
     files_written: usize,
     writes: Option<BackgroundWriter>,
@@ -104,16 +104,21 @@ pub struct EventSink {
 
 const DAY_MS: i64 = 86_400_000;
 
+/// Events of one partition. Boxed: an event is large, and the buffers grow and are handed
+/// to the writer thread without moving the events themselves.
+#[allow(clippy::vec_box)]
+type EventBuffer = Vec<Box<Event>>;
+
 /// A thread that writes partition files as they are handed over.
 struct BackgroundWriter {
-    tx: SyncSender<(PathBuf, String, Vec<Box<Event>>)>,
+    tx: SyncSender<(PathBuf, String, EventBuffer)>,
     handle: thread::JoinHandle<Result<Vec<WrittenFile>, LakeError>>,
 }
 
 impl BackgroundWriter {
     fn start() -> Self {
         // One partition waits while another is written: at most two buffers in memory.
-        let (tx, rx) = sync_channel::<(PathBuf, String, Vec<Box<Event>>)>(1);
+        let (tx, rx) = sync_channel::<(PathBuf, String, EventBuffer)>(1);
         let handle = thread::spawn(move || {
             let mut written = Vec::new();
             for (dir, name, events) in rx {
@@ -131,7 +136,7 @@ impl BackgroundWriter {
 }
 
 /// Writes events sorted by (agent, session, ts) as one Parquet file.
-fn write_sorted_events(dir: &Path, name: &str, events: Vec<Box<Event>>) -> Result<WrittenFile, LakeError> {
+fn write_sorted_events(dir: &Path, name: &str, events: EventBuffer) -> Result<WrittenFile, LakeError> {
     // Sorting indices moves 4 bytes per swap instead of a whole event.
     let mut order: Vec<u32> = (0..events.len() as u32).collect();
     order.sort_unstable_by(|&a, &b| {

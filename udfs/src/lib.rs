@@ -21,6 +21,7 @@ pub mod sort_key;
 mod strings;
 pub mod superseded;
 pub mod text_category;
+pub mod tool_call_since_user;
 pub mod unrecovered_failure;
 
 use std::sync::Arc;
@@ -51,5 +52,6 @@ pub fn register_all(ctx: &SessionContext, redactor: Redactor, patterns: Arc<Patt
     ctx.register_udwf(WindowUDF::from(chain_position::ChainPositionUdf::new()));
     ctx.register_udwf(WindowUDF::from(doom_loop::DoomLoopUdf::new()));
     ctx.register_udwf(WindowUDF::from(unrecovered_failure::UnrecoveredFailureUdf::new()));
+    ctx.register_udwf(WindowUDF::from(tool_call_since_user::ToolCallSinceUserUdf::new()));
     ctx.register_udwf(WindowUDF::from(group_row_number::GroupRowNumberUdf::new()));
 }

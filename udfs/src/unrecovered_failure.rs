@@ -172,8 +172,8 @@ mod tests {
                 ("msg.out", None, None, false),
             ]
         };
-        assert_eq!(evaluate(&retry(r#"{"command":"systemctl restart nginx "}"#))[0], true);
-        assert_eq!(evaluate(&retry(r#"{"command":"df -h"}"#))[0], false);
+        assert!(evaluate(&retry(r#"{"command":"systemctl restart nginx "}"#))[0]);
+        assert!(!evaluate(&retry(r#"{"command":"df -h"}"#))[0]);
     }
 
     #[test]
