@@ -17,54 +17,25 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, AsArray, Int64Array, StructArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields, Int64Type};
+use datafusion::arrow::datatypes::{DataType, Field, Fields, Int64Type};
 use datafusion::common::Result;
-use datafusion::logical_expr::function::{PartitionEvaluatorArgs, WindowUDFFieldArgs};
-use datafusion::logical_expr::{PartitionEvaluator, Signature, Volatility, WindowUDFImpl};
+use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
 use crate::strings::string_at;
+use crate::window_function::WindowFunction;
 
 /// A run that ends and a new one that starts more than this later begin a new chain.
 const RUN_PAUSE_MS: i64 = 5 * 60 * 1000;
 
 const FIELDS: [&str; 5] = ["chain_no", "idx", "len", "start_ms", "piece"];
 
-#[derive(Debug, PartialEq, Eq, Hash)]
-pub struct ChainPositionUdf {
-    signature: Signature,
-}
-
-impl ChainPositionUdf {
-    pub fn new() -> Self {
-        Self {
-            signature: Signature::any(6, Volatility::Immutable),
-        }
-    }
-}
-
-impl Default for ChainPositionUdf {
-    fn default() -> Self {
-        Self::new()
-    }
+/// The `chain_position` window function.
+pub fn udf() -> WindowUDF {
+    WindowFunction::udf("chain_position", Some(6), DataType::Struct(fields()), false, || Box::new(ChainPositionEvaluator))
 }
 
 fn fields() -> Fields {
     FIELDS.iter().map(|name| Field::new(*name, DataType::Int64, false)).collect()
-}
-
-impl WindowUDFImpl for ChainPositionUdf {
-    fn name(&self) -> &str {
-        "chain_position"
-    }
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-    fn partition_evaluator(&self, _args: PartitionEvaluatorArgs) -> Result<Box<dyn PartitionEvaluator>> {
-        Ok(Box::new(ChainPositionEvaluator))
-    }
-    fn field(&self, field_args: WindowUDFFieldArgs) -> Result<FieldRef> {
-        Ok(Arc::new(Field::new(field_args.name(), DataType::Struct(fields()), false)))
-    }
 }
 
 #[derive(Debug)]

@@ -11,48 +11,21 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Int64Type};
+use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::common::{Result, exec_err};
-use datafusion::logical_expr::function::{PartitionEvaluatorArgs, WindowUDFFieldArgs};
-use datafusion::logical_expr::{PartitionEvaluator, Signature, Volatility, WindowUDFImpl};
+use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
 use crate::similarity::{param_similarity_values, params_at};
 use crate::strings::string_at;
+use crate::window_function::WindowFunction;
 
 /// Attempts at least this similar to a loop's first one continue the loop.
 const LOOP_SIMILARITY: f64 = 0.8;
 const MIN_LOOP: usize = 3;
 
-#[derive(Debug, PartialEq, Eq, Hash)]
-pub struct DoomLoopUdf {
-    signature: Signature,
-}
-
-impl DoomLoopUdf {
-    pub fn new() -> Self {
-        Self { signature: Signature::any(4, Volatility::Immutable) }
-    }
-}
-
-impl Default for DoomLoopUdf {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl WindowUDFImpl for DoomLoopUdf {
-    fn name(&self) -> &str {
-        "doom_loop_id"
-    }
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-    fn partition_evaluator(&self, _args: PartitionEvaluatorArgs) -> Result<Box<dyn PartitionEvaluator>> {
-        Ok(Box::new(DoomLoopEvaluator))
-    }
-    fn field(&self, field_args: WindowUDFFieldArgs) -> Result<FieldRef> {
-        Ok(Arc::new(Field::new(field_args.name(), DataType::Int64, true)))
-    }
+/// The `doom_loop_id` window function.
+pub fn udf() -> WindowUDF {
+    WindowFunction::udf("doom_loop_id", Some(4), DataType::Int64, true, || Box::new(DoomLoopEvaluator))
 }
 
 #[derive(Debug)]

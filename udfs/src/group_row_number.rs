@@ -10,43 +10,16 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, UInt64Array};
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Result, exec_err};
-use datafusion::logical_expr::function::{PartitionEvaluatorArgs, WindowUDFFieldArgs};
-use datafusion::logical_expr::{PartitionEvaluator, Signature, Volatility, WindowUDFImpl};
+use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
 use crate::same_keys::SameKeys;
+use crate::window_function::WindowFunction;
 
-#[derive(Debug, PartialEq, Eq, Hash)]
-pub struct GroupRowNumberUdf {
-    signature: Signature,
-}
-
-impl GroupRowNumberUdf {
-    pub fn new() -> Self {
-        Self { signature: Signature::variadic_any(Volatility::Immutable) }
-    }
-}
-
-impl Default for GroupRowNumberUdf {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl WindowUDFImpl for GroupRowNumberUdf {
-    fn name(&self) -> &str {
-        "group_row_number"
-    }
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-    fn partition_evaluator(&self, _args: PartitionEvaluatorArgs) -> Result<Box<dyn PartitionEvaluator>> {
-        Ok(Box::new(GroupRowNumberEvaluator))
-    }
-    fn field(&self, field_args: WindowUDFFieldArgs) -> Result<FieldRef> {
-        Ok(Arc::new(Field::new(field_args.name(), DataType::UInt64, false)))
-    }
+/// The `group_row_number` window function.
+pub fn udf() -> WindowUDF {
+    WindowFunction::udf("group_row_number", None, DataType::UInt64, false, || Box::new(GroupRowNumberEvaluator))
 }
 
 #[derive(Debug)]

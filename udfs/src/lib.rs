@@ -1,8 +1,8 @@
 //! DataFusion user-defined functions for agent-trace analysis.
 //!
-//! Every function is a struct implementing `ScalarUDFImpl` (or `WindowUDFImpl`), one per
-//! file; [`register_all`] adds them all to a `SessionContext`, so they work in any
-//! DataFusion context.
+//! One function per file: a struct implementing `ScalarUDFImpl`, or for a window function
+//! a `PartitionEvaluator` with a `udf()` that names it (`window_function`); [`register_all`]
+//! adds them all to a `SessionContext`, so they work in any DataFusion context.
 
 pub mod chain_id;
 pub mod chain_position;
@@ -23,10 +23,11 @@ pub mod superseded;
 pub mod text_category;
 pub mod tool_call_since_user;
 pub mod unrecovered_failure;
+mod window_function;
 
 use std::sync::Arc;
 
-use datafusion::logical_expr::{ScalarUDF, WindowUDF};
+use datafusion::logical_expr::ScalarUDF;
 use datafusion::prelude::SessionContext;
 
 pub use chain_id::ChainIdUdf;
@@ -48,10 +49,10 @@ pub fn register_all(ctx: &SessionContext, redactor: Redactor, patterns: Arc<Patt
     for udf in text_category::TextCategoryUdf::all(&patterns) {
         ctx.register_udf(ScalarUDF::from(udf));
     }
-    ctx.register_udwf(WindowUDF::from(superseded::SupersededUdf::new()));
-    ctx.register_udwf(WindowUDF::from(chain_position::ChainPositionUdf::new()));
-    ctx.register_udwf(WindowUDF::from(doom_loop::DoomLoopUdf::new()));
-    ctx.register_udwf(WindowUDF::from(unrecovered_failure::UnrecoveredFailureUdf::new()));
-    ctx.register_udwf(WindowUDF::from(tool_call_since_user::ToolCallSinceUserUdf::new()));
-    ctx.register_udwf(WindowUDF::from(group_row_number::GroupRowNumberUdf::new()));
+    ctx.register_udwf(superseded::udf());
+    ctx.register_udwf(chain_position::udf());
+    ctx.register_udwf(doom_loop::udf());
+    ctx.register_udwf(unrecovered_failure::udf());
+    ctx.register_udwf(tool_call_since_user::udf());
+    ctx.register_udwf(group_row_number::udf());
 }

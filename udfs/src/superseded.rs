@@ -9,43 +9,16 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, AsArray, BooleanArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Int64Type};
+use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::common::{Result, exec_err};
-use datafusion::logical_expr::function::{PartitionEvaluatorArgs, WindowUDFFieldArgs};
-use datafusion::logical_expr::{PartitionEvaluator, Signature, Volatility, WindowUDFImpl};
+use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
 use crate::same_keys::SameKeys;
+use crate::window_function::WindowFunction;
 
-#[derive(Debug, PartialEq, Eq, Hash)]
-pub struct SupersededUdf {
-    signature: Signature,
-}
-
-impl SupersededUdf {
-    pub fn new() -> Self {
-        Self { signature: Signature::variadic_any(Volatility::Immutable) }
-    }
-}
-
-impl Default for SupersededUdf {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl WindowUDFImpl for SupersededUdf {
-    fn name(&self) -> &str {
-        "superseded"
-    }
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-    fn partition_evaluator(&self, _args: PartitionEvaluatorArgs) -> Result<Box<dyn PartitionEvaluator>> {
-        Ok(Box::new(SupersededEvaluator))
-    }
-    fn field(&self, field_args: WindowUDFFieldArgs) -> Result<FieldRef> {
-        Ok(Arc::new(Field::new(field_args.name(), DataType::Boolean, false)))
-    }
+/// The `superseded` window function.
+pub fn udf() -> WindowUDF {
+    WindowFunction::udf("superseded", None, DataType::Boolean, false, || Box::new(SupersededEvaluator))
 }
 
 #[derive(Debug)]

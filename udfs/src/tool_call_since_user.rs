@@ -9,43 +9,16 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Int64Type};
+use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::common::Result;
-use datafusion::logical_expr::function::{PartitionEvaluatorArgs, WindowUDFFieldArgs};
-use datafusion::logical_expr::{PartitionEvaluator, Signature, Volatility, WindowUDFImpl};
+use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
 use crate::strings::string_at;
+use crate::window_function::WindowFunction;
 
-#[derive(Debug, PartialEq, Eq, Hash)]
-pub struct ToolCallSinceUserUdf {
-    signature: Signature,
-}
-
-impl ToolCallSinceUserUdf {
-    pub fn new() -> Self {
-        Self { signature: Signature::any(2, Volatility::Immutable) }
-    }
-}
-
-impl Default for ToolCallSinceUserUdf {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl WindowUDFImpl for ToolCallSinceUserUdf {
-    fn name(&self) -> &str {
-        "tool_call_since_user"
-    }
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-    fn partition_evaluator(&self, _args: PartitionEvaluatorArgs) -> Result<Box<dyn PartitionEvaluator>> {
-        Ok(Box::new(ToolCallSinceUserEvaluator))
-    }
-    fn field(&self, field_args: WindowUDFFieldArgs) -> Result<FieldRef> {
-        Ok(Arc::new(Field::new(field_args.name(), DataType::Boolean, false)))
-    }
+/// The `tool_call_since_user` window function.
+pub fn udf() -> WindowUDF {
+    WindowFunction::udf("tool_call_since_user", Some(2), DataType::Boolean, false, || Box::new(ToolCallSinceUserEvaluator))
 }
 
 #[derive(Debug)]

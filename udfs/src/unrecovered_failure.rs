@@ -14,48 +14,21 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Int64Type};
+use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::common::{Result, exec_err};
-use datafusion::logical_expr::function::{PartitionEvaluatorArgs, WindowUDFFieldArgs};
-use datafusion::logical_expr::{PartitionEvaluator, Signature, Volatility, WindowUDFImpl};
+use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 use serde_json::Value;
 
 use crate::similarity::{param_similarity_values, params_at};
 use crate::strings::string_at;
+use crate::window_function::WindowFunction;
 
 /// A retry of the same tool recovers only with parameters less similar than this.
 const RECOVERY_SIMILARITY: f64 = 0.5;
 
-#[derive(Debug, PartialEq, Eq, Hash)]
-pub struct UnrecoveredFailureUdf {
-    signature: Signature,
-}
-
-impl UnrecoveredFailureUdf {
-    pub fn new() -> Self {
-        Self { signature: Signature::any(6, Volatility::Immutable) }
-    }
-}
-
-impl Default for UnrecoveredFailureUdf {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl WindowUDFImpl for UnrecoveredFailureUdf {
-    fn name(&self) -> &str {
-        "unrecovered_failure"
-    }
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-    fn partition_evaluator(&self, _args: PartitionEvaluatorArgs) -> Result<Box<dyn PartitionEvaluator>> {
-        Ok(Box::new(UnrecoveredFailureEvaluator))
-    }
-    fn field(&self, field_args: WindowUDFFieldArgs) -> Result<FieldRef> {
-        Ok(Arc::new(Field::new(field_args.name(), DataType::Boolean, false)))
-    }
+/// The `unrecovered_failure` window function.
+pub fn udf() -> WindowUDF {
+    WindowFunction::udf("unrecovered_failure", Some(6), DataType::Boolean, false, || Box::new(UnrecoveredFailureEvaluator))
 }
 
 #[derive(Debug)]
