@@ -221,9 +221,12 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     // The findings are encoded and synced while the other tables are.
     let written: Vec<Result<Option<String>, LakeError>> = std::thread::scope(|scope| {
         // A batch of findings at a time: all of them at once would hold their text twice.
-        let findings_file = scope.spawn(|| match findings.is_empty() {
-            true => Ok(None),
-            false => write_batches(Table::Findings, 1, FINDINGS_SCHEMA.clone(), &mut findings.chunks(FINDINGS_BATCH_ROWS).map(|c| Ok(findings_batch(c)?))),
+        let findings_file = scope.spawn(|| {
+            if findings.is_empty() {
+                return Ok(None);
+            }
+            let mut batches = findings.chunks(FINDINGS_BATCH_ROWS).map(|c| Ok(findings_batch(c)?));
+            write_batches(Table::Findings, 1, FINDINGS_SCHEMA.clone(), &mut batches)
         });
         let others = [
             write(Table::Failures, 2, FAILURES_SCHEMA.clone(), occurrences),
