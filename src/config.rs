@@ -89,9 +89,12 @@ pub struct Config {
     pub languages: Vec<String>,
     /// Extra detector SQL files (`detectorsDir`).
     pub detectors_dir: Option<String>,
+    /// Replacements of the built-in tool-name patterns (`toolPatterns`: `consequential`,
+    /// `readOnly`, `handoff`, `noop`, each a list of regular expressions).
+    pub tool_patterns: BTreeMap<String, Vec<String>>,
 }
 
-pub const SIGNAL_IDS: [&str; 7] = [
+pub const SIGNAL_IDS: [&str; 10] = [
     "SIG-CORRECTION",
     "SIG-TOOL-FAIL",
     "SIG-DOOM-LOOP",
@@ -99,7 +102,13 @@ pub const SIGNAL_IDS: [&str; 7] = [
     "SIG-REPEAT-FAIL",
     "SIG-HALLUCINATION",
     "SIG-UNVERIFIED-CLAIM",
+    "SIG-UNCONFIRMED-ACTION",
+    "SIG-UNANSWERED",
+    "SIG-ERROR-ENDING",
 ];
+
+/// Signals that run only when the config enables them.
+pub const OFF_BY_DEFAULT: [&str; 1] = ["SIG-UNVERIFIED-CLAIM"];
 
 pub const ALL_LANGUAGES: [&str; 10] = ["en", "de", "fr", "es", "pt", "it", "zh", "ja", "ko", "ru"];
 
@@ -156,6 +165,11 @@ impl Config {
             max_events_per_run: int_or(ta.get("maxEventsPerRun"), 100_000),
             languages: resolve_languages(root.get("patterns").and_then(|p| p.get("language"))),
             detectors_dir: opt_str(ta.get("detectorsDir")),
+            tool_patterns: ta
+                .get("toolPatterns")
+                .and_then(Value::as_object)
+                .map(|o| o.iter().map(|(k, v)| (k.clone(), str_array(Some(v)))).collect())
+                .unwrap_or_default(),
         }
     }
 }
@@ -165,7 +179,7 @@ fn resolve_signals(raw: Option<&Value>) -> BTreeMap<String, SignalConfig> {
         .iter()
         .map(|id| {
             let entry = raw.and_then(|s| s.get(*id)).unwrap_or(&Value::Null);
-            let default_enabled = *id != "SIG-UNVERIFIED-CLAIM";
+            let default_enabled = !OFF_BY_DEFAULT.contains(id);
             let severity = opt_str(entry.get("severity"))
                 .filter(|s| matches!(s.as_str(), "low" | "medium" | "high" | "critical"));
             ((*id).to_owned(), SignalConfig { enabled: bool_or(entry.get("enabled"), default_enabled), severity })

@@ -1,12 +1,17 @@
 -- SIG-HALLUCINATION (spec §7.6): the agent claims completion ("Done ✅", "erledigt") while
--- the last tool result before that message failed.
+-- the last tool result before that message failed. The failure must be in the same turn
+-- (after the user's last message): a claim that answers a new user message is not about
+-- an older failure. `is_completion_claim` leaves out questions and messages that own up
+-- to a failure ("X worked. However, I could not update Y").
 WITH claims AS (
     SELECT * FROM chain_events WHERE type = 'msg.out' AND is_completion_claim(content)
 ),
--- With each claim, the last tool result before it.
+-- With each claim, the last tool result and the last user message before it.
 last_results AS (
-    SELECT c.chain_id, c.chain_no, c.idx, c.agent, c.session, c.id, c.content, max(r.idx) AS result_idx
-    FROM claims c JOIN chain_events r ON r.chain_no = c.chain_no AND r.type = 'tool.result' AND r.idx < c.idx
+    SELECT c.chain_id, c.chain_no, c.idx, c.agent, c.session, c.id, c.content,
+        max(CASE WHEN r.type = 'tool.result' THEN r.idx END) AS result_idx,
+        max(CASE WHEN r.type = 'msg.in' THEN r.idx END) AS user_idx
+    FROM claims c JOIN chain_events r ON r.chain_no = c.chain_no AND r.type IN ('tool.result', 'msg.in') AND r.idx < c.idx
     GROUP BY c.chain_id, c.chain_no, c.idx, c.agent, c.session, c.id, c.content
 )
 SELECT
@@ -18,4 +23,4 @@ SELECT
     CAST(NULL AS VARCHAR) AS fingerprint
 FROM last_results c
 JOIN chain_events r ON r.chain_no = c.chain_no AND r.idx = c.result_idx
-WHERE r.failed
+WHERE r.failed AND c.result_idx > coalesce(c.user_idx, -1)

@@ -1,10 +1,15 @@
 -- SIG-TOOL-FAIL (spec §7.2): a tool call fails and the agent answers without a successful
 -- recovery attempt (another tool, or the same tool with clearly different parameters)
 -- between the failure and its answer. `unrecovered_failure` scans each chain from every
--- failed attempt to the agent's next message.
+-- failed attempt to the agent's next message. A call that changes nothing (`think`, an
+-- echo: `is_noop_tool`) is no attempt at all, so it recovers nothing.
 WITH attempts AS (
     SELECT *,
-        unrecovered_failure(chain_no, type, tool_name, tool_params, next_type, next_failed) OVER (ORDER BY chain_no, idx) AS unrecovered
+        unrecovered_failure(
+            chain_no,
+            CASE WHEN type = 'tool.call' AND is_noop_tool(tool_name) THEN 'tool.noop' ELSE type END,
+            tool_name, tool_params, next_type, next_failed
+        ) OVER (ORDER BY chain_no, idx) AS unrecovered
     FROM chain_events
 )
 SELECT

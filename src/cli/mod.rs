@@ -5,8 +5,10 @@ mod demo;
 mod export;
 mod generate;
 mod import;
+mod outcomes;
 mod progress;
 mod report;
+mod score;
 mod sql;
 mod status;
 mod time_args;
@@ -46,6 +48,10 @@ enum Command {
     Export(export::ExportArgs),
     /// Detect failure patterns (new events only, unless --full) and report them.
     Analyze(analyze::AnalyzeArgs),
+    /// Load the known outcome of sessions (success or failure) for `score`.
+    Outcomes(outcomes::OutcomesArgs),
+    /// Show which signals separate failed sessions from successful ones (needs outcomes).
+    Score(score::ScoreArgs),
     /// Write a report of the lake's findings (HTML with charts, Markdown or JSON).
     Report(report::ReportArgs),
     /// Run SQL over the lake (no query: an interactive prompt).
@@ -78,7 +84,7 @@ impl Ctx {
 
     /// The query engine the config chooses (languages, chain settings).
     pub fn engine(&self) -> anyhow::Result<EngineOptions> {
-        EngineOptions::from_config(&self.config).context("check `traceAnalyzer.patterns` in the config file")
+        EngineOptions::from_config(&self.config).context("check `patterns.language` and `traceAnalyzer.toolPatterns` in the config file")
     }
 }
 
@@ -104,6 +110,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Import(args) => import::run(&ctx, args),
         Command::Export(args) => block_on(export::run(&ctx, args)),
         Command::Analyze(args) => block_on(analyze::run(&ctx, args)),
+        Command::Outcomes(args) => outcomes::run(&ctx, args),
+        Command::Score(args) => block_on(score::run(&ctx, args)),
         Command::Report(args) => block_on(report::run(&ctx, args)),
         Command::Sql(args) => block_on(sql::run(&ctx, args)),
         Command::Watch(args) => block_on(watch::run(&ctx, args)),

@@ -14,6 +14,7 @@ use datafusion::prelude::{SessionContext, col};
 use futures::TryStreamExt;
 
 use super::finding::{Finding, finding_id, findings_batch, from_detector_batch, severity_rank};
+use super::report::FindingCounts;
 use super::sql::{CHAIN_VIEWS, CHAINS, Detector, SqlParams, enabled_builtin_detectors, user_detectors};
 use super::DetectError;
 use super::bucket_plans::{BucketPlans, CHAIN_BUILD_SETTINGS, KEEP_TABLE_ORDER};
@@ -30,7 +31,7 @@ use crate::engine::{EngineOptions, open_session};
 use crate::lake::layout::{PartitionDate, part_file_name};
 use crate::lake::state::{AnalysisRecord, Manifest, ProcessingState, WriteLock, sweep_uncommitted};
 use crate::lake::schema::{CLASSIFICATIONS_SCHEMA, FAILURES_SCHEMA, FINDINGS_SCHEMA, OUTPUTS_SCHEMA};
-use crate::lake::writer::write_parquet_atomic;
+use crate::lake::writer::{BatchFileWriter, write_parquet_atomic};
 use crate::lake::{Lake, LakeError, Table, WriterId};
 use crate::redact::Redactor;
 
@@ -70,8 +71,10 @@ pub struct Analysis {
     pub events_processed: u64,
     pub chains: u64,
     pub time_range: (i64, i64),
-    /// New findings of this run, most severe first.
+    /// The most severe new findings of this run (`output.maxFindings`), most severe first.
     pub findings: Vec<Finding>,
+    /// Every new finding of this run, counted (the lake keeps them all).
+    pub counts: FindingCounts,
     /// User detectors that could not run: (file, reason).
     pub skipped_detectors: Vec<(String, String)>,
     pub processing_state: ProcessingState,
@@ -123,16 +126,25 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let detected_at = chrono::Utc::now().timestamp_millis();
 
     let reported: HashSet<String> = if opts.full { HashSet::new() } else { reported_ids(&ctx).await? };
-    let kept = MostSevere {
+    // Every new finding goes to the lake; the most severe `maxFindings` are also kept for
+    // the report (and the LLM), and written once the LLM has seen them.
+    let writer = WriterId::random();
+    let date = PartitionDate::from_millis(detected_at);
+    let findings_file =
+        BatchFileWriter::start(lake.partition_dir(Table::Findings, &date), part_file_name(&writer, 1), FINDINGS_SCHEMA.clone());
+    let mut kept = MostSevere {
         reported,
         max: usize::try_from(config.output.max_findings.max(0)).unwrap_or(usize::MAX),
+        run_id: run_id.clone(),
+        detected_at,
+        findings: Vec::new(),
+        counts: FindingCounts::default(),
     };
 
     // Chains never cross sessions, so sessions are analyzed in buckets of bounded size,
     // side by side, each with the same plans.
     let buckets = Buckets::split(&ctx, opts.bucket_events).await?;
     let work = Arc::new(BucketWork::plan(&ctx, buckets.schema(), per_bucket, config, params).await?);
-    let mut findings = Vec::new();
     let mut skipped_detectors = None;
     let mut stats = ChainStats::default();
     let mut occurrences = Vec::new();
@@ -140,10 +152,9 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         .run(&ctx, |events| analyze_bucket(Arc::clone(&work), events))
         .try_for_each(|bucket| {
             stats.add(bucket.stats);
-            kept.add(&mut findings, bucket.findings);
             skipped_detectors.get_or_insert(bucket.skipped);
             occurrences.extend(bucket.failures);
-            std::future::ready(Ok(()))
+            std::future::ready(kept.add(bucket.findings, &findings_file))
         })
         .await?;
     let buckets_removed = buckets.remove();
@@ -153,14 +164,11 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let schema = occurrences.first().map_or_else(|| FAILURES_SCHEMA.clone(), |b| b.schema());
     ctx.deregister_table("failure_occurrences")?;
     ctx.register_table("failure_occurrences", Arc::new(MemTable::try_new(schema, vec![occurrences.clone()])?))?;
-    kept.add(&mut findings, run_detectors(&ctx, &across_sessions, config, params).await?.0);
+    kept.add(run_detectors(&ctx, &across_sessions, config, params).await?.0, &findings_file)?;
+    let MostSevere { mut findings, mut counts, .. } = kept;
     sort_most_severe_first(&mut findings);
     let ChainStats { chains, events: events_processed, first, last } = stats;
     let time_range = if chains == 0 { (0, 0) } else { (first, last) };
-    for f in &mut findings {
-        f.run_id = run_id.clone();
-        f.detected_at = detected_at;
-    }
     let all_signals: HashMap<String, String> = findings.iter().map(|f| (f.finding_id.clone(), f.signal.clone())).collect();
 
     let mut verdicts = Vec::new();
@@ -197,44 +205,33 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
 
     // A full run starts the totals afresh.
     let earlier = if opts.full { ProcessingState::default() } else { previous_state };
+    // The findings the report lists, as the LLM left them (triage drops false positives).
+    counts.add_findings(&findings);
+    for chunk in findings.chunks(FINDINGS_BATCH_ROWS) {
+        findings_file.write(findings_batch(chunk)?)?;
+    }
     let processing_state = ProcessingState {
         last_processed_ts: time_range.1.max(earlier.last_processed_ts),
         last_processed_seq: 0,
         total_events_processed: earlier.total_events_processed + events_processed,
-        total_findings: earlier.total_findings + findings.len() as u64,
+        total_findings: earlier.total_findings + counts.total() as u64,
         updated_at: chrono::Utc::now().to_rfc3339(),
-    };
-    let writer = WriterId::random();
-    let date = PartitionDate::from_millis(detected_at);
-    let write_batches = |table: Table, part: usize, schema: SchemaRef, batches: &mut dyn Iterator<Item = Result<RecordBatch, LakeError>>| {
-        let dir = lake.partition_dir(table, &date);
-        write_parquet_atomic(&dir, &part_file_name(&writer, part), schema, batches).map(|file| Some(lake.relative(&file.path)))
     };
     let write = |table: Table, part: usize, schema: SchemaRef, batches: Vec<RecordBatch>| -> Result<Option<String>, LakeError> {
         if !batches.iter().any(|b| b.num_rows() > 0) {
             return Ok(None);
         }
-        write_batches(table, part, schema, &mut batches.into_iter().map(Ok))
+        let dir = lake.partition_dir(table, &date);
+        write_parquet_atomic(&dir, &part_file_name(&writer, part), schema, batches.into_iter().map(Ok)).map(|file| Some(lake.relative(&file.path)))
     };
     let classifications = classifications_batch(&verdicts, &all_signals, &run_id, detected_at)?;
     let outputs_rows = outputs_batch(&outputs, &run_id, detected_at)?;
-    // The findings are encoded and synced while the other tables are.
-    let written: Vec<Result<Option<String>, LakeError>> = std::thread::scope(|scope| {
-        // A batch of findings at a time: all of them at once would hold their text twice.
-        let findings_file = scope.spawn(|| {
-            if findings.is_empty() {
-                return Ok(None);
-            }
-            let mut batches = findings.chunks(FINDINGS_BATCH_ROWS).map(|c| Ok(findings_batch(c)?));
-            write_batches(Table::Findings, 1, FINDINGS_SCHEMA.clone(), &mut batches)
-        });
-        let others = [
-            write(Table::Failures, 2, FAILURES_SCHEMA.clone(), occurrences),
-            write(Table::Classifications, 3, CLASSIFICATIONS_SCHEMA.clone(), vec![classifications]),
-            write(Table::Outputs, 4, OUTPUTS_SCHEMA.clone(), vec![outputs_rows]),
-        ];
-        std::iter::once(findings_file.join().expect("the findings writer does not panic")).chain(others).collect()
-    });
+    let written = [
+        write(Table::Failures, 2, FAILURES_SCHEMA.clone(), occurrences),
+        write(Table::Classifications, 3, CLASSIFICATIONS_SCHEMA.clone(), vec![classifications]),
+        write(Table::Outputs, 4, OUTPUTS_SCHEMA.clone(), vec![outputs_rows]),
+        findings_file.finish().map(|file| file.map(|f| lake.relative(&f.path))),
+    ];
     let files: Vec<String> = written.into_iter().filter_map(Result::transpose).collect::<Result<_, _>>()?;
     if opts.full {
         manifest.analyses.clear();
@@ -242,7 +239,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     manifest.analyses.push(AnalysisRecord {
         run_id: run_id.clone(),
         finished_at: chrono::Utc::now().to_rfc3339(),
-        findings: findings.len() as u64,
+        findings: counts.total() as u64,
         files,
     });
     manifest.processing_state = processing_state.clone();
@@ -268,6 +265,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         chains,
         time_range,
         findings,
+        counts,
         skipped_detectors,
         processing_state,
         verdicts,
@@ -343,26 +341,44 @@ async fn analyze_bucket(work: Arc<BucketWork>, events: BucketEvents) -> Result<B
     Ok(BucketFindings { stats: chain_stats_of(&stats?), findings, skipped, failures: failures? })
 }
 
-/// The findings a run reports: new ones (not reported by an earlier run), each once, the
-/// most severe `max` of them. Applied after every bucket, so at most `max` (and one
-/// bucket's findings) are held at once; the caller sorts the kept ones at the end.
+/// The findings of a run: new ones (not reported by an earlier run), each once. The most
+/// severe `max` are kept for the report; the others go to the lake's findings file as
+/// soon as they fall out of the most severe, so at most `max` (and one bucket's findings)
+/// are held at once.
 struct MostSevere {
     reported: HashSet<String>,
     max: usize,
+    run_id: String,
+    detected_at: i64,
+    /// The most severe so far, unsorted.
+    findings: Vec<Finding>,
+    /// The findings written to the lake so far.
+    counts: FindingCounts,
 }
 
 impl MostSevere {
-    /// Adds `new` (one bucket's findings, or the cross-session ones) to `findings`, keeping
-    /// what the run reports. A finding's id names its session, and buckets never share a
-    /// session, so the same finding can only come twice within one `new`.
-    fn add(&self, findings: &mut Vec<Finding>, new: Vec<Finding>) {
+    /// Adds `new` (one bucket's findings, or the cross-session ones). A finding's id names
+    /// its session, and buckets never share a session, so the same finding can only come
+    /// twice within one `new`.
+    fn add(&mut self, new: Vec<Finding>, lake_file: &BatchFileWriter) -> Result<(), DetectError> {
         let mut seen = HashSet::new();
-        findings.extend(new.into_iter().filter(|f| !self.reported.contains(&f.finding_id) && seen.insert(f.finding_id.clone())));
-        // Sorting only when over the cap: with a large cap, not every bucket re-sorts all.
-        if findings.len() > self.max {
-            sort_most_severe_first(findings);
-            findings.truncate(self.max);
+        for mut f in new {
+            if !self.reported.contains(&f.finding_id) && seen.insert(f.finding_id.clone()) {
+                f.run_id.clone_from(&self.run_id);
+                f.detected_at = self.detected_at;
+                self.findings.push(f);
+            }
         }
+        // Sorting only when over the cap: with a large cap, not every bucket re-sorts all.
+        if self.findings.len() > self.max {
+            sort_most_severe_first(&mut self.findings);
+            let others = self.findings.split_off(self.max);
+            self.counts.add_findings(&others);
+            for chunk in others.chunks(FINDINGS_BATCH_ROWS) {
+                lake_file.write(findings_batch(chunk)?)?;
+            }
+        }
+        Ok(())
     }
 }
 

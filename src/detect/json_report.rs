@@ -16,6 +16,7 @@ pub fn write_json_pretty(report: &AnalysisReport, out: &mut impl Write) -> io::R
     out.write_all(b"{\n")?;
     field(out, "version", &report.version, false)?;
     field(out, "generatedAt", &report.generated_at, false)?;
+    field(out, "runId", &report.run_id, false)?;
     field(out, "stats", &report.stats, false)?;
     field(out, "signalStats", &report.signal_stats, false)?;
     out.write_all(b"  \"findings\": ")?;

@@ -17,6 +17,8 @@ use crate::output::effectiveness::RuleEffectiveness;
 pub struct AnalysisReport {
     pub version: u32,
     pub generated_at: String,
+    /// The analysis run whose findings these are (the latest, for a lake report).
+    pub run_id: String,
     pub stats: Stats,
     pub signal_stats: Vec<SignalStats>,
     pub findings: Vec<ReportFinding>,
@@ -33,6 +35,8 @@ pub struct Stats {
     pub events_processed: u64,
     pub chains_reconstructed: u64,
     pub findings_detected: usize,
+    /// Findings kept in the lake but not listed in this report (`output.maxFindings`).
+    pub findings_not_listed: usize,
     pub findings_classified: usize,
     pub outputs_generated: usize,
     pub time_range: TimeRange,
@@ -99,8 +103,10 @@ impl AnalysisReport {
             .into_iter()
             .filter_map(|v| v.classification.map(|c| (v.finding_id, c)))
             .collect();
-        let signal_stats = signal_stats(&analysis.findings);
-        let findings_detected = analysis.findings.len();
+        let signal_stats = analysis.counts.stats();
+        let findings_detected = analysis.counts.total().max(analysis.findings.len());
+        let findings_not_listed = findings_detected - analysis.findings.len();
+        let run_id = analysis.run_id.clone();
         let findings: Vec<ReportFinding> = analysis
             .findings
             .into_iter()
@@ -112,12 +118,14 @@ impl AnalysisReport {
         AnalysisReport {
             version: 1,
             generated_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            run_id,
             stats: Stats {
                 started_at: analysis.started_at,
                 completed_at: analysis.completed_at,
                 events_processed: analysis.events_processed,
                 chains_reconstructed: analysis.chains,
                 findings_detected,
+                findings_not_listed,
                 findings_classified: findings.iter().filter(|f| f.classification.is_some()).count(),
                 outputs_generated: analysis.outputs.len(),
                 time_range: TimeRange { start_ms: analysis.time_range.0, end_ms: analysis.time_range.1 },
@@ -155,6 +163,9 @@ impl AnalysisReport {
                 ));
             }
         }
+        if self.stats.findings_not_listed > 0 {
+            md.push_str(&format!("\n… {} more findings: {}\n", self.stats.findings_not_listed, self.how_to_see_all()));
+        }
         let classified: Vec<&ReportFinding> = self.findings.iter().filter(|f| f.classification.is_some()).collect();
         if !classified.is_empty() {
             md.push_str("\n## Root causes\n\n| signal | root cause | fix | confidence |\n|---|---|---|---|\n");
@@ -179,6 +190,14 @@ impl AnalysisReport {
         md
     }
 
+    /// Where every finding of the report's run can be seen: the lake keeps them all.
+    fn how_to_see_all(&self) -> String {
+        if self.run_id.is_empty() {
+            return "tracelake sql \"SELECT * FROM findings\"".to_owned();
+        }
+        format!("tracelake sql \"SELECT severity, signal, session, summary FROM findings WHERE run_id = '{}'\"", self.run_id)
+    }
+
     /// A short summary for the terminal.
     pub fn to_terminal(&self, max_rows: usize) -> String {
         let mut out = format!(
@@ -195,8 +214,9 @@ impl AnalysisReport {
                 let summary: String = f.signal.summary.chars().take(90).collect();
                 out.push_str(&format!("  [{:<8}] {:<20} {}@{}: {}\n", f.signal.severity, f.signal.signal, f.agent, short(&f.session), summary));
             }
-            if self.findings.len() > max_rows {
-                out.push_str(&format!("  … {} more (--format json or markdown for all)\n", self.findings.len() - max_rows));
+            let not_shown = self.stats.findings_detected.saturating_sub(self.findings.len().min(max_rows));
+            if not_shown > 0 {
+                out.push_str(&format!("  … {not_shown} more: {}\n", self.how_to_see_all()));
             }
         }
         if !self.generated_outputs.is_empty() {
@@ -256,36 +276,68 @@ fn evidence_json(text: &str) -> Box<RawValue> {
 }
 
 /// One signal's findings: how many, per severity, per agent.
-#[derive(Default)]
+#[derive(Debug, Clone, Default)]
 struct SignalTally {
     count: usize,
     by_severity: BTreeMap<String, usize>,
     by_agent: BTreeMap<String, usize>,
 }
 
-/// Per signal: count, by severity, top 5 agents (spec §10.4), in order of first appearance.
-pub fn signal_stats(findings: &[Finding]) -> Vec<SignalStats> {
-    let mut order: Vec<String> = Vec::new();
-    let mut tallies: BTreeMap<String, SignalTally> = BTreeMap::new();
-    for f in findings {
-        if !tallies.contains_key(&f.signal) {
-            order.push(f.signal.clone());
-        }
-        let tally = tallies.entry(f.signal.clone()).or_default();
-        tally.count += 1;
-        *tally.by_severity.entry(f.severity.clone()).or_default() += 1;
-        *tally.by_agent.entry(f.agent.clone()).or_default() += 1;
+/// Findings counted per signal, severity and agent, for the report's signal statistics:
+/// every finding counts, also those a report does not list.
+#[derive(Debug, Clone, Default)]
+pub struct FindingCounts {
+    tallies: BTreeMap<String, SignalTally>,
+    total: usize,
+}
+
+impl FindingCounts {
+    pub fn of(findings: &[Finding]) -> Self {
+        let mut counts = Self::default();
+        counts.add_findings(findings);
+        counts
     }
-    order
-        .into_iter()
-        .map(|signal| {
-            let SignalTally { count, by_severity, by_agent } = tallies.remove(&signal).expect("counted");
-            let mut top: Vec<AgentCount> = by_agent.into_iter().map(|(agent, count)| AgentCount { agent, count }).collect();
-            top.sort_by(|a, b| b.count.cmp(&a.count).then(a.agent.cmp(&b.agent)));
-            top.truncate(5);
-            SignalStats { signal, count, by_severity, top_agents: top }
-        })
-        .collect()
+
+    pub fn add_findings(&mut self, findings: &[Finding]) {
+        for f in findings {
+            self.add(&f.signal, &f.severity, &f.agent, 1);
+        }
+    }
+
+    /// Counts `n` findings of `signal` at `severity` by `agent`.
+    pub fn add(&mut self, signal: &str, severity: &str, agent: &str, n: usize) {
+        let tally = match self.tallies.get_mut(signal) {
+            Some(t) => t,
+            None => self.tallies.entry(signal.to_owned()).or_default(),
+        };
+        tally.count += n;
+        *tally.by_severity.entry(severity.to_owned()).or_default() += n;
+        *tally.by_agent.entry(agent.to_owned()).or_default() += n;
+        self.total += n;
+    }
+
+    pub fn total(&self) -> usize {
+        self.total
+    }
+
+    /// Per signal: count, by severity, top 5 agents (spec §10.4); the signals with the most
+    /// severe findings first, then the most frequent.
+    pub fn stats(&self) -> Vec<SignalStats> {
+        let mut stats: Vec<SignalStats> = self
+            .tallies
+            .iter()
+            .map(|(signal, tally)| {
+                let mut top: Vec<AgentCount> =
+                    tally.by_agent.iter().map(|(agent, count)| AgentCount { agent: agent.clone(), count: *count }).collect();
+                top.sort_by(|a, b| b.count.cmp(&a.count).then(a.agent.cmp(&b.agent)));
+                top.truncate(5);
+                SignalStats { signal: signal.clone(), count: tally.count, by_severity: tally.by_severity.clone(), top_agents: top }
+            })
+            .collect();
+        let worst = |s: &SignalStats| s.by_severity.keys().map(|k| severity_rank(k)).max().unwrap_or(0);
+        stats.sort_by(|a, b| worst(b).cmp(&worst(a)).then(b.count.cmp(&a.count)).then(a.signal.cmp(&b.signal)));
+        stats
+    }
 }
 
 /// Whether any finding is at or above `severity`.

@@ -11,6 +11,10 @@ pub const CHAIN_VIEWS: &str = include_str!("../../sql/chain_views.sql");
 /// `rule_effectiveness`: each generated rule's failures before and after it.
 pub const RULE_EFFECTIVENESS: &str = include_str!("../../sql/outputs/rule_effectiveness.sql");
 
+/// `session_outcomes`, `signal_scores`: how well each signal separates failed sessions
+/// from successful ones.
+pub const SIGNAL_SCORES: &str = include_str!("../../sql/outputs/signal_scores.sql");
+
 /// A detector: a SELECT that yields the finding columns.
 #[derive(Debug, Clone)]
 pub struct Detector {
@@ -20,7 +24,7 @@ pub struct Detector {
     pub builtin: bool,
 }
 
-/// The seven built-in detectors, in the order of spec §7.
+/// The built-in detectors: the seven of spec §7 in its order, then tracelake's own.
 pub fn builtin_detectors() -> Vec<Detector> {
     [
         ("SIG-CORRECTION", include_str!("../../sql/detectors/sig_correction.sql")),
@@ -30,6 +34,9 @@ pub fn builtin_detectors() -> Vec<Detector> {
         ("SIG-REPEAT-FAIL", include_str!("../../sql/detectors/sig_repeat_fail.sql")),
         ("SIG-HALLUCINATION", include_str!("../../sql/detectors/sig_hallucination.sql")),
         ("SIG-UNVERIFIED-CLAIM", include_str!("../../sql/detectors/sig_unverified_claim.sql")),
+        ("SIG-UNCONFIRMED-ACTION", include_str!("../../sql/detectors/sig_unconfirmed_action.sql")),
+        ("SIG-UNANSWERED", include_str!("../../sql/detectors/sig_unanswered.sql")),
+        ("SIG-ERROR-ENDING", include_str!("../../sql/detectors/sig_error_ending.sql")),
     ]
     .into_iter()
     .map(|(name, sql)| Detector { name: name.into(), sql: sql.into(), builtin: true })

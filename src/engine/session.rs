@@ -19,7 +19,7 @@ use crate::lake::state::{AnalysisRecord, Manifest};
 use crate::lake::{Lake, Table};
 use crate::redact::Redactor;
 use tracelake_udfs::Patterns;
-use crate::detect::sql::{CHAIN_VIEWS, CHAINS, RULE_EFFECTIVENESS, SqlParams};
+use crate::detect::sql::{CHAIN_VIEWS, CHAINS, RULE_EFFECTIVENESS, SIGNAL_SCORES, SqlParams};
 
 /// Settings of a query session.
 #[derive(Debug, Clone)]
@@ -42,7 +42,8 @@ impl Default for EngineOptions {
 impl EngineOptions {
     /// The settings `config` chooses: its languages and chain parameters.
     pub fn from_config(config: &crate::config::Config) -> Result<Self, tracelake_udfs::PatternError> {
-        Ok(Self::with(Patterns::new(&config.languages)?, SqlParams::from_config(config)))
+        let patterns = Patterns::with_tool_patterns(&config.languages, &config.tool_patterns)?;
+        Ok(Self::with(patterns, SqlParams::from_config(config)))
     }
 
     fn with(patterns: Patterns, sql_params: SqlParams) -> Self {
@@ -161,7 +162,7 @@ pub const FAILURE_COLUMNS: &str = "fingerprint, session, agent, first_ts, chain_
 async fn define_chain_views(ctx: &SessionContext, params: &SqlParams) -> Result<(), EngineError> {
     ctx.sql("CREATE VIEW analysis_events AS SELECT * FROM events").await?.collect().await?;
     ctx.sql(&format!("CREATE VIEW failure_history AS SELECT {FAILURE_COLUMNS} FROM failures")).await?.collect().await?;
-    for sql in [CHAINS, CHAIN_VIEWS, RULE_EFFECTIVENESS] {
+    for sql in [CHAINS, CHAIN_VIEWS, RULE_EFFECTIVENESS, SIGNAL_SCORES] {
         run_statements(ctx, &params.fill(sql), |_, _| Ok(())).await?;
     }
     Ok(())

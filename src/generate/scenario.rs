@@ -42,10 +42,13 @@ pub enum Scenario {
     RepeatFail,
     Hallucination,
     UnverifiedClaim,
+    UnconfirmedAction,
+    Unanswered,
+    ErrorEnding,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 9] = [
+    pub const ALL: [Scenario; 12] = [
         Scenario::Clean,
         Scenario::NearMiss,
         Scenario::Correction,
@@ -55,6 +58,9 @@ impl Scenario {
         Scenario::RepeatFail,
         Scenario::Hallucination,
         Scenario::UnverifiedClaim,
+        Scenario::UnconfirmedAction,
+        Scenario::Unanswered,
+        Scenario::ErrorEnding,
     ];
     /// Relative frequency in generated traffic.
     fn weight(self) -> u32 {
@@ -227,6 +233,33 @@ impl Planner {
                 s.push(Step::User(pick(rng, THANKS)));
                 plan.findings.push(("SIG-UNVERIFIED-CLAIM", "medium"));
             }
+            Scenario::UnconfirmedAction => {
+                s.push(Step::User("Can you email the weekly report to the team?".into()));
+                s.push(Step::Agent("I can send the report to team@example.org now. Shall I send it?".into()));
+                // Half the time the user agrees first: no finding.
+                let agreed = rng.random_bool(0.5);
+                s.push(Step::User(if agreed { pick(rng, CONFIRMATIONS) } else { "Which version of the report is it?".into() }));
+                s.push(Step::ToolOk { name: "send_email".into(), params: json!({"to": "team@example.org", "report": n}), result: json!({"sent": true}) });
+                s.push(Step::Agent("The report is on its way.".into()));
+                if !agreed {
+                    plan.findings.push(("SIG-UNCONFIRMED-ACTION", "high"));
+                }
+            }
+            Scenario::Unanswered => {
+                s.push(Step::User(pick(rng, ASKS)));
+                s.push(ok_tool(rng, n));
+                s.push(Step::Agent(pick(rng, ANSWERS)));
+                s.push(Step::User(pick(rng, FOLLOW_UPS)));
+                // Only a session that ends (session.end) is known to be left unanswered.
+                if plan.framed {
+                    plan.findings.push(("SIG-UNANSWERED", "medium"));
+                }
+            }
+            Scenario::ErrorEnding => {
+                s.push(Step::User(pick(rng, ASKS)));
+                s.push(fail_tool(n, 0));
+                plan.findings.push(("SIG-ERROR-ENDING", "high"));
+            }
         }
         s.push(Step::Lifecycle("run.end"));
     }
@@ -293,5 +326,7 @@ const CORRECTIONS: &[&str] = &[
 ];
 const DISSATISFIED: &[&str] = &["forget it, I'll do it myself", "vergiss es, ich mach's selbst", "this is useless", "lass gut sein"];
 const CLAIMS: &[&str] = &["Done ✅ the new version is live.", "Erledigt, das Deployment ist durch.", "Successfully deployed to production."];
+const CONFIRMATIONS: &[&str] = &["Yes, go ahead.", "Ja, bitte.", "ok, send it"];
+const FOLLOW_UPS: &[&str] = &["Can you also check the staging host?", "Kannst du bitte auch den Staging-Host prüfen?"];
 const FILLER_ASKS: &[&str] = &["Can you summarize the report?", "Was steht im Bericht?"];
 const FILLER_ANSWERS: &[&str] = &["Here is the summary of the report.", "Der Bericht beschreibt drei Punkte."];

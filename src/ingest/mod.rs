@@ -5,6 +5,7 @@ pub mod event;
 pub mod lines;
 pub mod nats;
 pub mod normalize;
+pub mod outcomes;
 pub mod quarantine;
 pub mod raw;
 

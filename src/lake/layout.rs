@@ -16,11 +16,19 @@ pub enum Table {
     Failures,
     Classifications,
     Outputs,
+    Outcomes,
 }
 
 impl Table {
-    pub const ALL: [Table; 6] =
-        [Table::Events, Table::Quarantine, Table::Findings, Table::Failures, Table::Classifications, Table::Outputs];
+    pub const ALL: [Table; 7] = [
+        Table::Events,
+        Table::Quarantine,
+        Table::Findings,
+        Table::Failures,
+        Table::Classifications,
+        Table::Outputs,
+        Table::Outcomes,
+    ];
 
     pub fn dir_name(self) -> &'static str {
         match self {
@@ -30,6 +38,7 @@ impl Table {
             Table::Failures => "failures",
             Table::Classifications => "classifications",
             Table::Outputs => "outputs",
+            Table::Outcomes => "outcomes",
         }
     }
 }

@@ -4,6 +4,7 @@ pub mod export;
 pub mod import;
 pub mod pipeline;
 pub mod layout;
+pub mod outcomes;
 pub mod schema;
 pub mod state;
 pub mod writer;

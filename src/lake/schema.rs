@@ -3,13 +3,14 @@
 use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{
-    ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray, StringBuilder, TimestampMillisecondArray,
+    ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, StringBuilder, TimestampMillisecondArray,
     UInt64Array,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::arrow::error::ArrowError;
 
 use super::layout::Table;
+use crate::ingest::outcomes::Outcome;
 use crate::ingest::{Event, QuarantinedLine};
 
 /// The hive partition column of every table: `YYYY-MM-DD`.
@@ -157,6 +158,17 @@ pub static OUTPUTS_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     ]))
 });
 
+/// Columns of `outcomes`: what is known of how sessions went (imported).
+pub static OUTCOMES_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        Field::new("session", DataType::Utf8, false),
+        Field::new("outcome", DataType::Utf8, false),
+        Field::new("score", DataType::Float64, true),
+        Field::new("source", DataType::Utf8, false),
+        Field::new("imported_at", ts_type(), false),
+    ]))
+});
+
 /// The columns of `table` as stored in its files.
 pub fn file_schema(table: Table) -> SchemaRef {
     match table {
@@ -166,6 +178,7 @@ pub fn file_schema(table: Table) -> SchemaRef {
         Table::Failures => FAILURES_SCHEMA.clone(),
         Table::Classifications => CLASSIFICATIONS_SCHEMA.clone(),
         Table::Outputs => OUTPUTS_SCHEMA.clone(),
+        Table::Outcomes => OUTCOMES_SCHEMA.clone(),
     }
 }
 
@@ -228,6 +241,21 @@ pub fn events_batch(events: &[&Event]) -> Result<RecordBatch, ArrowError> {
         text(e, |e| e.extra.as_deref()),
     ];
     RecordBatch::try_new(EVENTS_SCHEMA.clone(), columns)
+}
+
+/// Outcomes imported at `imported_at` (ms) as one record batch.
+pub fn outcomes_batch(outcomes: &[Outcome], imported_at: i64) -> Result<RecordBatch, ArrowError> {
+    let text = |f: &dyn Fn(&Outcome) -> &str| -> ArrayRef { Arc::new(outcomes.iter().map(|o| Some(f(o))).collect::<StringArray>()) };
+    RecordBatch::try_new(
+        OUTCOMES_SCHEMA.clone(),
+        vec![
+            text(&|o| &o.session),
+            text(&|o| o.outcome()),
+            Arc::new(outcomes.iter().map(|o| o.score).collect::<Float64Array>()),
+            text(&|o| &o.source),
+            Arc::new(TimestampMillisecondArray::from_iter_values(outcomes.iter().map(|_| imported_at)).with_timezone("UTC")),
+        ],
+    )
 }
 
 /// Quarantined lines as one record batch.

@@ -75,6 +75,22 @@ pub struct AnalysisRecord {
     pub files: Vec<String>,
 }
 
+/// One committed import of a file of session outcomes.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct OutcomeImportRecord {
+    pub writer_id: String,
+    pub source: String,
+    /// sha256 of the file's bytes, hex.
+    pub sha256: String,
+    pub outcomes: u64,
+    /// Lines that were not an outcome.
+    pub rejected: u64,
+    pub finished_at: String,
+    /// Data files, relative to the lake root.
+    pub files: Vec<String>,
+}
+
 /// Where incremental analysis resumes (spec §10.4 ProcessingState).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -98,6 +114,8 @@ pub struct Manifest {
     pub analyses: Vec<AnalysisRecord>,
     #[serde(default)]
     pub processing_state: ProcessingState,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outcome_imports: Vec<OutcomeImportRecord>,
 }
 
 impl Manifest {
@@ -122,7 +140,14 @@ impl Manifest {
     pub fn committed_files(&self) -> HashSet<&str> {
         let exported = self.export.iter().flat_map(|e| e.files.iter().map(String::as_str));
         let analysed = self.analyses.iter().flat_map(|a| a.files.iter().map(String::as_str));
-        self.imports.iter().flat_map(|r| r.files.iter().map(String::as_str)).chain(exported).chain(analysed).collect()
+        let outcomes = self.outcome_imports.iter().flat_map(|o| o.files.iter().map(String::as_str));
+        self.imports
+            .iter()
+            .flat_map(|r| r.files.iter().map(String::as_str))
+            .chain(exported)
+            .chain(analysed)
+            .chain(outcomes)
+            .collect()
     }
 }
 

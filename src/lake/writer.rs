@@ -82,6 +82,42 @@ pub fn write_parquet_atomic(
     Ok(WrittenFile { path: final_path, rows, bytes })
 }
 
+/// One Parquet file written on its own thread from batches handed to it as they are
+/// made, so that they need not all be in memory at once. The file appears (atomically,
+/// as [`write_parquet_atomic`] writes it) when finished, and only if it has rows.
+pub struct BatchFileWriter {
+    tx: SyncSender<RecordBatch>,
+    handle: thread::JoinHandle<Result<WrittenFile, LakeError>>,
+}
+
+impl BatchFileWriter {
+    pub fn start(dir: PathBuf, name: String, schema: SchemaRef) -> Self {
+        let (tx, rx) = sync_channel::<RecordBatch>(4);
+        let handle = thread::spawn(move || write_parquet_atomic(&dir, &name, schema, rx.into_iter().map(Ok)));
+        Self { tx, handle }
+    }
+
+    pub fn write(&self, batch: RecordBatch) -> Result<(), LakeError> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        // The thread stops receiving only when it failed; its error comes with `finish`.
+        let _ = self.tx.send(batch);
+        Ok(())
+    }
+
+    /// The file written, or none when no row was.
+    pub fn finish(self) -> Result<Option<WrittenFile>, LakeError> {
+        drop(self.tx);
+        let file = self.handle.join().expect("the Parquet writer thread does not panic")?;
+        if file.rows > 0 {
+            return Ok(Some(file));
+        }
+        fs::remove_file(&file.path).map_err(|e| LakeError::io(&file.path, e))?;
+        Ok(None)
+    }
+}
+
 /// Makes a rename in `dir` durable.
 pub fn sync_dir(dir: &Path) -> Result<(), LakeError> {
     File::open(dir).and_then(|d| d.sync_all()).map_err(|e| LakeError::io(dir, e))

@@ -5,6 +5,7 @@ pub mod effectiveness;
 pub mod files;
 pub mod patterns;
 pub mod policy;
+pub mod score;
 pub mod soul;
 pub mod table;
 

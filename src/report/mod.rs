@@ -17,7 +17,7 @@ use crate::config::Config;
 use crate::detect::analyze::{Analysis, CHAIN_STATS_QUERY, ChainStats, Slice, build_chains, chain_stats_of, define_analysis_events};
 use crate::detect::bucket_plans::BucketPlans;
 use crate::detect::buckets::Buckets;
-use crate::detect::report::AnalysisReport;
+use crate::detect::report::{AnalysisReport, FindingCounts};
 use crate::detect::sql::SqlParams;
 use crate::detect::{DetectError, Finding};
 use crate::engine::{EngineOptions, batches_json, open_session, query_json};
@@ -55,6 +55,9 @@ const FINDINGS_SQL: &str = "SELECT finding_id, run_id, signal, severity, chain_i
      summary, evidence, fingerprint FROM findings \
      ORDER BY CASE severity WHEN 'critical' THEN 0 WHEN 'high' THEN 1 WHEN 'medium' THEN 2 ELSE 3 END, occurred_at, finding_id";
 
+/// Every finding counted per signal, severity and agent (the signal statistics).
+const FINDING_COUNTS_SQL: &str = "SELECT signal, severity, agent, count(*) AS n FROM findings GROUP BY 1, 2, 3";
+
 const CHART_SQL: [&str; 2] = [
     "SELECT agent, severity, count(*) AS count FROM findings GROUP BY 1, 2 ORDER BY 1, 2",
     "SELECT coalesce(tool_name, '(unknown)') AS tool, count(*) AS failures FROM events \
@@ -78,11 +81,14 @@ pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_f
     let manifest = Manifest::load(lake)?;
 
     let mut findings: Vec<Finding> = Vec::new();
-    for row in query_json(&ctx, FINDINGS_SQL).await? {
+    for row in query_json(&ctx, &format!("{FINDINGS_SQL} LIMIT {max_findings}")).await? {
         findings.push(serde_json::from_value(row).map_err(|e| DetectError::FindingRow(e.to_string()))?);
     }
-    let total_findings = findings.len();
-    findings.truncate(max_findings);
+    let mut counts = FindingCounts::default();
+    for row in query_json(&ctx, FINDING_COUNTS_SQL).await? {
+        let text = |k: &str| row[k].as_str().unwrap_or_default().to_owned();
+        counts.add(&text("signal"), &text("severity"), &text("agent"), row["n"].as_u64().unwrap_or(0) as usize);
+    }
     let verdicts = latest_verdicts(&ctx).await?;
     let outputs = latest_outputs(&ctx, manifest.analyses.last().map(|a| a.run_id.as_str())).await?;
     let mut charts_data = vec![findings_over_time(&ctx).await?];
@@ -105,6 +111,7 @@ pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_f
         chains: stats.chains,
         time_range: (stats.first, stats.last),
         findings,
+        counts,
         skipped_detectors: Vec::new(),
         processing_state: manifest.processing_state.clone(),
         verdicts,
@@ -114,8 +121,7 @@ pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_f
         rule_effectiveness: rule_effectiveness(&ctx).await?,
         warnings: Vec::new(),
     };
-    let mut report = AnalysisReport::assemble(analysis);
-    report.stats.findings_detected = total_findings;
+    let report = AnalysisReport::assemble(analysis);
     Ok(LakeReport {
         report,
         charts: Charts { findings_over_time: over_time, by_agent_severity: by_agent, failing_tools: tools, chain_lengths: lengths },

@@ -15,6 +15,7 @@ mod normalize;
 mod outputs;
 mod redaction;
 mod report;
+mod score;
 mod signals;
 mod sql_cli;
 mod trace;

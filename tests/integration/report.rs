@@ -9,7 +9,7 @@ use tracelake::classify::{ActionType, Classification, FindingVerdict};
 use tracelake::detect::Analysis;
 use tracelake::detect::Finding;
 use tracelake::detect::json_report::{ROUND_FINDINGS, write_json_pretty};
-use tracelake::detect::report::AnalysisReport;
+use tracelake::detect::report::{AnalysisReport, FindingCounts};
 use tracelake::lake::state::ProcessingState;
 use tracelake::output::GeneratedOutput;
 use tracelake::output::effectiveness::RuleEffectiveness;
@@ -45,6 +45,7 @@ fn analysis(findings: Vec<Finding>, chains: u64, events: u64, range: (i64, i64),
         events_processed: events,
         chains,
         time_range: range,
+        counts: FindingCounts::of(&findings),
         findings,
         skipped_detectors: Vec::new(),
         processing_state: state,

@@ -1,10 +1,17 @@
 //! Language packs: the regular expressions behind each signal category, per language.
 //!
 //! Packs are data files (`udfs/lang/<code>.json`), embedded at build time. The `common`
-//! pack (question marks, check-mark emoji) is always on; the others are chosen by the
-//! config's `patterns.language` (default en + de, as upstream).
+//! pack (question marks, check-mark emoji, and the tool-name categories, which do not
+//! depend on a language) is always on; the others are chosen by the config's
+//! `patterns.language` (default en + de, as upstream). The config's `toolPatterns` can
+//! replace a tool-name category's patterns.
+//!
+//! Texts are matched with markers and compound words joined into one word
+//! (`###STOP###`, `one-stop`, `/usr/bin/stop` hold no word `stop`), and tool names as
+//! lower-case words joined by `_` (`cancelOrder`, `cancel-order` → `cancel_order`).
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
 
 use regex::{Regex, RegexSet};
 
@@ -20,10 +27,30 @@ pub enum Category {
     CompletionClaim,
     SystemStateClaim,
     Opinion,
+    /// The user corrects their own earlier input ("my mistake, the id is …").
+    SelfCorrection,
+    /// A message owns up to something that did not work ("however, I could not …").
+    FailureAdmission,
+    /// The user agrees to what the agent proposed ("yes, go ahead").
+    Confirmation,
+    /// A reply that turns something down ("no", "don't", "wait").
+    Refusal,
+    /// The user says goodbye or that nothing more is needed.
+    Closing,
+    /// The user asks for something ("please", "can you", "I need").
+    Request,
+    /// Tool names: calls that change nothing (a `think` tool, an echo).
+    NoopTool,
+    /// Tool names: calls that change state (create, update, cancel, book, pay, send …).
+    ConsequentialTool,
+    /// Tool names: calls that only read (get, list, search …); never consequential.
+    ReadTool,
+    /// Tool names: handing the conversation to a human or another agent.
+    HandoffTool,
 }
 
 impl Category {
-    pub const ALL: [Category; 9] = [
+    pub const ALL: [Category; 19] = [
         Category::Correction,
         Category::Question,
         Category::ShortNegative,
@@ -33,7 +60,29 @@ impl Category {
         Category::CompletionClaim,
         Category::SystemStateClaim,
         Category::Opinion,
+        Category::SelfCorrection,
+        Category::FailureAdmission,
+        Category::Confirmation,
+        Category::Refusal,
+        Category::Closing,
+        Category::Request,
+        Category::NoopTool,
+        Category::ConsequentialTool,
+        Category::ReadTool,
+        Category::HandoffTool,
     ];
+
+    /// The tool-name categories, with their key in the config's `toolPatterns`.
+    pub const TOOLS: [(Category, &'static str); 4] = [
+        (Category::NoopTool, "noop"),
+        (Category::ConsequentialTool, "consequential"),
+        (Category::ReadTool, "readOnly"),
+        (Category::HandoffTool, "handoff"),
+    ];
+
+    fn is_tool_name(self) -> bool {
+        Self::TOOLS.iter().any(|(c, _)| *c == self)
+    }
 
     /// The key in a pack file.
     pub fn key(self) -> &'static str {
@@ -47,6 +96,16 @@ impl Category {
             Category::CompletionClaim => "completion_claim",
             Category::SystemStateClaim => "system_state_claim",
             Category::Opinion => "opinion",
+            Category::SelfCorrection => "self_correction",
+            Category::FailureAdmission => "failure_admission",
+            Category::Confirmation => "confirmation",
+            Category::Refusal => "refusal",
+            Category::Closing => "closing",
+            Category::Request => "request",
+            Category::NoopTool => "noop_tool",
+            Category::ConsequentialTool => "consequential_tool",
+            Category::ReadTool => "read_tool",
+            Category::HandoffTool => "handoff_tool",
         }
     }
 }
@@ -76,6 +135,8 @@ pub enum PatternError {
     UnknownLanguage(String),
     #[error("language pack {code}: {message}")]
     BadPack { code: String, message: String },
+    #[error("unknown tool category {0:?} in `toolPatterns`; known: noop, consequential, readOnly, handoff")]
+    UnknownToolCategory(String),
 }
 
 /// The error of the first of `patterns` that does not compile (compiled one by one only
@@ -95,11 +156,19 @@ fn bad_pattern(category: Category, patterns: &[(&str, String)]) -> PatternError 
 #[derive(Debug, Clone)]
 pub struct Patterns {
     languages: Vec<String>,
+    /// The config's replacements of tool-name patterns (`toolPatterns`).
+    tool_patterns: BTreeMap<String, Vec<String>>,
     sets: HashMap<Category, RegexSet>,
 }
 
 impl Patterns {
     pub fn new(languages: &[String]) -> Result<Self, PatternError> {
+        Self::with_tool_patterns(languages, &BTreeMap::new())
+    }
+
+    /// The packs of `languages`, with the tool-name categories in `tool_patterns` (keys as
+    /// in [`Category::TOOLS`]) replaced by the patterns given.
+    pub fn with_tool_patterns(languages: &[String], tool_patterns: &BTreeMap<String, Vec<String>>) -> Result<Self, PatternError> {
         // (language, pattern) per category.
         let mut sources: HashMap<Category, Vec<(&str, String)>> = HashMap::new();
         let codes = std::iter::once("common").chain(languages.iter().map(String::as_str));
@@ -109,9 +178,18 @@ impl Patterns {
                 .map_err(|e| PatternError::BadPack { code: code.to_owned(), message: e.to_string() })?;
             for category in Category::ALL {
                 for pattern in pack.get(category.key()).into_iter().flatten() {
+                    // Texts are matched with compound words joined (`dois-je` → `dois_je`).
+                    let pattern = if category.is_tool_name() { Cow::Borrowed(pattern.as_str()) } else { joined_hyphens(pattern) };
                     sources.entry(category).or_default().push((code, format!("(?i){pattern}")));
                 }
             }
+        }
+        for (key, patterns) in tool_patterns {
+            let (category, _) = Category::TOOLS
+                .iter()
+                .find(|(_, k)| k == key)
+                .ok_or_else(|| PatternError::UnknownToolCategory(key.clone()))?;
+            sources.insert(*category, patterns.iter().map(|p| ("toolPatterns", format!("(?i){p}"))).collect());
         }
         let mut sets = HashMap::new();
         for category in Category::ALL {
@@ -119,7 +197,7 @@ impl Patterns {
             let set = RegexSet::new(patterns.iter().map(|(_, p)| p)).map_err(|_| bad_pattern(category, &patterns))?;
             sets.insert(category, set);
         }
-        Ok(Self { languages: languages.to_vec(), sets })
+        Ok(Self { languages: languages.to_vec(), tool_patterns: tool_patterns.clone(), sets })
     }
 
     /// The default: English and German.
@@ -131,27 +209,104 @@ impl Patterns {
         &self.languages
     }
 
+    pub fn tool_patterns(&self) -> &BTreeMap<String, Vec<String>> {
+        &self.tool_patterns
+    }
+
     /// Whether `text` matches any pattern of `category`.
     pub fn matches(&self, category: Category, text: &str) -> bool {
         self.sets[&category].is_match(text)
     }
 
-    /// The detectors' view of a text, with the spec's exclusions applied.
+    /// The detectors' view of a text (or of a tool name, for the tool categories), with the
+    /// spec's exclusions and the precision rules applied.
     pub fn is(&self, category: Category, text: &str) -> bool {
+        if category.is_tool_name() {
+            let name = tool_words(text);
+            return match category {
+                Category::ConsequentialTool => {
+                    self.matches(category, &name) && !self.matches(Category::ReadTool, &name) && !self.matches(Category::HandoffTool, &name)
+                }
+                _ => self.matches(category, &name),
+            };
+        }
+        let text = joined_words(text);
+        let text = text.as_ref();
         match category {
             Category::ShortNegative => {
                 let trimmed = text.trim();
                 trimmed.chars().count() <= 10 && self.matches(category, trimmed)
             }
-            // A claim only counts in a sentence that is not a question ("Is it done?").
-            Category::CompletionClaim => sentences(text)
-                .any(|s| self.matches(category, s) && !self.matches(Category::Question, s)),
+            // A claim only counts in a sentence that is not a question ("Is it done?"), and
+            // not in a message that owns up to a failure ("X worked. However, Y failed").
+            Category::CompletionClaim => {
+                !self.matches(Category::FailureAdmission, text)
+                    && sentences(text).any(|s| self.matches(category, s) && !self.matches(Category::Question, s))
+            }
             // System-state claims outside code blocks, in sentences that are not opinions.
             Category::SystemStateClaim => sentences(&strip_code(text))
                 .any(|s| self.matches(category, s) && !self.matches(Category::Opinion, s)),
+            // "No, don't go ahead" agrees to nothing.
+            Category::Confirmation => self.matches(category, text) && !self.matches(Category::Refusal, text),
             _ => self.matches(category, text),
         }
     }
+}
+
+/// `text` with markers and compound words made single words for `\b`: a `#`, and a `-`,
+/// `/`, `.` or `@` between two letters or digits, become `_` (a word character), so
+/// `###STOP###`, `non-stop` and `run/stop.sh` contain no word `stop`.
+fn joined_words(text: &str) -> Cow<'_, str> {
+    if !text.contains(['#', '-', '/', '.', '@']) {
+        return Cow::Borrowed(text);
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let joined = chars
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            let between_words = i > 0 && i + 1 < chars.len() && chars[i - 1].is_alphanumeric() && chars[i + 1].is_alphanumeric();
+            match c {
+                '#' => '_',
+                '-' | '/' | '.' | '@' if between_words => '_',
+                other => other,
+            }
+        })
+        .collect();
+    Cow::Owned(joined)
+}
+
+/// A pattern's hyphens between two letters made `_`, as [`joined_words`] makes them in texts.
+fn joined_hyphens(pattern: &str) -> Cow<'_, str> {
+    let chars: Vec<char> = pattern.chars().collect();
+    if !chars.windows(3).any(|w| w[1] == '-' && w[0].is_alphabetic() && w[2].is_alphabetic()) {
+        return Cow::Borrowed(pattern);
+    }
+    let joined = chars
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| if c == '-' && i > 0 && i + 1 < chars.len() && chars[i - 1].is_alphabetic() && chars[i + 1].is_alphabetic() { '_' } else { c })
+        .collect();
+    Cow::Owned(joined)
+}
+
+/// A tool name as lower-case words joined by `_`: `cancelOrder`, `Cancel-Order` and
+/// `cancel order` all become `cancel_order`.
+fn tool_words(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    let mut previous: Option<char> = None;
+    for c in name.trim().chars() {
+        if c.is_uppercase() && previous.is_some_and(|p| p.is_lowercase() || p.is_ascii_digit()) {
+            out.push('_');
+        }
+        if c.is_alphanumeric() {
+            out.extend(c.to_lowercase());
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+        previous = Some(c);
+    }
+    out
 }
 
 /// Sentences with their final punctuation.
@@ -197,6 +352,52 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn markers_and_compound_words_hold_no_pattern_word() {
+        let p = Patterns::default_languages();
+        assert!(p.is(Category::Correction, "stop, that is wrong"));
+        for text in ["Thanks! ###STOP###", "a non-stop flight", "a one-stop shop", "run /usr/bin/stop", "see stop.sh"] {
+            assert!(!p.is(Category::Correction, text), "{text}");
+        }
+        // A hyphenated pattern still finds its hyphenated text.
+        let fr = Patterns::new(&["fr".into()]).unwrap();
+        assert!(fr.is(Category::Question, "dois-je le supprimer"));
+    }
+
+    #[test]
+    fn tool_names_are_read_as_words() {
+        let p = Patterns::default_languages();
+        for name in ["cancel_reservation", "cancelOrder", "Update-Address", "send email", "book_reservation"] {
+            assert!(p.is(Category::ConsequentialTool, name), "{name}");
+        }
+        for name in ["get_booking_details", "search_flights", "transfer_to_human_agents", "think", "bookmark", "list_orders_to_cancel"] {
+            assert!(!p.is(Category::ConsequentialTool, name), "{name}");
+        }
+        assert!(p.is(Category::NoopTool, "think") && p.is(Category::NoopTool, "Sequential-Thinking"));
+        assert!(p.is(Category::HandoffTool, "transfer_to_human_agents") && p.is(Category::HandoffTool, "escalateToHuman"));
+    }
+
+    #[test]
+    fn tool_patterns_replace_a_category_and_unknown_ones_are_named() {
+        let custom = BTreeMap::from([("consequential".to_owned(), vec!["^ship_".to_owned()])]);
+        let p = Patterns::with_tool_patterns(&["en".into()], &custom).unwrap();
+        assert!(p.is(Category::ConsequentialTool, "ship_order"));
+        assert!(!p.is(Category::ConsequentialTool, "cancel_order"));
+        let unknown = BTreeMap::from([("writes".to_owned(), vec!["x".to_owned()])]);
+        assert!(matches!(Patterns::with_tool_patterns(&["en".into()], &unknown), Err(PatternError::UnknownToolCategory(k)) if k == "writes"));
+    }
+
+    #[test]
+    fn a_refusal_confirms_nothing_and_an_admission_is_no_claim() {
+        let p = Patterns::default_languages();
+        assert!(p.is(Category::Confirmation, "Yes, please go ahead."));
+        assert!(p.is(Category::Confirmation, "Ja, bitte."));
+        assert!(!p.is(Category::Confirmation, "No, don't proceed yet."));
+        assert!(!p.is(Category::Confirmation, "I'm not sure, what are my options?"));
+        assert!(p.is(Category::CompletionClaim, "Successfully deployed."));
+        assert!(!p.is(Category::CompletionClaim, "I changed X successfully. However, I could not update Y."));
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! `is_correction(text)`, `is_question(text)`, … : does a text fall in a signal category,
-//! per the chosen language packs. One struct serves every category.
+//! `is_correction(text)`, `is_question(text)`, … `is_consequential_tool(name)`: does a text
+//! (or a tool name) fall in a signal category, per the chosen language packs. One struct
+//! serves every category.
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -37,7 +38,9 @@ impl TextCategoryUdf {
 
 impl PartialEq for TextCategoryUdf {
     fn eq(&self, other: &Self) -> bool {
-        self.name == other.name && self.patterns.languages() == other.patterns.languages()
+        self.name == other.name
+            && self.patterns.languages() == other.patterns.languages()
+            && self.patterns.tool_patterns() == other.patterns.tool_patterns()
     }
 }
 impl Eq for TextCategoryUdf {}
@@ -45,6 +48,7 @@ impl Hash for TextCategoryUdf {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.name.hash(state);
         self.patterns.languages().hash(state);
+        self.patterns.tool_patterns().hash(state);
     }
 }
 

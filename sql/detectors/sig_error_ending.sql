@@ -1,0 +1,30 @@
+-- SIG-ERROR-ENDING: the chain ends on a failure the agent never answered: a tool call
+-- that failed (followed by nothing, or only by calls that change nothing, such as a
+-- `think` tool), or a run error. Spec §7.2 leaves a failure with no answer after it out of
+-- SIG-TOOL-FAIL; this is that case, seen from the end of the conversation. Only chains
+-- that end (`session.end`, `run.end`, `run.error`) count: without an end, the agent may
+-- still be at work.
+WITH ended AS (
+    SELECT chain_no, idx AS end_idx FROM chain_events
+    WHERE type IN ('session.end', 'run.end', 'run.error') AND idx = chain_len - 1
+),
+-- The last message or tool event, calls that change nothing left out.
+last_turn AS (
+    SELECT e.chain_no, max(c.idx) AS last_idx
+    FROM ended e
+    JOIN chain_events c ON c.chain_no = e.chain_no AND c.idx <= e.end_idx
+    WHERE c.type IN ('msg.in', 'msg.out', 'tool.call', 'tool.result', 'run.error')
+        AND NOT (c.type IN ('tool.call', 'tool.result') AND coalesce(is_noop_tool(c.tool_name), false))
+    GROUP BY e.chain_no
+)
+SELECT
+    'SIG-ERROR-ENDING' AS signal, 'high' AS severity, c.chain_id, c.agent, c.session,
+    CASE WHEN c.prev_type = 'tool.call' THEN c.idx - 1 ELSE c.idx END AS start_idx, c.chain_len - 1 AS end_idx,
+    CASE WHEN c.prev_type = 'tool.call' THEN c.prev_id ELSE c.id END AS start_event_id, c.id AS end_event_id,
+    CASE WHEN c.prev_type = 'tool.call' THEN c.prev_ts ELSE c.ts END AS occurred_at,
+    'Chain ended on an unanswered failure: ' || coalesce(c.tool_name, c.type) || ' — ' || substr(coalesce(c.tool_error, c.content, ''), 1, 100) AS summary,
+    json_object('toolName', c.tool_name, 'error', substr(coalesce(c.tool_error, c.content), 1, 300)) AS evidence,
+    CAST(NULL AS VARCHAR) AS fingerprint
+FROM last_turn t
+JOIN chain_events c ON c.chain_no = t.chain_no AND c.idx = t.last_idx
+WHERE (c.type = 'tool.result' AND c.failed) OR c.type = 'run.error'
