@@ -5,17 +5,19 @@
 -- that end (`session.end`, `run.end`, `run.error`) count: without an end, the agent may
 -- still be at work.
 WITH ended AS (
-    SELECT chain_no, idx AS end_idx FROM chain_events
-    WHERE type IN ('session.end', 'run.end', 'run.error') AND idx = chain_len - 1
+    SELECT chain_no FROM chain_events WHERE type IN ('session.end', 'run.end', 'run.error') AND idx = chain_len - 1
 ),
--- The last message or tool event, calls that change nothing left out.
+-- The last message or tool event among the chain's last eight, calls that change nothing
+-- left out (narrow rows: most chains end, and their tails are most of a short chain).
 last_turn AS (
-    SELECT e.chain_no, max(c.idx) AS last_idx
+    SELECT c.chain_no, max(c.idx) AS last_idx
     FROM ended e
-    JOIN chain_events c ON c.chain_no = e.chain_no AND c.idx <= e.end_idx
-    WHERE c.type IN ('msg.in', 'msg.out', 'tool.call', 'tool.result', 'run.error')
-        AND NOT (c.type IN ('tool.call', 'tool.result') AND coalesce(is_noop_tool(c.tool_name), false))
-    GROUP BY e.chain_no
+    JOIN (
+        SELECT chain_no, idx FROM chain_events
+        WHERE idx >= chain_len - 8 AND type IN ('msg.in', 'msg.out', 'tool.call', 'tool.result', 'run.error')
+            AND NOT (type IN ('tool.call', 'tool.result') AND coalesce(is_noop_tool(tool_name), false))
+    ) c ON c.chain_no = e.chain_no
+    GROUP BY c.chain_no
 )
 SELECT
     'SIG-ERROR-ENDING' AS signal, 'high' AS severity, c.chain_id, c.agent, c.session,

@@ -4,19 +4,24 @@
 -- not agree to: nothing confirmed ("yes", "go ahead", "ja, mach das") since the agent last
 -- spoke (or since the chain began, when it never did); an agent message that only
 -- acknowledges a confirmation ("I will proceed now, one moment") asks nothing and keeps
--- it. A consent covers the action agreed
--- to, once: a second call of the same tool in the same turn, or any such call after one
--- failed (a retry with other parameters, another action), was agreed to by nobody.
+-- it. A consent covers the action agreed to, once: a second call of the same tool in the
+-- same turn, or any such call after one failed (a retry with other parameters, another
+-- action), was agreed to by nobody.
 -- Positions are numbered across chains (chain_no · 2³² + idx), so that one running
 -- maximum over all chains, in chain order, finds the agent's last message, the user's
 -- last confirmation and the last failed action before each event without a window
 -- partition per chain.
-WITH positioned AS (
-    SELECT *,
-        CAST(chain_no AS BIGINT) * 4294967296 + idx AS pos,
-        type = 'msg.out' AND prev_type = 'msg.in' AND coalesce(is_confirmation(prev_content), false)
-            AND NOT coalesce(is_question(content), false) AS acknowledges
-    FROM chain_events
+WITH acting AS (
+    SELECT chain_no FROM chain_events WHERE type = 'tool.call' AND is_consequential_tool(tool_name) GROUP BY chain_no
+),
+-- The messages and calls of the chains that change state (most change nothing).
+positioned AS (
+    SELECT c.*,
+        CAST(c.chain_no AS BIGINT) * 4294967296 + c.idx AS pos,
+        c.type = 'msg.out' AND c.prev_type = 'msg.in' AND coalesce(is_confirmation(c.prev_content), false)
+            AND NOT coalesce(is_question(c.content), false) AS acknowledges
+    FROM acting a JOIN chain_events c ON c.chain_no = a.chain_no
+    WHERE c.type IN ('msg.in', 'msg.out', 'tool.call')
 ),
 marked AS (
     SELECT *,

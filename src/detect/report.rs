@@ -216,7 +216,7 @@ impl AnalysisReport {
             }
             let not_shown = self.stats.findings_detected.saturating_sub(self.findings.len().min(max_rows));
             if not_shown > 0 {
-                out.push_str(&format!("  … {not_shown} more: {}\n", self.how_to_see_all()));
+                out.push_str(&format!("  … {not_shown} more, all in the lake's findings: {}\n", self.how_to_see_all()));
             }
         }
         if !self.generated_outputs.is_empty() {

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::common::{tracelake, tracelake_ok};
 
 /// Every finding, UNVERIFIED-CLAIM on, no cap.
-pub const ALL_FINDINGS: &str = r#"{"traceAnalyzer": {"output": {"maxFindings": 1000000}, "signals": {"SIG-UNVERIFIED-CLAIM": {"enabled": true}}}}"#;
+pub const ALL_FINDINGS: &str = r#"{"traceAnalyzer": {"output": {"maxFindings": 1000000}, "signals": {"SIG-UNVERIFIED-CLAIM": {"enabled": true}, "SIG-UNANSWERED": {"enabled": true}, "SIG-ERROR-ENDING": {"enabled": true}}}}"#;
 
 pub fn write_config(dir: &Path, text: &str) -> String {
     let path = dir.join("config.json");

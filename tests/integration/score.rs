@@ -99,7 +99,7 @@ fn every_finding_is_kept_in_the_lake_and_the_report_says_how_many_it_does_not_li
     assert_eq!(stored.trim(), format!("n,ids\n{detected},{detected}"));
 
     let table = tracelake_ok(&["analyze", "--lake", &lake, "--config", &config, "--full"]);
-    assert!(table.contains(&format!("… {} more: tracelake sql", detected - 5)), "{table}");
+    assert!(table.contains(&format!("… {} more, all in the lake's findings: tracelake sql", detected - 5)), "{table}");
     // The next run reports none of them again.
     let next: Value = serde_json::from_str(&tracelake_ok(&["analyze", "--lake", &lake, "--config", &config, "--format", "json"])).unwrap();
     assert_eq!(next["stats"]["findingsDetected"], 0);

@@ -255,25 +255,30 @@ impl Patterns {
 
 /// `text` with markers and compound words made single words for `\b`: a `#`, and a `-`,
 /// `/`, `.` or `@` between two letters or digits, become `_` (a word character), so
-/// `###STOP###`, `non-stop` and `run/stop.sh` contain no word `stop`.
+/// `###STOP###`, `non-stop` and `run/stop.sh` contain no word `stop`. Borrowed when
+/// nothing changes, as for most texts.
 fn joined_words(text: &str) -> Cow<'_, str> {
-    if !text.contains(['#', '-', '/', '.', '@']) {
+    let bytes = text.as_bytes();
+    let joins = |i: usize| match bytes[i] {
+        b'#' => true,
+        b'-' | b'/' | b'.' | b'@' => {
+            let before = text[..i].chars().next_back().is_some_and(char::is_alphanumeric);
+            before && text[i + 1..].chars().next().is_some_and(char::is_alphanumeric)
+        }
+        _ => false,
+    };
+    let marks = |b: &u8| matches!(b, b'#' | b'-' | b'/' | b'.' | b'@');
+    let Some(first) = bytes.iter().enumerate().filter(|(_, b)| marks(b)).map(|(i, _)| i).find(|&i| joins(i)) else {
         return Cow::Borrowed(text);
+    };
+    let mut joined = bytes.to_vec();
+    for (i, byte) in joined.iter_mut().enumerate().skip(first) {
+        // Only ASCII bytes are replaced, so the text stays valid UTF-8.
+        if marks(byte) && joins(i) {
+            *byte = b'_';
+        }
     }
-    let chars: Vec<char> = text.chars().collect();
-    let joined = chars
-        .iter()
-        .enumerate()
-        .map(|(i, &c)| {
-            let between_words = i > 0 && i + 1 < chars.len() && chars[i - 1].is_alphanumeric() && chars[i + 1].is_alphanumeric();
-            match c {
-                '#' => '_',
-                '-' | '/' | '.' | '@' if between_words => '_',
-                other => other,
-            }
-        })
-        .collect();
-    Cow::Owned(joined)
+    Cow::Owned(String::from_utf8(joined).expect("ASCII bytes replaced by ASCII"))
 }
 
 /// A pattern's hyphens between two letters made `_`, as [`joined_words`] makes them in texts.
@@ -291,11 +296,15 @@ fn joined_hyphens(pattern: &str) -> Cow<'_, str> {
 }
 
 /// A tool name as lower-case words joined by `_`: `cancelOrder`, `Cancel-Order` and
-/// `cancel order` all become `cancel_order`.
-fn tool_words(name: &str) -> String {
+/// `cancel order` all become `cancel_order`. Borrowed when it is one already.
+fn tool_words(name: &str) -> Cow<'_, str> {
+    let name = name.trim();
+    if name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
+        return Cow::Borrowed(name);
+    }
     let mut out = String::with_capacity(name.len() + 4);
     let mut previous: Option<char> = None;
-    for c in name.trim().chars() {
+    for c in name.chars() {
         if c.is_uppercase() && previous.is_some_and(|p| p.is_lowercase() || p.is_ascii_digit()) {
             out.push('_');
         }
@@ -306,7 +315,7 @@ fn tool_words(name: &str) -> String {
         }
         previous = Some(c);
     }
-    out
+    Cow::Owned(out)
 }
 
 /// Sentences with their final punctuation.
