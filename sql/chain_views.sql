@@ -1,4 +1,5 @@
--- Views over the (materialized) chain events: chains and tool attempts.
+-- Views over the (materialized) chain events: chains, tool attempts, failure occurrences
+-- and how chains end.
 -- ${max_chain_events} is filled in from the config.
 
 -- One row per chain.
@@ -46,3 +47,21 @@ SELECT fingerprint, session, agent, ts AS first_ts, chain_id, call_idx AS start_
     call_id AS start_event_id, result_id AS end_event_id, tool_name, error
 FROM ranked
 WHERE nth = 1;
+
+-- Each chain that ended (its last event is session.end, run.end or run.error), with its
+-- last turn: the last message or tool event among its last eight events, calls that
+-- change nothing (`is_noop_tool`) left out. Narrow rows: most chains end, and their
+-- tails are most of a short chain.
+CREATE OR REPLACE VIEW chain_endings AS
+WITH ended AS (
+    SELECT chain_no, type AS end_type FROM chain_events
+    WHERE type IN ('session.end', 'run.end', 'run.error') AND idx = chain_len - 1
+)
+SELECT e.chain_no, e.end_type, max(c.idx) AS last_idx
+FROM ended e
+JOIN (
+    SELECT chain_no, idx FROM chain_events
+    WHERE idx >= chain_len - 8 AND type IN ('msg.in', 'msg.out', 'tool.call', 'tool.result', 'run.error')
+        AND NOT (type IN ('tool.call', 'tool.result') AND coalesce(is_noop_tool(tool_name), false))
+) c ON c.chain_no = e.chain_no
+GROUP BY e.chain_no, e.end_type;

@@ -4,20 +4,8 @@
 -- SIG-TOOL-FAIL; this is that case, seen from the end of the conversation. Only chains
 -- that end (`session.end`, `run.end`, `run.error`) count: without an end, the agent may
 -- still be at work.
-WITH ended AS (
-    SELECT chain_no FROM chain_events WHERE type IN ('session.end', 'run.end', 'run.error') AND idx = chain_len - 1
-),
--- The last message or tool event among the chain's last eight, calls that change nothing
--- left out (narrow rows: most chains end, and their tails are most of a short chain).
-last_turn AS (
-    SELECT c.chain_no, max(c.idx) AS last_idx
-    FROM ended e
-    JOIN (
-        SELECT chain_no, idx FROM chain_events
-        WHERE idx >= chain_len - 8 AND type IN ('msg.in', 'msg.out', 'tool.call', 'tool.result', 'run.error')
-            AND NOT (type IN ('tool.call', 'tool.result') AND coalesce(is_noop_tool(tool_name), false))
-    ) c ON c.chain_no = e.chain_no
-    GROUP BY c.chain_no
+WITH last_turn AS (
+    SELECT chain_no, last_idx FROM chain_endings
 )
 SELECT
     'SIG-ERROR-ENDING' AS signal, 'high' AS severity, c.chain_id, c.agent, c.session,

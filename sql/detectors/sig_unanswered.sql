@@ -2,20 +2,8 @@
 -- question, a request or a confirmation ("yes, please go ahead"), not a goodbye, a
 -- thank-you or a dismissal ("forget it", SIG-DISSATISFIED's). Only chains that end with
 -- `session.end` count: without it, the agent may still be working on the answer.
-WITH ended AS (
-    SELECT chain_no FROM chain_events WHERE type = 'session.end' AND idx = chain_len - 1
-),
--- The last message or tool event among the chain's last eight, calls that change nothing
--- left out (narrow rows: most chains end, and their tails are most of a short chain).
-last_turn AS (
-    SELECT c.chain_no, max(c.idx) AS last_idx
-    FROM ended e
-    JOIN (
-        SELECT chain_no, idx FROM chain_events
-        WHERE idx >= chain_len - 8 AND type IN ('msg.in', 'msg.out', 'tool.call', 'tool.result', 'run.error')
-            AND NOT (type IN ('tool.call', 'tool.result') AND coalesce(is_noop_tool(tool_name), false))
-    ) c ON c.chain_no = e.chain_no
-    GROUP BY c.chain_no
+WITH last_turn AS (
+    SELECT chain_no, last_idx FROM chain_endings WHERE end_type = 'session.end'
 )
 SELECT
     'SIG-UNANSWERED' AS signal, 'medium' AS severity, c.chain_id, c.agent, c.session,

@@ -450,7 +450,7 @@ pub async fn build_chains(ctx: &SessionContext, params: &SqlParams) -> Result<()
 
 /// Forgets `chain_events` and the views over it (`sql/chain_views.sql`), which hold it.
 fn drop_chains(ctx: &SessionContext) -> Result<(), DetectError> {
-    for table in ["failure_occurrences", "tool_attempts", "chains", "chain_events"] {
+    for table in ["chain_endings", "failure_occurrences", "tool_attempts", "chains", "chain_events"] {
         ctx.deregister_table(table)?;
     }
     Ok(())
