@@ -53,6 +53,14 @@ fn findings_table(page: &mut String, report: &LakeReport) {
         page.push_str("<p>No findings.</p></section>\n");
         return;
     }
+    if r.stats.findings_not_listed > 0 {
+        let _ = writeln!(
+            page,
+            "<p>The {} most severe of {} findings; all are in the lake: <code>tracelake sql \"SELECT * FROM findings\"</code>, or <code>--max-findings</code> for more here.</p>",
+            r.findings.len(),
+            r.stats.findings_detected
+        );
+    }
     page.push_str("<table class=\"findings\"><thead><tr><th>severity</th><th>signal</th><th>agent</th><th>session</th><th>occurred</th><th>summary</th><th>fix</th><th>chain</th></tr></thead><tbody>\n");
     for f in &r.findings {
         let fix = f.classification.as_ref().map_or(String::new(), |c| format!("<b>{}</b> {}", c.action_type.as_str(), escape(&c.action_text)));
