@@ -6,6 +6,19 @@ use serde_json::Value;
 use crate::analyze::write_config;
 use crate::common::{realworld, tracelake, tracelake_ok};
 
+/// A temporary directory with a lake of the bundled sample in it.
+fn sample_lake() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake").display().to_string();
+    tracelake_ok(&[
+        "import",
+        "--lake",
+        &lake,
+        concat!(env!("CARGO_MANIFEST_DIR"), "/data/sample.events.jsonl"),
+    ]);
+    (dir, lake)
+}
+
 fn dev_set() -> std::path::PathBuf {
     realworld("../outcomes/tau-airline.outcomes.jsonl")
 }
@@ -86,14 +99,7 @@ fn the_airline_development_set_is_scored_and_the_findings_separate_failure_from_
 
 #[test]
 fn outcomes_from_csv_with_bad_lines_counted_and_a_repeat_skipped() {
-    let dir = tempfile::tempdir().unwrap();
-    let lake = dir.path().join("lake").display().to_string();
-    tracelake_ok(&[
-        "import",
-        "--lake",
-        &lake,
-        concat!(env!("CARGO_MANIFEST_DIR"), "/data/sample.events.jsonl"),
-    ]);
+    let (dir, lake) = sample_lake();
     let csv = dir.path().join("evals.csv");
     std::fs::write(
         &csv,
@@ -151,14 +157,7 @@ fn outcomes_from_csv_with_bad_lines_counted_and_a_repeat_skipped() {
 
 #[test]
 fn score_without_outcomes_says_how_to_load_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let lake = dir.path().join("lake").display().to_string();
-    tracelake_ok(&[
-        "import",
-        "--lake",
-        &lake,
-        concat!(env!("CARGO_MANIFEST_DIR"), "/data/sample.events.jsonl"),
-    ]);
+    let (_dir, lake) = sample_lake();
     let out = tracelake(&["score", "--lake", &lake]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("tracelake outcomes import FILE"));
@@ -166,14 +165,7 @@ fn score_without_outcomes_says_how_to_load_them() {
 
 #[test]
 fn every_finding_is_kept_in_the_lake_and_the_report_says_how_many_it_does_not_list() {
-    let dir = tempfile::tempdir().unwrap();
-    let lake = dir.path().join("lake").display().to_string();
-    tracelake_ok(&[
-        "import",
-        "--lake",
-        &lake,
-        concat!(env!("CARGO_MANIFEST_DIR"), "/data/sample.events.jsonl"),
-    ]);
+    let (dir, lake) = sample_lake();
     let config = write_config(dir.path(), r#"{"output": {"maxFindings": 5}}"#);
     let report: Value = serde_json::from_str(&tracelake_ok(&[
         "analyze", "--lake", &lake, "--config", &config, "--full", "--format", "json",
