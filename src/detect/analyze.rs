@@ -206,10 +206,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     // A full run starts the totals afresh.
     let earlier = if opts.full { ProcessingState::default() } else { previous_state };
     // The findings the report lists, as the LLM left them (triage drops false positives).
-    counts.add_findings(&findings);
-    for chunk in findings.chunks(FINDINGS_BATCH_ROWS) {
-        findings_file.write(findings_batch(chunk)?)?;
-    }
+    store_findings(&findings, &mut counts, &findings_file)?;
     let processing_state = ProcessingState {
         last_processed_ts: time_range.1.max(earlier.last_processed_ts),
         last_processed_seq: 0,
@@ -373,13 +370,19 @@ impl MostSevere {
         if self.findings.len() > self.max {
             sort_most_severe_first(&mut self.findings);
             let others = self.findings.split_off(self.max);
-            self.counts.add_findings(&others);
-            for chunk in others.chunks(FINDINGS_BATCH_ROWS) {
-                lake_file.write(findings_batch(chunk)?)?;
-            }
+            store_findings(&others, &mut self.counts, lake_file)?;
         }
         Ok(())
     }
+}
+
+/// Counts `findings` and hands them to the run's findings file, a batch at a time.
+fn store_findings(findings: &[Finding], counts: &mut FindingCounts, file: &BatchFileWriter) -> Result<(), DetectError> {
+    counts.add_findings(findings);
+    for chunk in findings.chunks(FINDINGS_BATCH_ROWS) {
+        file.write(findings_batch(chunk)?)?;
+    }
+    Ok(())
 }
 
 fn sort_most_severe_first(findings: &mut [Finding]) {

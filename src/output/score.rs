@@ -6,9 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::{EngineError, query_json};
 
-/// One signal's (or all signals', `(any)`) score.
+/// One signal's (or all signals', `(any)`) score: read from the view's snake_case
+/// columns, written as camelCase JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all(serialize = "camelCase", deserialize = "snake_case"))]
 pub struct SignalScore {
     pub signal: String,
     /// Failed sessions with a finding of the signal.
@@ -40,21 +41,6 @@ pub struct Scores {
     pub sessions_without_outcome: u64,
     /// `(any)` first, then the most telling signals first.
     pub signals: Vec<SignalScore>,
-}
-
-/// Rows of the view have snake_case columns; the JSON report is camelCase.
-#[derive(Deserialize)]
-struct ScoreRow {
-    signal: String,
-    failed_flagged: u64,
-    failed: u64,
-    failed_rate: Option<f64>,
-    succeeded_flagged: u64,
-    succeeded: u64,
-    succeeded_rate: Option<f64>,
-    lift: Option<f64>,
-    findings: u64,
-    findings_per_session: Option<f64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -90,19 +76,7 @@ pub async fn signal_scores(ctx: &SessionContext) -> Result<Scores, ScoreError> {
     }
     let mut signals = Vec::new();
     for row in query_json(ctx, "SELECT * FROM signal_scores").await? {
-        let r: ScoreRow = serde_json::from_value(row)?;
-        signals.push(SignalScore {
-            signal: r.signal,
-            failed_flagged: r.failed_flagged,
-            failed: r.failed,
-            failed_rate: r.failed_rate,
-            succeeded_flagged: r.succeeded_flagged,
-            succeeded: r.succeeded,
-            succeeded_rate: r.succeeded_rate,
-            lift: r.lift,
-            findings: r.findings,
-            findings_per_session: r.findings_per_session,
-        });
+        signals.push(serde_json::from_value::<SignalScore>(row)?);
     }
     // `(any)` first; then by lift (a signal that flags no successful session first), then recall.
     signals.sort_by(|a, b| {

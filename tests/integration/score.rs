@@ -6,17 +6,20 @@ use serde_json::Value;
 use crate::analyze::write_config;
 use crate::common::{realworld, tracelake, tracelake_ok};
 
-/// A temporary directory with a lake of the bundled sample in it.
-fn sample_lake() -> (tempfile::TempDir, String) {
+/// A temporary directory with a lake of `events` in it.
+fn lake_of(events: &std::path::Path) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     let lake = dir.path().join("lake").display().to_string();
-    tracelake_ok(&[
-        "import",
-        "--lake",
-        &lake,
-        concat!(env!("CARGO_MANIFEST_DIR"), "/data/sample.events.jsonl"),
-    ]);
+    tracelake_ok(&["import", "--lake", &lake, events.to_str().unwrap()]);
     (dir, lake)
+}
+
+/// A temporary directory with a lake of the bundled sample in it.
+fn sample_lake() -> (tempfile::TempDir, String) {
+    lake_of(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data/sample.events.jsonl"
+    )))
 }
 
 fn dev_set() -> std::path::PathBuf {
@@ -25,14 +28,7 @@ fn dev_set() -> std::path::PathBuf {
 
 #[test]
 fn the_airline_development_set_is_scored_and_the_findings_separate_failure_from_success() {
-    let dir = tempfile::tempdir().unwrap();
-    let lake = dir.path().join("lake").display().to_string();
-    tracelake_ok(&[
-        "import",
-        "--lake",
-        &lake,
-        realworld("tau-airline.events.jsonl").to_str().unwrap(),
-    ]);
+    let (_dir, lake) = lake_of(&realworld("tau-airline.events.jsonl"));
     tracelake_ok(&["analyze", "--lake", &lake, "--full"]);
     let imported = tracelake_ok(&[
         "outcomes",
