@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use sha2::{Digest, Sha256};
 
 use super::PROMPT_VERSION;
-use crate::lake::{Lake, LakeError};
 use crate::lake::state::write_json_atomic;
+use crate::lake::{Lake, LakeError};
 
 const CACHE_FILE: &str = "llm-cache.json";
 
@@ -34,7 +34,11 @@ impl LlmCache {
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             .unwrap_or_default();
-        Self { path: Some(path), answers: Mutex::new(answers), dirty: AtomicBool::new(false) }
+        Self {
+            path: Some(path),
+            answers: Mutex::new(answers),
+            dirty: AtomicBool::new(false),
+        }
     }
 
     /// `tier` is "triage" or "deep"; `finding` the finding's deterministic id.
@@ -54,7 +58,9 @@ impl LlmCache {
 
     /// Writes the cache back if anything was added.
     pub fn save(&self) -> Result<(), LakeError> {
-        let Some(path) = &self.path else { return Ok(()) };
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
         if !self.dirty.load(Ordering::Relaxed) {
             return Ok(());
         }

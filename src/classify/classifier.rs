@@ -3,13 +3,16 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 
 use super::cache::LlmCache;
 use super::llm::{LlmClient, LlmError};
 use super::parse::{Classification, TriageVerdict, parse_classification, parse_triage};
-use super::prompts::{DEEP_ANALYSIS_SYSTEM_PROMPT, TRIAGE_SYSTEM_PROMPT, deep_user_prompt, triage_user_prompt};
+use super::prompts::{
+    DEEP_ANALYSIS_SYSTEM_PROMPT, TRIAGE_SYSTEM_PROMPT, deep_user_prompt, triage_user_prompt,
+};
 use crate::detect::Finding;
 use crate::redact::Redactor;
 
@@ -31,13 +34,25 @@ pub struct ClassifyOptions {
     pub concurrency: usize,
     /// Requests in this run at most (cache hits are free).
     pub max_calls: Option<usize>,
+    /// How long the whole stage may take; findings not classified by then stay unclassified.
+    pub deadline: Duration,
 }
 
 impl Default for ClassifyOptions {
     fn default() -> Self {
-        Self { concurrency: 4, max_calls: None }
+        Self {
+            concurrency: 4,
+            max_calls: None,
+            deadline: DEFAULT_DEADLINE,
+        }
     }
 }
+
+/// The default time the LLM stage may take.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(600);
+
+/// Failures in a row after which an endpoint is asked nothing more in this run.
+pub const FAILURES_BEFORE_GIVING_UP: usize = 5;
 
 /// What the LLM said about one finding.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,12 +96,17 @@ struct Run<'a> {
     calls: AtomicUsize,
     cache_hits: AtomicUsize,
     over_budget: AtomicUsize,
+    deadline: Instant,
+    /// Failed requests in a row, per model tier (triage, deep).
+    failures_in_a_row: [AtomicUsize; 2],
 }
 
 enum Asked {
     Answer(String),
     OverBudget,
     Failed(LlmError),
+    /// Not asked, or not waited for (the breaker or the deadline), and why.
+    GaveUp(String),
 }
 
 /// Classifies `findings`, whose chains' events are in `chains` (by chain id).
@@ -107,6 +127,8 @@ pub async fn classify(
         calls: AtomicUsize::new(0),
         cache_hits: AtomicUsize::new(0),
         over_budget: AtomicUsize::new(0),
+        deadline: Instant::now() + opts.deadline,
+        failures_in_a_row: [AtomicUsize::new(0), AtomicUsize::new(0)],
     };
     let verdicts = futures::stream::iter(findings)
         .map(|f| run.one(f))
@@ -123,11 +145,26 @@ pub async fn classify(
 
 impl Run<'_> {
     async fn one(&self, finding: &Finding) -> FindingVerdict {
-        let mut verdict = FindingVerdict { finding_id: finding.finding_id.clone(), triage: None, classification: None, error: None };
+        let mut verdict = FindingVerdict {
+            finding_id: finding.finding_id.clone(),
+            triage: None,
+            classification: None,
+            error: None,
+        };
         let mut finding = finding.clone();
         if let Some(triage) = &self.tiers.triage {
             let prompt = triage_user_prompt(&finding);
-            match self.ask(triage, "triage", &finding.finding_id, TRIAGE_SYSTEM_PROMPT, &prompt, parse_triage).await {
+            match self
+                .ask(
+                    triage,
+                    "triage",
+                    &finding.finding_id,
+                    TRIAGE_SYSTEM_PROMPT,
+                    &prompt,
+                    parse_triage,
+                )
+                .await
+            {
                 Ok(t) => {
                     if let Some(severity) = &t.severity {
                         finding.severity = severity.clone();
@@ -150,7 +187,17 @@ impl Run<'_> {
         };
         let prompt = deep_user_prompt(&finding, chain);
         let deep = &self.tiers.deep;
-        match self.ask(deep, "deep", &finding.finding_id, DEEP_ANALYSIS_SYSTEM_PROMPT, &prompt, parse_classification).await {
+        match self
+            .ask(
+                deep,
+                "deep",
+                &finding.finding_id,
+                DEEP_ANALYSIS_SYSTEM_PROMPT,
+                &prompt,
+                parse_classification,
+            )
+            .await
+        {
             Ok(c) => verdict.classification = Some(c),
             Err(e) => verdict.error = Some(e),
         }
@@ -172,26 +219,46 @@ impl Run<'_> {
             self.cache_hits.fetch_add(1, Ordering::Relaxed);
             return Ok(parsed);
         }
-        let answer = match self.call(client, system, user).await {
+        let answer = match self.call(client, tier, system, user).await {
             Asked::Answer(a) => a,
             Asked::OverBudget => return Err("LLM call budget used up".to_owned()),
+            Asked::GaveUp(why) => return Err(why),
             Asked::Failed(e) => return Err(e.to_string()),
         };
-        let parsed = parse(&answer, client.model()).ok_or_else(|| format!("{tier} answer is not the JSON asked for"))?;
+        let parsed = parse(&answer, client.model())
+            .ok_or_else(|| format!("{tier} answer is not the JSON asked for"))?;
         self.cache.put(key, answer);
         Ok(parsed)
     }
 
-    async fn call(&self, client: &LlmClient, system: &str, user: &str) -> Asked {
+    async fn call(&self, client: &LlmClient, tier: &str, system: &str, user: &str) -> Asked {
+        let failures = &self.failures_in_a_row[usize::from(tier == "deep")];
+        if failures.load(Ordering::Relaxed) >= FAILURES_BEFORE_GIVING_UP {
+            return Asked::GaveUp(format!(
+                "not asked: the {tier} model failed {FAILURES_BEFORE_GIVING_UP} times in a row"
+            ));
+        }
+        if Instant::now() >= self.deadline {
+            return Asked::GaveUp("not asked: the LLM stage ran out of time".to_owned());
+        }
         if self.calls.fetch_add(1, Ordering::Relaxed) >= self.max_calls {
             self.over_budget.fetch_add(1, Ordering::Relaxed);
             return Asked::OverBudget;
         }
         // Everything that leaves the machine is redacted, whatever the lake holds.
         let user = self.redactor.redact(user);
-        match client.chat(system, &user).await {
-            Ok(answer) => Asked::Answer(answer),
-            Err(e) => Asked::Failed(e),
+        match tokio::time::timeout_at(self.deadline.into(), client.chat(system, &user)).await {
+            Ok(Ok(answer)) => {
+                failures.store(0, Ordering::Relaxed);
+                Asked::Answer(answer)
+            }
+            Ok(Err(e)) => {
+                failures.fetch_add(1, Ordering::Relaxed);
+                Asked::Failed(e)
+            }
+            Err(_) => Asked::GaveUp(
+                "the LLM stage ran out of time while waiting for the answer".to_owned(),
+            ),
         }
     }
 }

@@ -66,6 +66,10 @@ pub struct AnalyzeArgs {
     /// LLM requests in flight at once.
     #[arg(long, env = "TRACELAKE_LLM_CONCURRENCY", default_value_t = 4)]
     llm_concurrency: usize,
+    /// Seconds the LLM stage may take in all; what is not classified by then stays
+    /// unclassified (and is asked again by the next run).
+    #[arg(long, env = "TRACELAKE_LLM_DEADLINE", default_value_t = 600)]
+    llm_deadline: u64,
     /// Where to write soul-rules.md, governance-policies.json and cortex-patterns.json
     /// [default: LAKE/artifacts].
     #[arg(long, env = "TRACELAKE_ARTIFACTS")]
@@ -84,6 +88,7 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         detectors_dir: args.detectors.clone(),
         max_llm_calls: args.max_llm_calls,
         llm_concurrency: args.llm_concurrency,
+        llm_deadline: Some(std::time::Duration::from_secs(args.llm_deadline)),
         artifacts_dir: args.artifacts.clone(),
         bucket_events: args.bucket_events,
     };
@@ -102,27 +107,43 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             llm.cache_hits,
             dropped,
             llm.unclassified,
-            if llm.over_budget > 0 { format!(" ({} over the --max-llm-calls budget)", llm.over_budget) } else { String::new() }
+            if llm.over_budget > 0 {
+                format!(" ({} over the --max-llm-calls budget)", llm.over_budget)
+            } else {
+                String::new()
+            }
         );
         for file in &analysis.artifact_files {
             eprintln!("wrote {}", file.display());
         }
     }
-    let fail = args.fail_on.is_some_and(|threshold| any_at_least(&analysis.findings, threshold.as_str()));
+    let fail = args
+        .fail_on
+        .is_some_and(|threshold| any_at_least(&analysis.findings, threshold.as_str()));
     let report = AnalysisReport::assemble(analysis);
     match &args.output {
         Some(path) => {
-            let written = File::create(path).map_err(anyhow::Error::from).and_then(|file| write_report(&report, args.format, file));
+            let written = File::create(path)
+                .map_err(anyhow::Error::from)
+                .and_then(|file| write_report(&report, args.format, file));
             written.with_context(|| format!("writing {}", path.display()))?;
         }
         None => write_report(&report, args.format, std::io::stdout().lock())?,
     }
-    Ok(if fail { ExitCode::from(3) } else { ExitCode::SUCCESS })
+    Ok(if fail {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Writes `report` in `format` to `out`; JSON is written as it is rendered, not held
 /// whole (every finding of a large lake can be hundreds of MB of it).
-pub fn write_report(report: &AnalysisReport, format: ReportFormat, out: impl Write) -> anyhow::Result<()> {
+pub fn write_report(
+    report: &AnalysisReport,
+    format: ReportFormat,
+    out: impl Write,
+) -> anyhow::Result<()> {
     let mut out = BufWriter::with_capacity(1 << 16, out);
     match format {
         ReportFormat::Json => {

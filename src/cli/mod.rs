@@ -7,6 +7,7 @@ mod generate;
 mod import;
 mod outcomes;
 mod progress;
+mod repair;
 mod report;
 mod score;
 mod sql;
@@ -22,6 +23,7 @@ use clap::{Parser, Subcommand};
 use tracelake::config::Config;
 use tracelake::engine::EngineOptions;
 use tracelake::lake::Lake;
+use tracelake::lake::repair::unreadable_committed;
 use tracelake::redact::Redactor;
 
 /// Find out why AI agents fail: analyze OpenClaw agent traces with SQL.
@@ -60,6 +62,8 @@ enum Command {
     Watch(watch::WatchArgs),
     /// Show what the lake holds.
     Status(status::StatusArgs),
+    /// Rebuild a damaged lake's manifest from the files it can read (asks first).
+    Repair(repair::RepairArgs),
     /// Write deterministic synthetic traces with injected failure patterns.
     Generate(generate::GenerateArgs),
 }
@@ -79,24 +83,58 @@ impl Ctx {
     }
 
     pub fn redactor(&self) -> anyhow::Result<Redactor> {
-        Redactor::new(&self.config.redact_patterns).context("check `traceAnalyzer.redactPatterns` in the config file")
+        Redactor::new(&self.config.redact_patterns)
+            .context("check `traceAnalyzer.redactPatterns` in the config file")
     }
 
     /// The query engine the config chooses (languages, chain settings).
     pub fn engine(&self) -> anyhow::Result<EngineOptions> {
-        EngineOptions::from_config(&self.config).context("check `patterns.language` and `traceAnalyzer.toolPatterns` in the config file")
+        EngineOptions::from_config(&self.config).context(
+            "check `patterns.language` and `traceAnalyzer.toolPatterns` in the config file",
+        )
     }
 }
 
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
+    let lake = cli.lake.clone();
     match dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            match lake
+                .filter(|_| is_parquet_error(&e))
+                .map(|l| unreadable_committed(&Lake::new(l)))
+                .filter(|bad| !bad.is_empty())
+            {
+                // Name the damaged files once, instead of the reader's nested message.
+                Some(bad) => {
+                    let files: Vec<String> =
+                        bad.iter().map(|(f, why)| format!("{f} ({why})")).collect();
+                    eprintln!(
+                        "error: {} file(s) of the lake do not read as Parquet: {}. Restore them from a backup, or run `tracelake repair` to move them aside",
+                        bad.len(),
+                        files.join(", ")
+                    );
+                }
+                None => eprintln!("error: {e:#}"),
+            }
             ExitCode::from(1)
         }
     }
+}
+
+fn is_parquet_error(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<datafusion::error::DataFusionError>()
+            .is_some_and(|d| {
+                matches!(
+                    d.find_root(),
+                    datafusion::error::DataFusionError::ParquetError(_)
+                )
+            })
+            || c.downcast_ref::<datafusion::parquet::errors::ParquetError>()
+                .is_some()
+    })
 }
 
 fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -104,7 +142,10 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(path) => Config::load(path)?,
         None => Config::default(),
     };
-    let ctx = Ctx { config, lake: cli.lake };
+    let ctx = Ctx {
+        config,
+        lake: cli.lake,
+    };
     match cli.command {
         Command::Demo(args) => block_on(demo::run(&ctx, args)),
         Command::Import(args) => import::run(&ctx, args),
@@ -116,11 +157,14 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sql(args) => block_on(sql::run(&ctx, args)),
         Command::Watch(args) => block_on(watch::run(&ctx, args)),
         Command::Status(args) => block_on(status::run(&ctx, args)),
+        Command::Repair(args) => repair::run(&ctx, args),
         Command::Generate(args) => generate::run(args),
     }
 }
 
-fn block_on<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(future: F) -> anyhow::Result<ExitCode> {
+fn block_on<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(
+    future: F,
+) -> anyhow::Result<ExitCode> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .on_thread_park(tracelake::memory::answer_requests)
@@ -143,7 +187,9 @@ pub fn on_interrupt() -> anyhow::Result<impl std::future::Future<Output = ()>> {
 }
 
 /// `3 quarantined (invalid_json 2, too_large 1)`, or `0 quarantined`.
-pub fn quarantined_text(counts: &std::collections::BTreeMap<tracelake::ingest::QuarantineReason, u64>) -> String {
+pub fn quarantined_text(
+    counts: &std::collections::BTreeMap<tracelake::ingest::QuarantineReason, u64>,
+) -> String {
     let total: u64 = counts.values().sum();
     if counts.is_empty() {
         return format!("{total} quarantined");
@@ -154,7 +200,11 @@ pub fn quarantined_text(counts: &std::collections::BTreeMap<tracelake::ingest::Q
 
 /// Events per second, 0 for no time.
 pub fn rate(events: u64, seconds: f64) -> f64 {
-    if seconds > 0.0 { events as f64 / seconds } else { 0.0 }
+    if seconds > 0.0 {
+        events as f64 / seconds
+    } else {
+        0.0
+    }
 }
 
 /// `1234567` → `1.2 MB`.
@@ -166,5 +216,9 @@ pub fn human_bytes(bytes: u64) -> String {
         value /= 1000.0;
         unit += 1;
     }
-    if unit == 0 { format!("{bytes} B") } else { format!("{value:.1} {}", UNITS[unit]) }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
 }

@@ -9,7 +9,8 @@ use clap::Args;
 use datafusion::prelude::SessionContext;
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
-use tracelake::engine::{PrintFormat, open_session, run_statements};
+use tracelake::engine::{PrintFormat, open_session, print_statements};
+use tracelake::lake::Lake;
 
 use super::Ctx;
 
@@ -19,7 +20,12 @@ pub struct SqlArgs {
     /// interactive prompt on a terminal, or SQL read from standard input.
     query: Option<String>,
     /// Read the SQL from a file.
-    #[arg(short = 'f', long = "file", env = "TRACELAKE_SQL_FILE", conflicts_with = "query")]
+    #[arg(
+        short = 'f',
+        long = "file",
+        env = "TRACELAKE_SQL_FILE",
+        conflicts_with = "query"
+    )]
     file: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, env = "TRACELAKE_FORMAT", default_value_t = PrintFormat::Table)]
@@ -31,33 +37,54 @@ pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
     let session = open_session(&lake, ctx.redactor()?, &ctx.engine()?).await?;
     let sql = match (&args.query, &args.file) {
         (Some(q), _) => q.clone(),
-        (None, Some(path)) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
-        (None, None) if std::io::stdin().is_terminal() => return repl(&session, args.format).await,
+        (None, Some(path)) => {
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
+        }
+        (None, None) if std::io::stdin().is_terminal() => {
+            return repl(&session, &lake, args.format).await;
+        }
         (None, None) => {
             let mut sql = String::new();
-            std::io::stdin().read_to_string(&mut sql).context("reading SQL from standard input")?;
+            std::io::stdin()
+                .read_to_string(&mut sql)
+                .context("reading SQL from standard input")?;
             sql
         }
     };
-    execute(&session, &sql, args.format).await?;
+    execute(&session, &lake, &sql, args.format).await?;
     Ok(ExitCode::SUCCESS)
 }
 
-async fn execute(session: &SessionContext, sql: &str, format: PrintFormat) -> anyhow::Result<()> {
+async fn execute(
+    session: &SessionContext,
+    lake: &Lake,
+    sql: &str,
+    format: PrintFormat,
+) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    run_statements(session, sql, |schema, batches| format.write(&mut out, &schema, &batches)).await?;
+    print_statements(session, lake, sql, format, &mut out).await?;
     out.flush()?;
     Ok(())
 }
 
 /// Statements end with `;`; `\q` or `exit` leaves.
-async fn repl(session: &SessionContext, format: PrintFormat) -> anyhow::Result<ExitCode> {
+async fn repl(
+    session: &SessionContext,
+    lake: &Lake,
+    format: PrintFormat,
+) -> anyhow::Result<ExitCode> {
     let mut editor = DefaultEditor::new().context("starting the interactive prompt")?;
-    println!("tracelake SQL — tables: events, quarantine, findings, failures; views: chains, chain_events, tool_attempts. End statements with `;`, `\\q` to quit.");
+    println!(
+        "tracelake SQL — tables: events, quarantine, findings, failures; views: chains, chain_events, tool_attempts. End statements with `;`, `\\q` to quit."
+    );
     let mut buffer = String::new();
     loop {
-        let prompt = if buffer.is_empty() { "tracelake> " } else { "       ...> " };
+        let prompt = if buffer.is_empty() {
+            "tracelake> "
+        } else {
+            "       ...> "
+        };
         match editor.readline(prompt) {
             Ok(line) => {
                 let trimmed = line.trim();
@@ -68,7 +95,7 @@ async fn repl(session: &SessionContext, format: PrintFormat) -> anyhow::Result<E
                 buffer.push('\n');
                 if trimmed.ends_with(';') {
                     let _ = editor.add_history_entry(buffer.trim());
-                    if let Err(e) = execute(session, &buffer, format).await {
+                    if let Err(e) = execute(session, lake, &buffer, format).await {
                         eprintln!("error: {e:#}");
                     }
                     buffer.clear();

@@ -1,33 +1,47 @@
 //! The SQL engine: one DataFusion session over the lake, with the lake's tables and
 //! tracelake's UDFs registered.
 
+pub mod committed;
 pub mod print;
 pub mod session;
 
 pub use print::PrintFormat;
-pub use session::{EngineOptions, open_session, run_statements};
+pub use session::{EngineOptions, open_session, print_statements, run_statements};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error("{0}")]
     DataFusion(#[from] datafusion::error::DataFusionError),
-    #[error("no lake at {0}: import events first (`tracelake import --lake DIR FILE.jsonl`) or run `tracelake demo`")]
+    #[error(
+        "no lake at {0}: import events first (`tracelake import --lake DIR FILE.jsonl`) or run `tracelake demo`"
+    )]
     NoLake(std::path::PathBuf),
     #[error("writing results: {0}")]
     Output(#[from] std::io::Error),
     #[error(transparent)]
     Lake(#[from] crate::lake::LakeError),
+    #[error(
+        "{0} is in the lake, which is written only by tracelake import, export and analyze; write query results elsewhere (`COPY (SELECT …) TO '/tmp/x.parquet'`)"
+    )]
+    ReadOnlyLake(String),
+    #[error("the lake path {0} cannot be read as a file URL: {1}")]
+    LakePath(std::path::PathBuf, #[source] object_store::path::Error),
     #[error("formatting results: {0}")]
     Format(#[from] datafusion::arrow::error::ArrowError),
 }
 
 /// The rows of a (small) query result as JSON objects.
-pub async fn query_json(ctx: &datafusion::prelude::SessionContext, sql: &str) -> Result<Vec<serde_json::Value>, EngineError> {
+pub async fn query_json(
+    ctx: &datafusion::prelude::SessionContext,
+    sql: &str,
+) -> Result<Vec<serde_json::Value>, EngineError> {
     batches_json(&ctx.sql(sql).await?.collect().await?)
 }
 
 /// The rows of (small) `batches` as JSON objects.
-pub fn batches_json(batches: &[datafusion::arrow::array::RecordBatch]) -> Result<Vec<serde_json::Value>, EngineError> {
+pub fn batches_json(
+    batches: &[datafusion::arrow::array::RecordBatch],
+) -> Result<Vec<serde_json::Value>, EngineError> {
     let mut buffer = Vec::new();
     let mut writer = datafusion::arrow::json::ArrayWriter::new(&mut buffer);
     for batch in batches {

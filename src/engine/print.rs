@@ -1,12 +1,18 @@
-//! Printing query results as a table, CSV, JSON or NDJSON.
+//! Printing query results as a table, CSV, JSON or NDJSON, batch by batch as they come, so
+//! a large result never has to fit in memory.
 
 use std::io::Write;
 
 use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::csv::Writer as CsvWriter;
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::json::{ArrayWriter, LineDelimitedWriter};
 use datafusion::arrow::util::pretty::pretty_format_batches;
 
 use super::EngineError;
+
+/// Rows a table shows at most; the rest are counted (as datafusion-cli's `--maxrows`).
+pub const MAX_TABLE_ROWS: usize = 1000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PrintFormat {
@@ -18,42 +24,118 @@ pub enum PrintFormat {
 
 impl PrintFormat {
     /// Writes `batches` (with `schema`, for headers when there are no rows).
-    pub fn write(self, out: &mut dyn Write, schema: &SchemaRef, batches: &[RecordBatch]) -> Result<(), EngineError> {
-        let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
-        match self {
-            PrintFormat::Table => {
-                if rows == 0 {
-                    let empty = RecordBatch::new_empty(schema.clone());
-                    writeln!(out, "{}", pretty_format_batches(&[empty])?)?;
+    pub fn write(
+        self,
+        out: &mut dyn Write,
+        schema: &SchemaRef,
+        batches: &[RecordBatch],
+    ) -> Result<(), EngineError> {
+        let mut printer = self.printer(out, schema);
+        for batch in batches {
+            printer.write(batch)?;
+        }
+        printer.finish()
+    }
+
+    /// A printer of one result with `schema`, fed batch by batch.
+    pub fn printer<'a>(self, out: &'a mut dyn Write, schema: &SchemaRef) -> Printer<'a> {
+        let sink = match self {
+            PrintFormat::Table => Sink::Table {
+                out,
+                shown: Vec::new(),
+                shown_rows: 0,
+            },
+            PrintFormat::Csv => Sink::Csv(
+                datafusion::arrow::csv::WriterBuilder::new()
+                    .with_header(true)
+                    .build(out),
+                false,
+            ),
+            PrintFormat::Json => Sink::Json(ArrayWriter::new(out)),
+            PrintFormat::Ndjson => Sink::Ndjson(LineDelimitedWriter::new(out)),
+        };
+        Printer {
+            schema: schema.clone(),
+            rows: 0,
+            sink,
+        }
+    }
+}
+
+pub struct Printer<'a> {
+    schema: SchemaRef,
+    rows: usize,
+    sink: Sink<'a>,
+}
+
+enum Sink<'a> {
+    Table {
+        out: &'a mut dyn Write,
+        shown: Vec<RecordBatch>,
+        shown_rows: usize,
+    },
+    /// The writer, and whether it has written anything (the header comes with the first batch).
+    Csv(CsvWriter<&'a mut dyn Write>, bool),
+    Json(ArrayWriter<&'a mut dyn Write>),
+    Ndjson(LineDelimitedWriter<&'a mut dyn Write>),
+}
+
+impl Printer<'_> {
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<(), EngineError> {
+        self.rows += batch.num_rows();
+        match &mut self.sink {
+            Sink::Table {
+                shown, shown_rows, ..
+            } => {
+                let room = MAX_TABLE_ROWS - *shown_rows;
+                if room > 0 && batch.num_rows() > 0 {
+                    let kept = batch.slice(0, batch.num_rows().min(room));
+                    *shown_rows += kept.num_rows();
+                    shown.push(kept);
+                }
+            }
+            Sink::Csv(writer, written) => {
+                writer.write(batch)?;
+                *written = true;
+            }
+            Sink::Json(writer) => writer.write(batch)?,
+            Sink::Ndjson(writer) => writer.write(batch)?,
+        }
+        Ok(())
+    }
+
+    pub fn finish(self) -> Result<(), EngineError> {
+        let rows = self.rows;
+        match self.sink {
+            Sink::Table {
+                out,
+                mut shown,
+                shown_rows,
+            } => {
+                if shown.is_empty() {
+                    shown.push(RecordBatch::new_empty(self.schema.clone()));
+                }
+                writeln!(out, "{}", pretty_format_batches(&shown)?)?;
+                let plural = if rows == 1 { "" } else { "s" };
+                if rows > shown_rows {
+                    writeln!(
+                        out,
+                        "{rows} row{plural} ({shown_rows} shown; --format csv or a LIMIT for the rest)"
+                    )?;
                 } else {
-                    writeln!(out, "{}", pretty_format_batches(batches)?)?;
-                }
-                writeln!(out, "{rows} row{}", if rows == 1 { "" } else { "s" })?;
-            }
-            PrintFormat::Csv => {
-                let mut writer = datafusion::arrow::csv::WriterBuilder::new().with_header(true).build(&mut *out);
-                if rows == 0 {
-                    writer.write(&RecordBatch::new_empty(schema.clone()))?;
-                }
-                for batch in batches {
-                    writer.write(batch)?;
+                    writeln!(out, "{rows} row{plural}")?;
                 }
             }
-            PrintFormat::Json => {
-                let mut writer = datafusion::arrow::json::ArrayWriter::new(&mut *out);
-                for batch in batches {
-                    writer.write(batch)?;
+            Sink::Csv(mut writer, written) => {
+                if !written {
+                    writer.write(&RecordBatch::new_empty(self.schema.clone()))?;
                 }
+            }
+            Sink::Json(mut writer) => {
                 writer.finish()?;
-                writeln!(out)?;
+                writeln!(writer.into_inner())?;
             }
-            PrintFormat::Ndjson => {
-                let mut writer = datafusion::arrow::json::LineDelimitedWriter::new(&mut *out);
-                for batch in batches {
-                    writer.write(batch)?;
-                }
-                writer.finish()?;
-            }
+            Sink::Ndjson(mut writer) => writer.finish()?,
         }
         Ok(())
     }

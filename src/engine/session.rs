@@ -7,19 +7,27 @@ use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray, TimestampMi
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::datasource::MemTable;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
-use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
+use datafusion::datasource::listing::{
+    ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
+};
 use datafusion::execution::memory_pool::FairSpillPool;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement};
 
 use super::EngineError;
+use super::committed::CommittedFiles;
+use super::print::PrintFormat;
+use crate::detect::sql::{CHAIN_VIEWS, CHAINS, RULE_EFFECTIVENESS, SIGNAL_SCORES, SqlParams};
 use crate::lake::schema::{EVENTS_SCHEMA, PARTITION_COLUMN, file_schema};
 use crate::lake::state::{AnalysisRecord, Manifest};
 use crate::lake::{Lake, Table};
 use crate::redact::Redactor;
+use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::logical_expr::LogicalPlan;
+use futures::StreamExt;
+use object_store::local::LocalFileSystem;
 use tracelake_udfs::Patterns;
-use crate::detect::sql::{CHAIN_VIEWS, CHAINS, RULE_EFFECTIVENESS, SIGNAL_SCORES, SqlParams};
 
 /// Settings of a query session.
 #[derive(Debug, Clone)]
@@ -41,7 +49,9 @@ impl Default for EngineOptions {
 
 impl EngineOptions {
     /// The settings `config` chooses: its languages and chain parameters.
-    pub fn from_config(config: &crate::config::Config) -> Result<Self, tracelake_udfs::PatternError> {
+    pub fn from_config(
+        config: &crate::config::Config,
+    ) -> Result<Self, tracelake_udfs::PatternError> {
         let patterns = Patterns::with_tool_patterns(&config.languages, &config.tool_patterns)?;
         Ok(Self::with(patterns, SqlParams::from_config(config)))
     }
@@ -57,22 +67,41 @@ impl EngineOptions {
 }
 
 /// A session over `lake`: every table of the lake, `runs`, the chain views, all UDFs.
-pub async fn open_session(lake: &Lake, redactor: Redactor, opts: &EngineOptions) -> Result<SessionContext, EngineError> {
+pub async fn open_session(
+    lake: &Lake,
+    redactor: Redactor,
+    opts: &EngineOptions,
+) -> Result<SessionContext, EngineError> {
     if !lake.root().is_dir() {
         return Err(EngineError::NoLake(lake.root().to_path_buf()));
     }
+    let manifest = Manifest::load(lake)?;
     let ctx = new_context(redactor, opts)?;
+    let root = lake.root().canonicalize()?;
+    let root_path = object_store::path::Path::from_absolute_path(&root)
+        .map_err(|e| EngineError::LakePath(root.clone(), e))?;
+    let local = ObjectStoreUrl::local_filesystem();
+    let committed = CommittedFiles::new(
+        Arc::new(LocalFileSystem::new()),
+        Lake::new(&root),
+        root_path,
+    );
+    ctx.register_object_store(local.as_ref(), Arc::new(committed));
     for table in Table::ALL {
         register_table(&ctx, lake, table, file_schema(table)).await?;
     }
-    register_runs(&ctx, &Manifest::load(lake)?.analyses)?;
+    register_runs(&ctx, &manifest.analyses)?;
     define_chain_views(&ctx, &opts.sql_params).await?;
     Ok(ctx)
 }
 
 /// A session over events held in memory, no lake: `events` from `batches` (in the
 /// columns of [`EVENTS_SCHEMA`]), every other table empty.
-pub async fn memory_session(batches: Vec<RecordBatch>, redactor: Redactor, opts: &EngineOptions) -> Result<SessionContext, EngineError> {
+pub async fn memory_session(
+    batches: Vec<RecordBatch>,
+    redactor: Redactor,
+    opts: &EngineOptions,
+) -> Result<SessionContext, EngineError> {
     let ctx = new_context(redactor, opts)?;
     for table in Table::ALL {
         let provider = match table {
@@ -104,14 +133,26 @@ fn new_context(redactor: Redactor, opts: &EngineOptions) -> Result<SessionContex
 
 /// An empty table with the columns of a stored table, partition column included.
 fn empty_table(file_schema: &SchemaRef) -> Result<MemTable, EngineError> {
-    let mut fields: Vec<Field> = file_schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    let mut fields: Vec<Field> = file_schema
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
     fields.push(Field::new(PARTITION_COLUMN, DataType::Utf8, false));
-    Ok(MemTable::try_new(Arc::new(Schema::new(fields)), vec![vec![]])?)
+    Ok(MemTable::try_new(
+        Arc::new(Schema::new(fields)),
+        vec![vec![]],
+    )?)
 }
 
 /// Registers a hive-partitioned table; a table with no directory yet is an empty table
 /// of the same columns.
-async fn register_table(ctx: &SessionContext, lake: &Lake, table: Table, file_schema: SchemaRef) -> Result<(), EngineError> {
+async fn register_table(
+    ctx: &SessionContext,
+    lake: &Lake,
+    table: Table,
+    file_schema: SchemaRef,
+) -> Result<(), EngineError> {
     let dir = lake.table_dir(table);
     let name = table.dir_name();
     if !dir.is_dir() {
@@ -122,7 +163,9 @@ async fn register_table(ctx: &SessionContext, lake: &Lake, table: Table, file_sc
     let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
         .with_file_extension(".parquet")
         .with_table_partition_cols(vec![(PARTITION_COLUMN.to_owned(), DataType::Utf8)]);
-    let config = ListingTableConfig::new(url).with_listing_options(options).with_schema(file_schema);
+    let config = ListingTableConfig::new(url)
+        .with_listing_options(options)
+        .with_schema(file_schema);
     ctx.register_table(name, Arc::new(ListingTable::try_new(config)?))?;
     Ok(())
 }
@@ -136,12 +179,19 @@ fn register_runs(ctx: &SessionContext, runs: &[AnalysisRecord]) -> Result<(), En
         RUNS_SCHEMA.clone(),
         vec![
             Arc::new(Int64Array::from_iter_values(1..=runs.len() as i64)),
-            Arc::new(StringArray::from_iter_values(runs.iter().map(|r| r.run_id.as_str()))),
+            Arc::new(StringArray::from_iter_values(
+                runs.iter().map(|r| r.run_id.as_str()),
+            )),
             Arc::new(TimestampMillisecondArray::from_iter_values(finished).with_timezone("UTC")),
-            Arc::new(Int64Array::from_iter_values(runs.iter().map(|r| r.findings as i64))),
+            Arc::new(Int64Array::from_iter_values(
+                runs.iter().map(|r| r.findings as i64),
+            )),
         ],
     )?;
-    ctx.register_table("runs", Arc::new(MemTable::try_new(RUNS_SCHEMA.clone(), vec![vec![batch]])?))?;
+    ctx.register_table(
+        "runs",
+        Arc::new(MemTable::try_new(RUNS_SCHEMA.clone(), vec![vec![batch]])?),
+    )?;
     Ok(())
 }
 
@@ -149,7 +199,11 @@ static RUNS_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     Arc::new(Schema::new(vec![
         Field::new("run_no", DataType::Int64, false),
         Field::new("run_id", DataType::Utf8, false),
-        Field::new("finished_at", DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())), false),
+        Field::new(
+            "finished_at",
+            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+            false,
+        ),
         Field::new("findings", DataType::Int64, false),
     ]))
 });
@@ -160,8 +214,16 @@ pub const FAILURE_COLUMNS: &str = "fingerprint, session, agent, first_ts, chain_
 /// Views for ad-hoc queries: `analysis_events` (all events), `deduped_events`,
 /// `chain_events`, `chains`, `tool_attempts`. Views cost nothing until queried.
 async fn define_chain_views(ctx: &SessionContext, params: &SqlParams) -> Result<(), EngineError> {
-    ctx.sql("CREATE VIEW analysis_events AS SELECT * FROM events").await?.collect().await?;
-    ctx.sql(&format!("CREATE VIEW failure_history AS SELECT {FAILURE_COLUMNS} FROM failures")).await?.collect().await?;
+    ctx.sql("CREATE VIEW analysis_events AS SELECT * FROM events")
+        .await?
+        .collect()
+        .await?;
+    ctx.sql(&format!(
+        "CREATE VIEW failure_history AS SELECT {FAILURE_COLUMNS} FROM failures"
+    ))
+    .await?
+    .collect()
+    .await?;
     for sql in [CHAINS, CHAIN_VIEWS, RULE_EFFECTIVENESS, SIGNAL_SCORES] {
         run_statements(ctx, &params.fill(sql), |_, _| Ok(())).await?;
     }
@@ -171,6 +233,61 @@ async fn define_chain_views(ctx: &SessionContext, params: &SqlParams) -> Result<
 /// Parses `sql` (one or more `;`-separated statements).
 pub fn parse_statements(sql: &str) -> Result<VecDeque<Statement>, EngineError> {
     Ok(DFParser::parse_sql(sql)?)
+}
+
+/// Runs every statement in `sql` in order and prints each result to `out` as it comes.
+/// Statements that would write into `lake` are refused.
+pub async fn print_statements(
+    ctx: &SessionContext,
+    lake: &Lake,
+    sql: &str,
+    format: PrintFormat,
+    out: &mut dyn std::io::Write,
+) -> Result<(), EngineError> {
+    for statement in parse_statements(sql)? {
+        let plan = ctx.state().statement_to_plan(statement).await?;
+        refuse_lake_writes(&plan, lake)?;
+        let df = ctx.execute_logical_plan(plan).await?;
+        let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
+        let mut batches = df.execute_stream().await?;
+        let mut printer = format.printer(out, &schema);
+        while let Some(batch) = batches.next().await {
+            printer.write(&batch?)?;
+        }
+        printer.finish()?;
+    }
+    Ok(())
+}
+
+/// The lake's tables are written only by the commands that commit: an `INSERT` into one
+/// of them, or a `COPY … TO` a path inside the lake, is refused before it runs. (The
+/// object store of [`super::committed`] refuses such writes too, whatever the path.)
+fn refuse_lake_writes(plan: &LogicalPlan, lake: &Lake) -> Result<(), EngineError> {
+    let target = match plan {
+        LogicalPlan::Dml(dml)
+            if Table::ALL
+                .iter()
+                .any(|t| t.dir_name() == dml.table_name.table()) =>
+        {
+            format!("table {}", dml.table_name)
+        }
+        LogicalPlan::Copy(copy) => {
+            let path = std::path::Path::new(
+                copy.output_url
+                    .strip_prefix("file://")
+                    .unwrap_or(&copy.output_url),
+            );
+            let path = std::path::absolute(path)?;
+            let root = std::path::absolute(lake.root())?;
+            let canonical_root = lake.root().canonicalize().unwrap_or_else(|_| root.clone());
+            if !path.starts_with(&root) && !path.starts_with(&canonical_root) {
+                return Ok(());
+            }
+            copy.output_url.clone()
+        }
+        _ => return Ok(()),
+    };
+    Err(EngineError::ReadOnlyLake(target))
 }
 
 /// Runs every statement in `sql` in order, calling `each` with each statement's results.

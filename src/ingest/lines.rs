@@ -8,7 +8,10 @@ use std::io::{self, BufRead};
 pub enum Line {
     Complete(Vec<u8>),
     /// A line longer than the limit: its first `limit` bytes and its full length.
-    TooLong { prefix: Vec<u8>, len: u64 },
+    TooLong {
+        prefix: Vec<u8>,
+        len: u64,
+    },
 }
 
 /// Splits a reader into lines of at most `max_bytes` bytes each.
@@ -97,7 +100,10 @@ mod tests {
         assert_eq!(
             all(b"0123456789abc\nok\n", 5),
             vec![
-                Line::TooLong { prefix: b"01234".to_vec(), len: 13 },
+                Line::TooLong {
+                    prefix: b"01234".to_vec(),
+                    len: 13
+                },
                 Line::Complete(b"ok".to_vec()),
             ]
         );

@@ -9,16 +9,20 @@ pub mod outcomes;
 pub mod quarantine;
 pub mod raw;
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use crate::redact::{Redactor, redact_json};
 pub use event::{Event, Schema};
 use lines::Line;
-use raw::{NotAnObject, RawObject};
 pub use quarantine::{QuarantineReason, QuarantinedLine};
+use raw::{NotAnObject, RawObject};
 
 /// Default upper bound for one raw event (a JSONL line or a stream message).
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 8 * 1024 * 1024;
+
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// How much of a quarantined line is kept.
 const QUARANTINE_KEEP_BYTES: usize = 64 * 1024;
@@ -35,7 +39,12 @@ impl Decoder {
     }
 
     /// Decodes one line read from `source` at `position` (1-based line number or stream sequence).
-    pub fn decode_line(&self, line: Line, source: &str, position: u64) -> Result<Event, QuarantinedLine> {
+    pub fn decode_line(
+        &self,
+        line: Line,
+        source: &str,
+        position: u64,
+    ) -> Result<Event, QuarantinedLine> {
         match line {
             Line::Complete(bytes) => self.decode(&bytes, source, position, None),
             Line::TooLong { prefix, len } => Err(self.quarantine(
@@ -60,6 +69,8 @@ impl Decoder {
         let fail = |reason, detail: String| {
             self.quarantine(bytes, bytes.len() as u64, source, position, reason, detail)
         };
+        // A byte-order mark, as editors on some systems write before the first line.
+        let bytes = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
         let text = match std::str::from_utf8(bytes) {
             Ok(text) => text,
             Err(e) => return Err(fail(QuarantineReason::InvalidUtf8, e.to_string())),
@@ -78,13 +89,31 @@ impl Decoder {
         };
         let raw = match RawObject::parse(text) {
             Ok(raw) => raw,
-            Err(NotAnObject::InvalidJson(e)) => return Err(fail(QuarantineReason::InvalidJson, e.to_string())),
+            Err(NotAnObject::InvalidJson(e)) => {
+                return Err(fail(QuarantineReason::InvalidJson, e.to_string()));
+            }
             Err(NotAnObject::OtherValue) => {
                 let reason = QuarantineReason::NotAnObject;
                 return Err(fail(reason, reason_detail(reason)));
             }
         };
-        normalize::normalize(&raw, position, subject).map_err(|reason| fail(reason, reason_detail(reason)))
+        // A subject is made of the agent's name and the event type, either of which may be a secret.
+        let subject = subject.map(|s| self.redactor.redact(s));
+        normalize::normalize(&raw, position, subject.as_deref())
+            .map_err(|reason| fail(reason, reason_detail(reason)))
+    }
+
+    /// A line that is not an event, redacted. A secret may hide behind JSON escapes
+    /// (`sk\u002d…`, `https:\/\/user:pw@…`): when decoding the escapes reveals one, the
+    /// line is kept decoded and redacted.
+    fn redact_raw(&self, raw: &str) -> String {
+        if raw.contains('\\') {
+            let unescaped = unescape_json(raw);
+            if let Cow::Owned(redacted) = self.redactor.redact(&unescaped) {
+                return redacted;
+            }
+        }
+        self.redactor.redact(raw).into_owned()
     }
 
     fn quarantine(
@@ -102,12 +131,42 @@ impl Decoder {
             source: source.to_owned(),
             position,
             reason,
-            detail,
-            raw: self.redactor.redact(&raw).into_owned(),
+            detail: self.redactor.redact(&detail).into_owned(),
+            raw: self.redact_raw(&raw),
             raw_bytes,
             quarantined_at: chrono::Utc::now().timestamp_millis(),
         }
     }
+}
+
+/// `text` with JSON string escapes decoded wherever they appear; an escape that is not
+/// one (or a lone surrogate) is kept as written or becomes U+FFFD.
+fn unescape_json(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('\\') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        let mut chars = rest.chars();
+        chars.next();
+        let (decoded, len) = match chars.next() {
+            Some('n') => ('\n', 2),
+            Some('t') => ('\t', 2),
+            Some('r') => ('\r', 2),
+            Some('b') => ('\u{8}', 2),
+            Some('f') => ('\u{c}', 2),
+            Some(c @ ('"' | '\\' | '/')) => (c, 2),
+            Some('u') => match rest.get(2..6).and_then(|h| u32::from_str_radix(h, 16).ok()) {
+                Some(code) => (char::from_u32(code).unwrap_or('\u{fffd}'), 6),
+                None => ('\\', 1),
+            },
+            _ => ('\\', 1),
+        };
+        out.push(decoded);
+        rest = &rest[len..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn reason_detail(reason: QuarantineReason) -> String {

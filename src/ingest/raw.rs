@@ -6,10 +6,11 @@
 //! `payload`, tool results and unmapped fields are kept as the exact text they arrived in.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::fmt;
 
-use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -41,7 +42,11 @@ impl<'a> RawObject<'a> {
     }
 
     pub fn get(&self, key: &str) -> Option<Raw<'a>> {
-        self.fields.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
+        self.fields
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| *v)
     }
 
     pub fn contains_key(&self, key: &str) -> bool {
@@ -50,10 +55,17 @@ impl<'a> RawObject<'a> {
 
     /// The fields whose keys are not in `skip`, as a JSON object text; `None` when there are none.
     pub fn json_without(&self, skip: &[&str]) -> Option<String> {
+        // The last of each key wins: walk backwards, keeping each key's first sighting.
+        let mut seen: HashSet<&str> = HashSet::with_capacity(self.fields.len());
+        let kept: Vec<bool> = self
+            .fields
+            .iter()
+            .rev()
+            .map(|(key, _)| seen.insert(key.as_ref()))
+            .collect();
         let mut out = String::new();
-        for (i, (key, value)) in self.fields.iter().enumerate() {
-            let shadowed = self.fields[i + 1..].iter().any(|(later, _)| later == key);
-            if shadowed || skip.contains(&key.as_ref()) {
+        for ((key, value), kept) in self.fields.iter().zip(kept.into_iter().rev()) {
+            if !kept || skip.contains(&key.as_ref()) {
                 continue;
             }
             out.push(if out.is_empty() { '{' } else { ',' });
@@ -83,9 +95,11 @@ impl<'a> Raw<'a> {
         }
     }
 
-    /// The value parsed as a tree, for the few fields whose shape varies.
-    pub fn value(self) -> Value {
-        serde_json::from_str(self.text()).expect("raw values are valid JSON")
+    /// The value parsed as a tree, for the few fields whose shape varies; `None` when it
+    /// has no tree: a number beyond f64 (`1e400`) or nesting deeper than 128 levels. Such
+    /// a value is still valid JSON, kept as its text.
+    pub fn value(self) -> Option<Value> {
+        serde_json::from_str(self.text()).ok()
     }
 
     pub fn as_str(self) -> Option<Cow<'a, str>> {
@@ -114,7 +128,11 @@ impl<'a> Raw<'a> {
     }
 
     pub fn as_f64(self) -> Option<f64> {
-        if self.is_number() { serde_json::from_str(self.text()).ok() } else { None }
+        if self.is_number() {
+            serde_json::from_str(self.text()).ok()
+        } else {
+            None
+        }
     }
 
     /// An integer; a fractional number is rounded.
@@ -123,9 +141,12 @@ impl<'a> Raw<'a> {
             return None;
         }
         let text = self.text();
-        text.parse::<i64>()
-            .ok()
-            .or_else(|| serde_json::from_str::<f64>(text).ok().filter(|f| f.is_finite()).map(|f| f.round() as i64))
+        text.parse::<i64>().ok().or_else(|| {
+            serde_json::from_str::<f64>(text)
+                .ok()
+                .filter(|f| f.is_finite())
+                .map(|f| f.round() as i64)
+        })
     }
 }
 

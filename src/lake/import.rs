@@ -15,10 +15,11 @@ use std::time::Instant;
 use sha2::{Digest, Sha256};
 
 use super::LakeError;
-use super::layout::{Lake, WriterId};
-use super::state::{ImportRecord, Manifest, WriteLock, sweep_uncommitted};
+use super::layout::Lake;
 use super::pipeline::{Chunk, RawEvent, decode_in_order};
+use super::state::{ImportRecord, Manifest, WriteLock};
 use super::writer::EventSink;
+use super::writers::{RegisteredWriter, retire, sweep_uncommitted};
 use crate::ingest::lines::{BoundedLines, Line};
 use crate::ingest::{Decoder, QuarantineReason};
 
@@ -35,7 +36,11 @@ pub enum ImportSource {
 impl ImportSource {
     /// `-` means standard input.
     pub fn from_arg(arg: &str) -> Self {
-        if arg == "-" { Self::Stdin } else { Self::File(PathBuf::from(arg)) }
+        if arg == "-" {
+            Self::Stdin
+        } else {
+            Self::File(PathBuf::from(arg))
+        }
     }
 
     pub fn name(&self) -> String {
@@ -86,7 +91,10 @@ pub struct ImportSummary {
 pub enum ImportOutcome {
     Imported(ImportSummary),
     /// The same content was imported before; nothing was written.
-    AlreadyImported { source: String, previous: Box<ImportRecord> },
+    AlreadyImported {
+        source: String,
+        previous: Box<ImportRecord>,
+    },
 }
 
 /// Imports one source. `progress` is called with the number of input bytes consumed.
@@ -116,7 +124,10 @@ pub fn import_source(
     {
         let hash = hash_file(path)?;
         if let Some(previous) = manifest.find_import(&hash) {
-            return Ok(ImportOutcome::AlreadyImported { source: name, previous: Box::new(previous.clone()) });
+            return Ok(ImportOutcome::AlreadyImported {
+                source: name,
+                previous: Box::new(previous.clone()),
+            });
         }
     }
 
@@ -124,7 +135,8 @@ pub fn import_source(
         ImportSource::File(path) => Box::new(File::open(path).map_err(|e| LakeError::io(path, e))?),
         ImportSource::Stdin => Box::new(io::stdin()),
     };
-    let writer_id = WriterId::random();
+    let writer = RegisteredWriter::start(lake)?;
+    let writer_id = writer.id().clone();
     let mut sink = EventSink::new(lake.clone(), writer_id.clone(), opts.buffer_bytes);
     let counts = run_pipeline(reader, &name, decoder, opts, &mut sink, progress)?;
     let files = sink.flush_all()?;
@@ -135,10 +147,20 @@ pub fn import_source(
     {
         // Standard input can be recognized only after reading it: drop what was written.
         let previous = Box::new(previous.clone());
+        drop(writer);
         sweep_uncommitted(lake, &manifest, &lock)?;
-        return Ok(ImportOutcome::AlreadyImported { source: name, previous });
+        return Ok(ImportOutcome::AlreadyImported {
+            source: name,
+            previous,
+        });
     }
-    let replaced: Vec<ImportRecord> = manifest.imports.iter().filter(|r| r.sha256 == sha256).cloned().collect();
+    let replaced: Vec<String> = manifest
+        .imports
+        .iter()
+        .filter(|r| r.sha256 == sha256)
+        .flat_map(|r| r.files.clone())
+        .collect();
+    retire(lake, &replaced)?;
     manifest.imports.retain(|r| r.sha256 != sha256);
     manifest.imports.push(ImportRecord {
         writer_id: writer_id.as_str().to_owned(),
@@ -154,6 +176,7 @@ pub fn import_source(
         files: files.iter().map(|f| lake.relative(&f.path)).collect(),
     });
     manifest.save(lake)?;
+    writer.finish()?;
     if !replaced.is_empty() {
         sweep_uncommitted(lake, &manifest, &lock)?;
     }
@@ -179,7 +202,8 @@ pub fn quick_fingerprint(path: &std::path::Path) -> Result<String, LakeError> {
     hasher.update(size.to_le_bytes());
     let mut buf = vec![0u8; PART as usize];
     for offset in [0, size.saturating_sub(PART)] {
-        file.seek(SeekFrom::Start(offset)).map_err(|e| LakeError::io(path, e))?;
+        file.seek(SeekFrom::Start(offset))
+            .map_err(|e| LakeError::io(path, e))?;
         let n = file.read(&mut buf).map_err(|e| LakeError::io(path, e))?;
         hasher.update(&buf[..n]);
     }
@@ -219,13 +243,25 @@ fn run_pipeline(
 ) -> Result<Counts, LakeError> {
     let chunks = LineChunks {
         lines: BoundedLines::new(
-            BufReader::with_capacity(READ_BUFFER, HashingReader { inner: reader, hasher: Sha256::new() }),
+            BufReader::with_capacity(
+                READ_BUFFER,
+                HashingReader {
+                    inner: reader,
+                    hasher: Sha256::new(),
+                },
+            ),
             opts.max_event_bytes,
         ),
         line_no: 0,
         error: None,
     };
-    let mut counts = Counts { lines: 0, events: 0, bytes: 0, quarantined: BTreeMap::new(), sha256: String::new() };
+    let mut counts = Counts {
+        lines: 0,
+        events: 0,
+        bytes: 0,
+        quarantined: BTreeMap::new(),
+        sha256: String::new(),
+    };
     let chunks = decode_in_order(chunks, decoder, source, opts.threads, |decoded| {
         counts.bytes += decoded.bytes;
         progress(decoded.bytes);
@@ -244,7 +280,10 @@ fn run_pipeline(
         Ok::<(), LakeError>(())
     })?;
     if let Some(error) = chunks.error {
-        return Err(LakeError::Read { source_name: source.to_owned(), error });
+        return Err(LakeError::Read {
+            source_name: source.to_owned(),
+            error,
+        });
     }
     counts.lines = chunks.line_no;
     counts.sha256 = hex::encode(chunks.lines.into_inner().into_inner().hasher.finalize());
@@ -262,7 +301,10 @@ impl<R: Read> Iterator for LineChunks<R> {
     type Item = Chunk;
 
     fn next(&mut self) -> Option<Chunk> {
-        let mut chunk = Chunk { events: Vec::with_capacity(CHUNK_LINES), ..Chunk::default() };
+        let mut chunk = Chunk {
+            events: Vec::with_capacity(CHUNK_LINES),
+            ..Chunk::default()
+        };
         while chunk.events.len() < CHUNK_LINES {
             let line = match self.lines.next_line() {
                 Ok(Some(line)) => line,
@@ -280,7 +322,11 @@ impl<R: Read> Iterator for LineChunks<R> {
             chunk.last_position = self.line_no;
             let blank = matches!(&line, Line::Complete(b) if b.iter().all(u8::is_ascii_whitespace));
             if !blank {
-                chunk.events.push(RawEvent { position: self.line_no, line, subject: None });
+                chunk.events.push(RawEvent {
+                    position: self.line_no,
+                    line,
+                    subject: None,
+                });
             }
         }
         (chunk.bytes > 0).then_some(chunk)

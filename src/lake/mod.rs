@@ -2,12 +2,14 @@
 
 pub mod export;
 pub mod import;
-pub mod pipeline;
 pub mod layout;
 pub mod outcomes;
+pub mod pipeline;
+pub mod repair;
 pub mod schema;
 pub mod state;
 pub mod writer;
+pub mod writers;
 
 use std::path::{Path, PathBuf};
 
@@ -25,7 +27,9 @@ pub enum LakeError {
     Parquet(#[from] datafusion::parquet::errors::ParquetError),
     #[error("building record batch: {0}")]
     Arrow(#[from] datafusion::arrow::error::ArrowError),
-    #[error("state file {path} is not valid ({source}); restore it from a backup or remove the lake and import again")]
+    #[error(
+        "state file {path} is not valid ({source}); restore it from a backup or remove the lake and import again"
+    )]
     CorruptState {
         path: PathBuf,
         #[source]
@@ -33,6 +37,8 @@ pub enum LakeError {
     },
     #[error("another tracelake process is writing to {0}; wait for it to finish")]
     Locked(PathBuf),
+    #[error("the lake at {lake} is damaged: {problem}")]
+    Damaged { lake: PathBuf, problem: Damage },
     #[error("reading {source_name}: {error}")]
     Read {
         source_name: String,
@@ -41,8 +47,42 @@ pub enum LakeError {
     },
 }
 
+/// What is wrong with a damaged lake.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Damage {
+    /// Data files, but no `_state/manifest.json`.
+    NoManifest,
+    /// Files the manifest names that are not there (relative paths).
+    MissingFiles(Vec<String>),
+}
+
+impl std::fmt::Display for Damage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Damage::NoManifest => f.write_str(
+                "it holds data files but no _state/manifest.json, so nothing in it is known to be committed. \
+                 Nothing was read or changed; `tracelake repair` rebuilds the manifest from the files it can read",
+            ),
+            Damage::MissingFiles(files) => {
+                let shown: Vec<&str> = files.iter().take(5).map(String::as_str).collect();
+                let more = if files.len() > 5 { format!(" and {} more", files.len() - 5) } else { String::new() };
+                write!(
+                    f,
+                    "its manifest names {} file(s) that are missing ({}{more}). Restore them from a backup, \
+                     or run `tracelake repair` to drop them from the manifest",
+                    files.len(),
+                    shown.join(", ")
+                )
+            }
+        }
+    }
+}
+
 impl LakeError {
     pub fn io(path: &Path, source: std::io::Error) -> Self {
-        LakeError::Io { path: path.to_path_buf(), source }
+        LakeError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     }
 }

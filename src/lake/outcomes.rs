@@ -4,10 +4,11 @@
 use sha2::{Digest, Sha256};
 
 use super::LakeError;
-use super::layout::{Lake, PartitionDate, Table, WriterId, part_file_name};
+use super::layout::{Lake, PartitionDate, Table, part_file_name};
 use super::schema::{OUTCOMES_SCHEMA, outcomes_batch};
-use super::state::{Manifest, OutcomeImportRecord, WriteLock, sweep_uncommitted};
+use super::state::{Manifest, OutcomeImportRecord, WriteLock};
 use super::writer::write_parquet_atomic;
+use super::writers::{RegisteredWriter, retire, sweep_uncommitted};
 use crate::ingest::outcomes::{BadOutcome, parse_outcomes};
 
 /// What importing a file of outcomes did.
@@ -64,7 +65,8 @@ pub fn import_outcomes(
         });
     }
     let now = chrono::Utc::now();
-    let writer = WriterId::random();
+    let registered = RegisteredWriter::start(lake)?;
+    let writer = registered.id().clone();
     let dir = lake.partition_dir(
         Table::Outcomes,
         &PartitionDate::from_millis(now.timestamp_millis()),
@@ -76,6 +78,9 @@ pub fn import_outcomes(
         OUTCOMES_SCHEMA.clone(),
         [Ok(batch)],
     )?;
+    if let Some(previous) = &previous {
+        retire(lake, &previous.files)?;
+    }
     manifest.outcome_imports.retain(|r| r.sha256 != sha256);
     manifest.outcome_imports.push(OutcomeImportRecord {
         writer_id: writer.as_str().to_owned(),
@@ -87,6 +92,7 @@ pub fn import_outcomes(
         files: vec![lake.relative(&file.path)],
     });
     manifest.save(lake)?;
+    registered.finish()?;
     if previous.is_some() {
         sweep_uncommitted(lake, &manifest, &lock)?;
     }

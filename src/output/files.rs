@@ -16,7 +16,8 @@ pub const PATTERNS_FILE: &str = "cortex-patterns.json";
 /// Writes the three files into `dir` (each atomically); returns their paths.
 pub fn write_artifacts(dir: &Path, outputs: &[GeneratedOutput]) -> Result<Vec<PathBuf>, LakeError> {
     let of = |t: ActionType| outputs.iter().filter(move |o| o.output_type == t);
-    let mut soul = String::from("# Rules from trace analysis\n\nAdd these to the agent's SOUL.md.\n\n");
+    let mut soul =
+        String::from("# Rules from trace analysis\n\nAdd these to the agent's SOUL.md.\n\n");
     for rule in of(ActionType::SoulRule) {
         soul.push_str(&format!("- {}\n", rule.content));
     }

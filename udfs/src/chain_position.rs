@@ -31,11 +31,20 @@ const FIELDS: [&str; 5] = ["chain_no", "idx", "len", "start_ms", "piece"];
 
 /// The `chain_position` window function.
 pub fn udf() -> WindowUDF {
-    WindowFunction::udf("chain_position", Some(6), DataType::Struct(fields()), false, || Box::new(ChainPositionEvaluator))
+    WindowFunction::udf(
+        "chain_position",
+        Some(6),
+        DataType::Struct(fields()),
+        false,
+        || Box::new(ChainPositionEvaluator),
+    )
 }
 
 fn fields() -> Fields {
-    FIELDS.iter().map(|name| Field::new(*name, DataType::Int64, false)).collect()
+    FIELDS
+        .iter()
+        .map(|name| Field::new(*name, DataType::Int64, false))
+        .collect()
 }
 
 #[derive(Debug)]
@@ -48,8 +57,13 @@ impl PartitionEvaluator for ChainPositionEvaluator {
         };
         let ts = cast(ts, &DataType::Int64)?;
         let ts = ts.as_primitive::<Int64Type>();
-        let gap_ms = cast(gap, &DataType::Int64)?.as_primitive::<Int64Type>().value(0);
-        let cap = cast(cap, &DataType::Int64)?.as_primitive::<Int64Type>().value(0).max(1);
+        let gap_ms = cast(gap, &DataType::Int64)?
+            .as_primitive::<Int64Type>()
+            .value(0);
+        let cap = cast(cap, &DataType::Int64)?
+            .as_primitive::<Int64Type>()
+            .value(0)
+            .max(1);
 
         let mut pos_in_segment = vec![0i64; n];
         for i in 1..n {
@@ -60,9 +74,15 @@ impl PartitionEvaluator for ChainPositionEvaluator {
                 || string_at(sessions, i)? != string_at(sessions, i - 1)?
                 || kind == Some("session.start")
                 || prev_type == Some("session.end")
-                || (prev_type == Some("run.end") && kind == Some("run.start") && pause > RUN_PAUSE_MS)
+                || (prev_type == Some("run.end")
+                    && kind == Some("run.start")
+                    && pause > RUN_PAUSE_MS)
                 || pause > gap_ms;
-            pos_in_segment[i] = if starts_segment { 0 } else { pos_in_segment[i - 1] + 1 };
+            pos_in_segment[i] = if starts_segment {
+                0
+            } else {
+                pos_in_segment[i - 1] + 1
+            };
         }
 
         let mut chain_no = Vec::with_capacity(n);
@@ -122,9 +142,9 @@ mod tests {
             ("s1", "msg.in", 1_000),
             ("s1", "msg.out", 2_000),
             ("s1", "session.end", 3_000),
-            ("s1", "msg.in", 4_000), // after session.end
+            ("s1", "msg.in", 4_000),                // after session.end
             ("s1", "msg.out", 4_000 + 31 * 60_000), // inactivity gap
-            ("s2", "msg.in", 5_000), // other session
+            ("s2", "msg.in", 5_000),                // other session
             ("s2", "run.end", 6_000),
             ("s2", "run.start", 6_000 + 5 * 60_000 + 1), // run pause over five minutes
         ];
@@ -142,7 +162,19 @@ mod tests {
     fn long_segments_are_cut_into_pieces_of_the_cap() {
         let rows: Vec<(&str, &str, i64)> = (0..7).map(|i| ("s", "msg.in", i)).collect();
         let p = positions(&rows, 60_000, 3);
-        let summary: Vec<(i64, i64, i64, i64)> = p.iter().map(|r| (r[0], r[1], r[2], r[4])).collect();
-        assert_eq!(summary, [(0, 0, 3, 0), (0, 1, 3, 0), (0, 2, 3, 0), (1, 0, 3, 1), (1, 1, 3, 1), (1, 2, 3, 1), (2, 0, 1, 2)]);
+        let summary: Vec<(i64, i64, i64, i64)> =
+            p.iter().map(|r| (r[0], r[1], r[2], r[4])).collect();
+        assert_eq!(
+            summary,
+            [
+                (0, 0, 3, 0),
+                (0, 1, 3, 0),
+                (0, 2, 3, 0),
+                (1, 0, 3, 1),
+                (1, 1, 3, 1),
+                (1, 2, 3, 1),
+                (2, 0, 1, 2)
+            ]
+        );
     }
 }

@@ -25,7 +25,9 @@ const MIN_LOOP: usize = 3;
 
 /// The `doom_loop_id` window function.
 pub fn udf() -> WindowUDF {
-    WindowFunction::udf("doom_loop_id", Some(4), DataType::Int64, true, || Box::new(DoomLoopEvaluator))
+    WindowFunction::udf("doom_loop_id", Some(4), DataType::Int64, true, || {
+        Box::new(DoomLoopEvaluator)
+    })
 }
 
 #[derive(Debug)]

@@ -14,26 +14,33 @@ use regex::{Regex, RegexSet};
 use crate::strings::map_strings;
 
 /// Built-in patterns and their replacements. The JWT pattern runs before the API-key
-/// pattern so that `Bearer eyJ…` loses the whole token, not only its header segment.
+/// pattern so that `Bearer eyJ…` loses the whole token, not only its header segment. A
+/// private-key block whose end is missing (a line cut short) is redacted to the end of
+/// the text. A `KEY=value` value ends at white space or a quote, so that one match cannot
+/// swallow the next key and leave its value.
 const BUILTIN_PATTERNS: &[(&str, &str)] = &[
     (
         r"eyJ[A-Za-z0-9_-]{20,}\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}",
         "[REDACTED_JWT]",
     ),
     (
-        r"(?:sk-|pk_(?:live|test)_|Bearer\s+)[A-Za-z0-9_-]{20,}",
+        r"(?:sk-|[sprk]k_(?:live|test)_|Bearer\s+)[A-Za-z0-9_-]{20,}",
         "[REDACTED_API_KEY]",
     ),
-    (r"://([^:]+):([^@]+)@", "://${1}:[REDACTED]@"),
+    (r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", "[REDACTED_AWS_KEY]"),
+    (r"\bxox[abprs]-[A-Za-z0-9-]{10,}", "[REDACTED_SLACK_TOKEN]"),
+    (r"\bAIza[0-9A-Za-z_-]{35}", "[REDACTED_GOOGLE_KEY]"),
+    (r"://([^:/\s]+):([^@\s]+)@", "://${1}:[REDACTED]@"),
     (
-        r"(?i)((?:PASSWORD|SECRET|TOKEN|KEY|CREDENTIAL|API_KEY)\s*=\s*)\S+",
+        r#"(?i)((?:PASSWORD|SECRET|TOKEN|KEY|CREDENTIAL|API_KEY)\s*=\s*["']?)[^\s"']+"#,
         "${1}[REDACTED]",
     ),
     (
-        r"-----BEGIN [A-Z ]*(?:PRIVATE |RSA )?KEY-----[\s\S]*?-----END [A-Z ]*KEY-----",
+        r"-----BEGIN [A-Z0-9 ]*(?:PRIVATE |RSA )?KEY(?: BLOCK)?-----(?:[\s\S]*?-----END [A-Z0-9 ]*KEY(?: BLOCK)?-----|[\s\S]*)",
         "[REDACTED_PEM_BLOCK]",
     ),
-    (r"gh[ps]_[A-Za-z0-9]{36,}", "[REDACTED_GH_TOKEN]"),
+    (r"\bgh[pousr]_[A-Za-z0-9]{36,}", "[REDACTED_GH_TOKEN]"),
+    (r"\bgithub_pat_[A-Za-z0-9_]{22,}", "[REDACTED_GH_TOKEN]"),
     (r"AAAA[A-Za-z0-9+/]{40,}", "[REDACTED_SSH_KEY]"),
 ];
 

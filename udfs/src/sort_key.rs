@@ -13,7 +13,9 @@ use datafusion::arrow::array::{Array, AsArray, FixedSizeBinaryArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type, UInt64Type};
 use datafusion::common::{Result, exec_err};
-use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+};
 
 use crate::strings::{all_scalar, argument_arrays, columnar};
 
@@ -24,7 +26,9 @@ pub struct SortKeyUdf {
 
 impl SortKeyUdf {
     pub fn new() -> Self {
-        Self { signature: Signature::variadic_any(Volatility::Immutable) }
+        Self {
+            signature: Signature::variadic_any(Volatility::Immutable),
+        }
     }
 }
 
@@ -44,7 +48,9 @@ impl ScalarUDFImpl for SortKeyUdf {
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         for t in arg_types {
             if !(t.is_integer() || matches!(t, DataType::Timestamp(..) | DataType::Null)) {
-                return exec_err!("sort_key(int, …): every argument must be an integer or a timestamp, got {t}");
+                return exec_err!(
+                    "sort_key(int, …): every argument must be an integer or a timestamp, got {t}"
+                );
             }
         }
         Ok(DataType::FixedSizeBinary(8 * arg_types.len() as i32))
@@ -83,7 +89,10 @@ mod tests {
 
     fn keys(columns: Vec<ArrayRef>) -> Vec<Vec<u8>> {
         let rows = columns[0].len();
-        let arg_fields = columns.iter().map(|c| Arc::new(Field::new("a", c.data_type().clone(), true))).collect();
+        let arg_fields = columns
+            .iter()
+            .map(|c| Arc::new(Field::new("a", c.data_type().clone(), true)))
+            .collect();
         let args = ScalarFunctionArgs {
             args: columns.into_iter().map(ColumnarValue::Array).collect(),
             arg_fields,
@@ -91,8 +100,13 @@ mod tests {
             return_field: Arc::new(Field::new("k", DataType::FixedSizeBinary(16), false)),
             config_options: Arc::new(ConfigOptions::default()),
         };
-        let ColumnarValue::Array(out) = SortKeyUdf::new().invoke_with_args(args).unwrap() else { panic!("an array") };
-        out.as_fixed_size_binary().iter().map(|k| k.unwrap().to_vec()).collect()
+        let ColumnarValue::Array(out) = SortKeyUdf::new().invoke_with_args(args).unwrap() else {
+            panic!("an array")
+        };
+        out.as_fixed_size_binary()
+            .iter()
+            .map(|k| k.unwrap().to_vec())
+            .collect()
     }
 
     #[test]
@@ -111,6 +125,9 @@ mod tests {
         assert_eq!(by_key, [3, 1, 2, 4, 5, 0]);
         // A timestamp (time zone or not) is its count of units.
         let stamps = TimestampMillisecondArray::from(times.to_vec()).with_timezone("UTC");
-        assert_eq!(keys(vec![Arc::new(stamps) as ArrayRef]), keys(vec![Arc::new(Int64Array::from(times.to_vec())) as ArrayRef]));
+        assert_eq!(
+            keys(vec![Arc::new(stamps) as ArrayRef]),
+            keys(vec![Arc::new(Int64Array::from(times.to_vec())) as ArrayRef])
+        );
     }
 }

@@ -2,13 +2,16 @@
 //! (or a tool name) fall in a signal category, per the chosen language packs. One struct
 //! serves every category.
 
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Result, ScalarValue, exec_err};
-use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+};
 
 use crate::patterns::{Category, Patterns};
 
@@ -32,7 +35,10 @@ impl TextCategoryUdf {
 
     /// One UDF per category.
     pub fn all(patterns: &Arc<Patterns>) -> Vec<Self> {
-        Category::ALL.iter().map(|c| Self::new(*c, Arc::clone(patterns))).collect()
+        Category::ALL
+            .iter()
+            .map(|c| Self::new(*c, Arc::clone(patterns)))
+            .collect()
     }
 }
 
@@ -63,15 +69,39 @@ impl ScalarUDFImpl for TextCategoryUdf {
         Ok(DataType::Boolean)
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let test = |text: Option<&str>| text.map(|t| self.patterns.is(self.category, t));
-        match &args.args[0] {
-            ColumnarValue::Scalar(s) => Ok(ColumnarValue::Scalar(ScalarValue::Boolean(test(s.try_as_str().flatten())))),
-            ColumnarValue::Array(array) => Ok(ColumnarValue::Array(Arc::new(map_bool(array, test)?) as ArrayRef)),
-        }
+        let array = match &args.args[0] {
+            ColumnarValue::Scalar(s) => {
+                let answer = s
+                    .try_as_str()
+                    .flatten()
+                    .map(|t| self.patterns.is(self.category, t));
+                return Ok(ColumnarValue::Scalar(ScalarValue::Boolean(answer)));
+            }
+            ColumnarValue::Array(array) => array,
+        };
+        let answers = if self.category.is_tool_name() {
+            // A batch holds few distinct tool names: each is matched once.
+            let mut seen: HashMap<&str, bool> = HashMap::new();
+            map_bool(array, |name| {
+                name.map(|n| {
+                    *seen
+                        .entry(n)
+                        .or_insert_with(|| self.patterns.is(self.category, n))
+                })
+            })?
+        } else {
+            map_bool(array, |text| {
+                text.map(|t| self.patterns.is(self.category, t))
+            })?
+        };
+        Ok(ColumnarValue::Array(Arc::new(answers) as ArrayRef))
     }
 }
 
-fn map_bool(array: &ArrayRef, f: impl Fn(Option<&str>) -> Option<bool>) -> Result<BooleanArray> {
+fn map_bool<'a>(
+    array: &'a ArrayRef,
+    f: impl FnMut(Option<&'a str>) -> Option<bool>,
+) -> Result<BooleanArray> {
     Ok(match array.data_type() {
         DataType::Utf8 => array.as_string::<i32>().iter().map(f).collect(),
         DataType::LargeUtf8 => array.as_string::<i64>().iter().map(f).collect(),

@@ -1,0 +1,91 @@
+//! `tracelake repair`: rebuild a damaged lake's manifest from the files it can read.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::process::ExitCode;
+
+use anyhow::bail;
+use clap::Args;
+use tracelake::lake::repair::{RepairPlan, apply_repair, plan_repair};
+use tracelake::lake::state::WriteLock;
+
+use super::Ctx;
+
+#[derive(Debug, Args)]
+pub struct RepairArgs {
+    /// Apply the repair without asking.
+    #[arg(long)]
+    yes: bool,
+}
+
+pub fn run(ctx: &Ctx, args: RepairArgs) -> anyhow::Result<ExitCode> {
+    let lake = ctx.lake()?;
+    if !lake.root().is_dir() {
+        bail!("no lake at {}", lake.root().display());
+    }
+    let lock = WriteLock::acquire(&lake)?;
+    let (manifest, plan) = plan_repair(&lake)?;
+    if plan.is_empty() {
+        println!(
+            "{}: nothing to repair; every committed file is there and every data file is committed",
+            lake.root().display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    print!("{}", describe(&plan));
+    if !args.yes {
+        if !std::io::stdin().is_terminal() {
+            bail!("nothing changed; run `tracelake repair --yes` to apply this");
+        }
+        print!("Apply? [y/N] ");
+        std::io::stdout().flush()?;
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            println!("nothing changed");
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    let repaired = apply_repair(&lake, manifest, &plan, &ctx.config.nats.stream, &lock)?;
+    println!(
+        "repaired: the manifest names {} file(s)",
+        repaired.committed_files().len()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn describe(plan: &RepairPlan) -> String {
+    let mut out = String::new();
+    if plan.manifest_missing {
+        out.push_str("_state/manifest.json is missing: it is rebuilt from the data files.\n");
+    }
+    if !plan.missing.is_empty() {
+        out.push_str(&format!(
+            "{} file(s) the manifest names are missing and are dropped from it:\n",
+            plan.missing.len()
+        ));
+        plan.missing
+            .iter()
+            .for_each(|f| out.push_str(&format!("  {f}\n")));
+    }
+    if !plan.unreadable.is_empty() {
+        out.push_str(&format!(
+            "{} file(s) do not read as Parquet and are moved to _state/damaged/:\n",
+            plan.unreadable.len()
+        ));
+        plan.unreadable
+            .iter()
+            .for_each(|(f, why)| out.push_str(&format!("  {f}: {why}\n")));
+    }
+    if !plan.adopted.is_empty() {
+        let files: usize = plan.adopted.values().map(Vec::len).sum();
+        out.push_str(&format!(
+            "{files} readable file(s) no record names are added to the manifest:\n"
+        ));
+        for files in plan.adopted.values() {
+            files
+                .iter()
+                .for_each(|f| out.push_str(&format!("  {} ({} rows)\n", f.path, f.rows)));
+        }
+    }
+    out
+}

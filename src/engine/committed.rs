@@ -1,0 +1,160 @@
+//! The lake as queries see it: of the files under its table directories, only those the
+//! manifest names, read afresh at every listing, so a query never sees the rows of a
+//! write still running or left by a crash. Nothing is written into the lake through a
+//! query: its tables are written only by import, export and analyze, which commit.
+//!
+//! An object store wrapped around the local file system: every path outside the lake
+//! passes through unchanged (a user's `COPY … TO '/tmp/x.parquet'` still works).
+
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use futures::stream::{self, BoxStream};
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
+};
+
+use crate::lake::state::Manifest;
+use crate::lake::{Lake, Table};
+
+#[derive(Debug)]
+pub struct CommittedFiles {
+    inner: Arc<dyn ObjectStore>,
+    lake: Lake,
+    /// The lake's root as an object path (absolute, canonical).
+    root: Path,
+}
+
+impl CommittedFiles {
+    pub fn new(inner: Arc<dyn ObjectStore>, lake: Lake, root: Path) -> Self {
+        Self { inner, lake, root }
+    }
+
+    fn in_tables(&self, location: &Path) -> bool {
+        in_tables(&self.root, location)
+    }
+
+    fn in_lake(&self, location: &Path) -> bool {
+        location.prefix_match(&self.root).is_some()
+    }
+
+    /// The committed files, as object paths.
+    fn committed(&self) -> Result<HashSet<Path>> {
+        let manifest = Manifest::load(&self.lake).map_err(|e| object_store::Error::Generic {
+            store: "lake",
+            source: Box::new(e),
+        })?;
+        Ok(manifest
+            .committed_files()
+            .into_iter()
+            .map(|f| f.split('/').fold(self.root.clone(), |p, part| p.join(part)))
+            .collect())
+    }
+
+    fn read_only(&self, location: &Path) -> Result<()> {
+        if self.in_lake(location) {
+            return Err(object_store::Error::NotSupported { source: format!("{location}: the lake is written only by tracelake import, export and analyze; queries cannot write into it").into() });
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for CommittedFiles {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CommittedFiles({})", self.inner)
+    }
+}
+
+#[async_trait]
+impl ObjectStore for CommittedFiles {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> Result<PutResult> {
+        self.read_only(location)?;
+        self.inner.put_opts(location, payload, opts).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> Result<Box<dyn MultipartUpload>> {
+        self.read_only(location)?;
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        self.inner.get_opts(location, options).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, Result<Path>>,
+    ) -> BoxStream<'static, Result<Path>> {
+        let root = self.root.clone();
+        let refused = locations.map(move |l| {
+            let l = l?;
+            if l.prefix_match(&root).is_some() {
+                return Err(object_store::Error::NotSupported {
+                    source: format!("{l}: the lake is not changed by queries").into(),
+                });
+            }
+            Ok(l)
+        });
+        self.inner.delete_stream(refused.boxed())
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+        let listed = self.inner.list(prefix);
+        let wants_tables =
+            prefix.is_none_or(|p| self.in_lake(p) || self.root.prefix_match(p).is_some());
+        if !wants_tables {
+            return listed;
+        }
+        let committed = match self.committed() {
+            Ok(committed) => committed,
+            Err(e) => return stream::once(async move { Err(e) }).boxed(),
+        };
+        let root = self.root.clone();
+        listed
+            .filter(move |meta| {
+                let shown = meta.as_ref().map_or(true, |m| {
+                    !in_tables(&root, &m.location) || committed.contains(&m.location)
+                });
+                std::future::ready(shown)
+            })
+            .boxed()
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        let mut listed = self.inner.list_with_delimiter(prefix).await?;
+        if listed.objects.iter().any(|m| self.in_tables(&m.location)) {
+            let committed = self.committed()?;
+            listed
+                .objects
+                .retain(|m| !self.in_tables(&m.location) || committed.contains(&m.location));
+        }
+        Ok(listed)
+    }
+
+    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
+        self.read_only(to)?;
+        self.inner.copy_opts(from, to, options).await
+    }
+}
+
+/// Whether `location` is in one of the table directories of the lake at `root`.
+fn in_tables(root: &Path, location: &Path) -> bool {
+    let mut parts = location.prefix_match(root).into_iter().flatten();
+    parts
+        .next()
+        .is_some_and(|table| Table::ALL.iter().any(|t| t.dir_name() == table.as_ref()))
+}

@@ -1,0 +1,262 @@
+//! Rebuilding a damaged lake's manifest from the files it can read.
+//!
+//! Nothing is deleted: files the manifest names but that are gone are dropped from it;
+//! data files that do not read as Parquet are moved to `_state/damaged/`; readable files
+//! no record names (and whose writer is not known to be gone) are adopted, grouped by the
+//! writer that wrote them. Leftovers of writers that are gone are swept as by any writer.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs::{self, File};
+use std::path::PathBuf;
+
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::datatypes::UInt64Type;
+use datafusion::parquet::arrow::ProjectionMask;
+use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use super::state::{
+    AnalysisRecord, ExportState, ImportRecord, Manifest, OutcomeImportRecord, WriteLock, data_files,
+};
+use super::writers::{gone_writer_ids, sweep_uncommitted, writer_of};
+use super::{Lake, LakeError, Table};
+
+/// What a repair would change.
+#[derive(Debug, Default)]
+pub struct RepairPlan {
+    pub manifest_missing: bool,
+    /// Files the manifest names that are not there.
+    pub missing: Vec<String>,
+    /// Data files that do not read as Parquet.
+    pub unreadable: Vec<(String, String)>,
+    /// Readable files no record names, by writer id.
+    pub adopted: BTreeMap<String, Vec<AdoptedFile>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct AdoptedFile {
+    pub path: String,
+    pub table: Table,
+    pub rows: u64,
+    /// For event files written by an export: the highest stream sequence.
+    pub exported_up_to: Option<u64>,
+}
+
+impl RepairPlan {
+    pub fn is_empty(&self) -> bool {
+        !self.manifest_missing
+            && self.missing.is_empty()
+            && self.unreadable.is_empty()
+            && self.adopted.is_empty()
+    }
+}
+
+/// Looks at the lake and says what a repair would do; changes nothing. Needs the write
+/// lock, so that no writer is at work.
+pub fn plan_repair(lake: &Lake) -> Result<(Manifest, RepairPlan), LakeError> {
+    let manifest = Manifest::load_unchecked(lake)?;
+    let committed: HashSet<String> = manifest
+        .committed_files()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let mut plan = RepairPlan {
+        manifest_missing: !manifest.exists,
+        missing: committed
+            .iter()
+            .filter(|f| !lake.root().join(f).is_file())
+            .cloned()
+            .collect(),
+        ..RepairPlan::default()
+    };
+    plan.missing.sort();
+    let gone = gone_writer_ids(lake)?;
+    for table in Table::ALL {
+        for path in data_files(&lake.table_dir(table))? {
+            let relative = lake.relative(&path);
+            let is_temp = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with('.'));
+            let leftover = writer_of(&relative).is_some_and(|w| gone.contains(w));
+            if committed.contains(&relative) || is_temp || leftover {
+                continue;
+            }
+            match read_file(&path, table) {
+                Ok((rows, exported_up_to)) => {
+                    let writer = writer_of(&relative).unwrap_or("unknown").to_owned();
+                    plan.adopted.entry(writer).or_default().push(AdoptedFile {
+                        path: relative,
+                        table,
+                        rows,
+                        exported_up_to,
+                    });
+                }
+                Err(e) => plan.unreadable.push((relative, e)),
+            }
+        }
+    }
+    Ok((manifest, plan))
+}
+
+/// The committed files that do not read as Parquet, with why: what a query that failed
+/// on a Parquet error was reading. Reads every committed file's footer: for errors only.
+pub fn unreadable_committed(lake: &Lake) -> Vec<(String, String)> {
+    let Ok(manifest) = Manifest::load_unchecked(lake) else {
+        return Vec::new();
+    };
+    let mut bad: Vec<(String, String)> = manifest
+        .committed_files()
+        .into_iter()
+        .filter_map(|f| {
+            let file = File::open(lake.root().join(f)).map_err(|e| e.to_string());
+            let footer = file.and_then(|file| {
+                ParquetRecordBatchReaderBuilder::try_new(file)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            });
+            footer.err().map(|e| (f.to_owned(), e))
+        })
+        .collect();
+    bad.sort();
+    bad
+}
+
+/// Rows of a data file, and for an exported events file its highest stream sequence.
+fn read_file(path: &std::path::Path, table: Table) -> Result<(u64, Option<u64>), String> {
+    let file = File::open(path).map_err(|e| e.to_string())?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| e.to_string())?;
+    let rows = builder.metadata().file_metadata().num_rows() as u64;
+    if table != Table::Events {
+        return Ok((rows, None));
+    }
+    let schema = builder.parquet_schema();
+    let columns: Vec<usize> = ["stream_seq", "subject"]
+        .iter()
+        .filter_map(|name| schema.columns().iter().position(|c| c.name() == *name))
+        .collect();
+    let mask = ProjectionMask::leaves(schema, columns);
+    let reader = builder
+        .with_projection(mask)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut exported_up_to: Option<u64> = None;
+    for batch in reader {
+        let batch = batch.map_err(|e| e.to_string())?;
+        let (Some(seq), Some(subject)) = (
+            batch.column_by_name("stream_seq"),
+            batch.column_by_name("subject"),
+        ) else {
+            break;
+        };
+        let seq = seq.as_primitive::<UInt64Type>();
+        for i in (0..batch.num_rows()).filter(|&i| subject.is_valid(i)) {
+            exported_up_to = Some(exported_up_to.unwrap_or(0).max(seq.value(i)));
+        }
+    }
+    Ok((rows, exported_up_to))
+}
+
+/// Applies `plan` to `manifest` and saves it; `stream` names the JetStream stream that
+/// adopted exported events came from.
+pub fn apply_repair(
+    lake: &Lake,
+    mut manifest: Manifest,
+    plan: &RepairPlan,
+    stream: &str,
+    lock: &WriteLock,
+) -> Result<Manifest, LakeError> {
+    let missing: HashSet<&str> = plan.missing.iter().map(String::as_str).collect();
+    let keep = |files: &mut Vec<String>| files.retain(|f| !missing.contains(f.as_str()));
+    manifest.imports.iter_mut().for_each(|r| keep(&mut r.files));
+    manifest
+        .analyses
+        .iter_mut()
+        .for_each(|r| keep(&mut r.files));
+    manifest
+        .outcome_imports
+        .iter_mut()
+        .for_each(|r| keep(&mut r.files));
+    if let Some(export) = manifest.export.as_mut() {
+        keep(&mut export.files);
+    }
+
+    let damaged_dir = lake.state_dir().join("damaged");
+    for (file, _) in &plan.unreadable {
+        fs::create_dir_all(&damaged_dir).map_err(|e| LakeError::io(&damaged_dir, e))?;
+        let to: PathBuf = damaged_dir.join(file.replace('/', "__"));
+        fs::rename(lake.root().join(file), &to).map_err(|e| LakeError::io(&to, e))?;
+    }
+
+    let now = chrono::Utc::now().to_rfc3339();
+    for (writer, files) in &plan.adopted {
+        let of = |tables: &[Table]| -> Vec<&AdoptedFile> {
+            files.iter().filter(|f| tables.contains(&f.table)).collect()
+        };
+        let paths =
+            |files: &[&AdoptedFile]| files.iter().map(|f| f.path.clone()).collect::<Vec<_>>();
+        let rows = |files: &[&AdoptedFile], table: Table| {
+            files
+                .iter()
+                .filter(|f| f.table == table)
+                .map(|f| f.rows)
+                .sum::<u64>()
+        };
+
+        let ingested = of(&[Table::Events, Table::Quarantine]);
+        let exported_up_to = ingested.iter().filter_map(|f| f.exported_up_to).max();
+        match exported_up_to {
+            Some(cursor) => {
+                let export = manifest.export.get_or_insert_with(|| ExportState {
+                    stream: stream.to_owned(),
+                    ..ExportState::default()
+                });
+                export.files.extend(paths(&ingested));
+                export.cursor = export.cursor.max(cursor);
+            }
+            None if !ingested.is_empty() => manifest.imports.push(ImportRecord {
+                writer_id: writer.clone(),
+                source: "recovered by tracelake repair".into(),
+                sha256: format!("recovered-{writer}"),
+                quick: String::new(),
+                bytes: 0,
+                lines: 0,
+                events: rows(&ingested, Table::Events),
+                quarantined: rows(&ingested, Table::Quarantine),
+                started_at: now.clone(),
+                finished_at: now.clone(),
+                files: paths(&ingested),
+            }),
+            None => {}
+        }
+        let analysed = of(&[
+            Table::Findings,
+            Table::Failures,
+            Table::Classifications,
+            Table::Outputs,
+        ]);
+        if !analysed.is_empty() {
+            manifest.analyses.push(AnalysisRecord {
+                run_id: format!("recovered-{writer}"),
+                finished_at: now.clone(),
+                findings: rows(&analysed, Table::Findings),
+                files: paths(&analysed),
+            });
+        }
+        let outcomes = of(&[Table::Outcomes]);
+        if !outcomes.is_empty() {
+            manifest.outcome_imports.push(OutcomeImportRecord {
+                writer_id: writer.clone(),
+                source: "recovered by tracelake repair".into(),
+                sha256: format!("recovered-{writer}"),
+                outcomes: rows(&outcomes, Table::Outcomes),
+                rejected: 0,
+                finished_at: now.clone(),
+                files: paths(&outcomes),
+            });
+        }
+    }
+    manifest.version = manifest.version.max(1);
+    manifest.save(lake)?;
+    sweep_uncommitted(lake, &manifest, lock)?;
+    Manifest::load(lake)
+}
