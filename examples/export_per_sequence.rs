@@ -17,11 +17,7 @@ async fn main() -> anyhow::Result<()> {
         [_, url, stream, lake, ..] => (url, stream, lake),
         _ => anyhow::bail!("usage: export_per_sequence NATS_URL STREAM LAKE_DIR [MAX_MESSAGES]"),
     };
-    let max: u64 = args
-        .get(4)
-        .map(|s| s.parse())
-        .transpose()?
-        .unwrap_or(u64::MAX);
+    let max: u64 = args.get(4).map(|s| s.parse()).transpose()?.unwrap_or(u64::MAX);
     let js = async_nats::jetstream::new(async_nats::connect(url.as_str()).await?);
     let mut stream = js.get_stream(stream).await?;
     let last = stream.info().await?.state.last_sequence.min(max);
@@ -30,20 +26,12 @@ async fn main() -> anyhow::Result<()> {
     let started = Instant::now();
     for seq in 1..=last {
         let message = stream.get_raw_message(seq).await?;
-        if let Ok(event) = decoder.decode(
-            &message.payload,
-            "nats",
-            seq,
-            Some(message.subject.as_str()),
-        ) {
+        if let Ok(event) = decoder.decode(&message.payload, "nats", seq, Some(message.subject.as_str())) {
             sink.push(event)?;
         }
     }
     sink.flush_all()?;
     let secs = started.elapsed().as_secs_f64();
-    println!(
-        "per-sequence baseline: {last} events in {secs:.2} s ({:.0} events/s)",
-        last as f64 / secs
-    );
+    println!("per-sequence baseline: {last} events in {secs:.2} s ({:.0} events/s)", last as f64 / secs);
     Ok(())
 }

@@ -10,20 +10,9 @@ async fn main() -> anyhow::Result<()> {
     let [_, url, stream, file] = args.as_slice() else {
         anyhow::bail!("usage: publish NATS_URL STREAM FILE.jsonl");
     };
-    let lines: Vec<String> = std::io::BufReader::new(std::fs::File::open(file)?)
-        .lines()
-        .collect::<Result<_, _>>()?;
+    let lines: Vec<String> = std::io::BufReader::new(std::fs::File::open(file)?).lines().collect::<Result<_, _>>()?;
     let started = std::time::Instant::now();
-    let n = tracelake::ingest::nats::publish_lines(
-        url,
-        stream,
-        "openclaw.events",
-        lines.iter().map(String::as_str),
-    )
-    .await?;
-    println!(
-        "published {n} events to {stream} in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
+    let n = tracelake::ingest::nats::publish_lines(url, stream, "openclaw.events", lines.iter().map(String::as_str)).await?;
+    println!("published {n} events to {stream} in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
 }

@@ -21,9 +21,7 @@ pub enum ConfigError {
         #[source]
         source: serde_json::Error,
     },
-    #[error(
-        "config file {0} must hold a JSON object (the cortex plugin config, or its `traceAnalyzer` object)"
-    )]
+    #[error("config file {0} must hold a JSON object (the cortex plugin config, or its `traceAnalyzer` object)")]
     NotAnObject(String),
 }
 
@@ -113,8 +111,7 @@ pub const SIGNAL_IDS: [&str; 10] = [
 /// has it; the two that need an explicit end of the conversation because the development
 /// set (whose simulated users always end it) holds too few cases to show they separate
 /// failure from success.
-pub const OFF_BY_DEFAULT: [&str; 3] =
-    ["SIG-UNVERIFIED-CLAIM", "SIG-UNANSWERED", "SIG-ERROR-ENDING"];
+pub const OFF_BY_DEFAULT: [&str; 3] = ["SIG-UNVERIFIED-CLAIM", "SIG-UNANSWERED", "SIG-ERROR-ENDING"];
 
 pub const ALL_LANGUAGES: [&str; 10] = ["en", "de", "fr", "es", "pt", "it", "zh", "ja", "ko", "ru"];
 
@@ -129,14 +126,8 @@ impl Config {
     /// `traceAnalyzer` object alone.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let name = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
-            path: name.clone(),
-            source,
-        })?;
-        let value: Value = serde_json::from_slice(&bytes).map_err(|source| ConfigError::Parse {
-            path: name.clone(),
-            source,
-        })?;
+        let bytes = std::fs::read(path).map_err(|source| ConfigError::Read { path: name.clone(), source })?;
+        let value: Value = serde_json::from_slice(&bytes).map_err(|source| ConfigError::Parse { path: name.clone(), source })?;
         if !value.is_object() {
             return Err(ConfigError::NotAnObject(name));
         }
@@ -165,15 +156,8 @@ impl Config {
             },
             chain_gap_minutes: int_or(ta.get("chainGapMinutes"), 30),
             signals: resolve_signals(ta.get("signals")),
-            llm: resolve_llm(
-                ta.get("llm"),
-                root.get("llm")
-                    .filter(|_| root.get("traceAnalyzer").is_some()),
-            ),
-            output: OutputConfig {
-                max_findings: int_or(out.get("maxFindings"), 200),
-                report_path: opt_str(out.get("reportPath")),
-            },
+            llm: resolve_llm(ta.get("llm"), root.get("llm").filter(|_| root.get("traceAnalyzer").is_some())),
+            output: OutputConfig { max_findings: int_or(out.get("maxFindings"), 200), report_path: opt_str(out.get("reportPath")) },
             redact_patterns: str_array(ta.get("redactPatterns")),
             incremental_context_window: int_or(ta.get("incrementalContextWindow"), 500),
             fetch_batch_size: int_or(ta.get("fetchBatchSize"), 500),
@@ -183,11 +167,7 @@ impl Config {
             tool_patterns: ta
                 .get("toolPatterns")
                 .and_then(Value::as_object)
-                .map(|o| {
-                    o.iter()
-                        .map(|(k, v)| (k.clone(), str_array(Some(v))))
-                        .collect()
-                })
+                .map(|o| o.iter().map(|(k, v)| (k.clone(), str_array(Some(v)))).collect())
                 .unwrap_or_default(),
         }
     }
@@ -199,15 +179,8 @@ fn resolve_signals(raw: Option<&Value>) -> BTreeMap<String, SignalConfig> {
         .map(|id| {
             let entry = raw.and_then(|s| s.get(*id)).unwrap_or(&Value::Null);
             let default_enabled = !OFF_BY_DEFAULT.contains(id);
-            let severity = opt_str(entry.get("severity"))
-                .filter(|s| matches!(s.as_str(), "low" | "medium" | "high" | "critical"));
-            (
-                (*id).to_owned(),
-                SignalConfig {
-                    enabled: bool_or(entry.get("enabled"), default_enabled),
-                    severity,
-                },
-            )
+            let severity = opt_str(entry.get("severity")).filter(|s| matches!(s.as_str(), "low" | "medium" | "high" | "critical"));
+            ((*id).to_owned(), SignalConfig { enabled: bool_or(entry.get("enabled"), default_enabled), severity })
         })
         .collect()
 }
@@ -224,15 +197,12 @@ fn resolve_llm(analyzer: Option<&Value>, top: Option<&Value>) -> LlmConfig {
         model: pick_str("model"),
         api_key: pick_str("apiKey"),
         timeout_ms: pick_int("timeoutMs"),
-        triage: a
-            .get("triage")
-            .filter(|v| v.is_object())
-            .map(|tr| TriageConfig {
-                endpoint: str_or(tr.get("endpoint"), ""),
-                model: str_or(tr.get("model"), ""),
-                api_key: opt_str(tr.get("apiKey")),
-                timeout_ms: opt_int(tr.get("timeoutMs")),
-            }),
+        triage: a.get("triage").filter(|v| v.is_object()).map(|tr| TriageConfig {
+            endpoint: str_or(tr.get("endpoint"), ""),
+            model: str_or(tr.get("model"), ""),
+            api_key: opt_str(tr.get("apiKey")),
+            timeout_ms: opt_int(tr.get("timeoutMs")),
+        }),
     }
 }
 
@@ -240,23 +210,12 @@ fn resolve_llm(analyzer: Option<&Value>, top: Option<&Value>) -> LlmConfig {
 fn resolve_languages(raw: Option<&Value>) -> Vec<String> {
     let known = |code: &str| ALL_LANGUAGES.contains(&code);
     match raw {
-        Some(Value::String(s)) if s == "all" => {
-            ALL_LANGUAGES.iter().map(|s| (*s).to_owned()).collect()
-        }
+        Some(Value::String(s)) if s == "all" => ALL_LANGUAGES.iter().map(|s| (*s).to_owned()).collect(),
         Some(Value::String(s)) if s == "both" => vec!["en".into(), "de".into()],
         Some(Value::String(s)) if known(s) => vec![s.clone()],
         Some(Value::Array(items)) => {
-            let codes: Vec<String> = items
-                .iter()
-                .filter_map(Value::as_str)
-                .filter(|c| known(c))
-                .map(str::to_owned)
-                .collect();
-            if codes.is_empty() {
-                vec!["en".into(), "de".into()]
-            } else {
-                codes
-            }
+            let codes: Vec<String> = items.iter().filter_map(Value::as_str).filter(|c| known(c)).map(str::to_owned).collect();
+            if codes.is_empty() { vec!["en".into(), "de".into()] } else { codes }
         }
         _ => vec!["en".into(), "de".into()],
     }
@@ -272,20 +231,14 @@ fn opt_str(v: Option<&Value>) -> Option<String> {
     v.and_then(Value::as_str).map(str::to_owned)
 }
 fn opt_int(v: Option<&Value>) -> Option<i64> {
-    v.and_then(Value::as_f64)
-        .filter(|f| f.is_finite())
-        .map(|f| f.round() as i64)
+    v.and_then(Value::as_f64).filter(|f| f.is_finite()).map(|f| f.round() as i64)
 }
 fn int_or(v: Option<&Value>, default: i64) -> i64 {
     opt_int(v).unwrap_or(default)
 }
 fn str_array(v: Option<&Value>) -> Vec<String> {
     match v {
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect(),
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
         _ => Vec::new(),
     }
 }

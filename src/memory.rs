@@ -36,10 +36,7 @@ pub fn release_freed() {
 /// Tidies this thread's heap if asked to since it last did: for the async runtime's
 /// threads, whenever they park.
 pub fn answer_requests() {
-    let asked = (
-        REUSES.load(Ordering::Relaxed),
-        RELEASES.load(Ordering::Relaxed),
-    );
+    let asked = (REUSES.load(Ordering::Relaxed), RELEASES.load(Ordering::Relaxed));
     ANSWERED.with(|answered| {
         let (reuses, releases) = answered.get();
         if (reuses, releases) != asked {

@@ -17,14 +17,8 @@ pub fn redact_json(redactor: &Redactor, value: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(|v| redact_json(redactor, v)),
         Value::Object(map) => {
-            if map
-                .keys()
-                .any(|k| matches!(redactor.redact(k), std::borrow::Cow::Owned(_)))
-            {
-                *map = std::mem::take(map)
-                    .into_iter()
-                    .map(|(k, v)| (redactor.redact(&k).into_owned(), v))
-                    .collect();
+            if map.keys().any(|k| matches!(redactor.redact(k), std::borrow::Cow::Owned(_))) {
+                *map = std::mem::take(map).into_iter().map(|(k, v)| (redactor.redact(&k).into_owned(), v)).collect();
             }
             map.values_mut().for_each(|v| redact_json(redactor, v));
         }

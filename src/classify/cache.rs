@@ -30,15 +30,8 @@ impl LlmCache {
     /// The lake's cache; a missing or unreadable file is an empty cache.
     pub fn open(lake: &Lake) -> Self {
         let path = lake.state_dir().join(CACHE_FILE);
-        let answers = std::fs::read(&path)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .unwrap_or_default();
-        Self {
-            path: Some(path),
-            answers: Mutex::new(answers),
-            dirty: AtomicBool::new(false),
-        }
+        let answers = std::fs::read(&path).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok()).unwrap_or_default();
+        Self { path: Some(path), answers: Mutex::new(answers), dirty: AtomicBool::new(false) }
     }
 
     /// `tier` is "triage" or "deep"; `finding` the finding's deterministic id.

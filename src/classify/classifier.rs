@@ -10,9 +10,7 @@ use futures::StreamExt;
 use super::cache::LlmCache;
 use super::llm::{LlmClient, LlmError};
 use super::parse::{Classification, TriageVerdict, parse_classification, parse_triage};
-use super::prompts::{
-    DEEP_ANALYSIS_SYSTEM_PROMPT, TRIAGE_SYSTEM_PROMPT, deep_user_prompt, triage_user_prompt,
-};
+use super::prompts::{DEEP_ANALYSIS_SYSTEM_PROMPT, TRIAGE_SYSTEM_PROMPT, deep_user_prompt, triage_user_prompt};
 use crate::detect::Finding;
 use crate::redact::Redactor;
 
@@ -40,11 +38,7 @@ pub struct ClassifyOptions {
 
 impl Default for ClassifyOptions {
     fn default() -> Self {
-        Self {
-            concurrency: 4,
-            max_calls: None,
-            deadline: DEFAULT_DEADLINE,
-        }
+        Self { concurrency: 4, max_calls: None, deadline: DEFAULT_DEADLINE }
     }
 }
 
@@ -130,11 +124,7 @@ pub async fn classify(
         deadline: Instant::now() + opts.deadline,
         failures_in_a_row: [AtomicUsize::new(0), AtomicUsize::new(0)],
     };
-    let verdicts = futures::stream::iter(findings)
-        .map(|f| run.one(f))
-        .buffered(opts.concurrency.max(1))
-        .collect::<Vec<_>>()
-        .await;
+    let verdicts = futures::stream::iter(findings).map(|f| run.one(f)).buffered(opts.concurrency.max(1)).collect::<Vec<_>>().await;
     ClassifyOutcome {
         verdicts,
         llm_calls: run.calls.load(Ordering::Relaxed).min(run.max_calls),
@@ -145,26 +135,11 @@ pub async fn classify(
 
 impl Run<'_> {
     async fn one(&self, finding: &Finding) -> FindingVerdict {
-        let mut verdict = FindingVerdict {
-            finding_id: finding.finding_id.clone(),
-            triage: None,
-            classification: None,
-            error: None,
-        };
+        let mut verdict = FindingVerdict { finding_id: finding.finding_id.clone(), triage: None, classification: None, error: None };
         let mut finding = finding.clone();
         if let Some(triage) = &self.tiers.triage {
             let prompt = triage_user_prompt(&finding);
-            match self
-                .ask(
-                    triage,
-                    "triage",
-                    &finding.finding_id,
-                    TRIAGE_SYSTEM_PROMPT,
-                    &prompt,
-                    parse_triage,
-                )
-                .await
-            {
+            match self.ask(triage, "triage", &finding.finding_id, TRIAGE_SYSTEM_PROMPT, &prompt, parse_triage).await {
                 Ok(t) => {
                     if let Some(severity) = &t.severity {
                         finding.severity = severity.clone();
@@ -187,17 +162,7 @@ impl Run<'_> {
         };
         let prompt = deep_user_prompt(&finding, chain);
         let deep = &self.tiers.deep;
-        match self
-            .ask(
-                deep,
-                "deep",
-                &finding.finding_id,
-                DEEP_ANALYSIS_SYSTEM_PROMPT,
-                &prompt,
-                parse_classification,
-            )
-            .await
-        {
+        match self.ask(deep, "deep", &finding.finding_id, DEEP_ANALYSIS_SYSTEM_PROMPT, &prompt, parse_classification).await {
             Ok(c) => verdict.classification = Some(c),
             Err(e) => verdict.error = Some(e),
         }
@@ -225,8 +190,7 @@ impl Run<'_> {
             Asked::GaveUp(why) => return Err(why),
             Asked::Failed(e) => return Err(e.to_string()),
         };
-        let parsed = parse(&answer, client.model())
-            .ok_or_else(|| format!("{tier} answer is not the JSON asked for"))?;
+        let parsed = parse(&answer, client.model()).ok_or_else(|| format!("{tier} answer is not the JSON asked for"))?;
         self.cache.put(key, answer);
         Ok(parsed)
     }
@@ -234,9 +198,7 @@ impl Run<'_> {
     async fn call(&self, client: &LlmClient, tier: &str, system: &str, user: &str) -> Asked {
         let failures = &self.failures_in_a_row[usize::from(tier == "deep")];
         if failures.load(Ordering::Relaxed) >= FAILURES_BEFORE_GIVING_UP {
-            return Asked::GaveUp(format!(
-                "not asked: the {tier} model failed {FAILURES_BEFORE_GIVING_UP} times in a row"
-            ));
+            return Asked::GaveUp(format!("not asked: the {tier} model failed {FAILURES_BEFORE_GIVING_UP} times in a row"));
         }
         if Instant::now() >= self.deadline {
             return Asked::GaveUp("not asked: the LLM stage ran out of time".to_owned());
@@ -256,9 +218,7 @@ impl Run<'_> {
                 failures.fetch_add(1, Ordering::Relaxed);
                 Asked::Failed(e)
             }
-            Err(_) => Asked::GaveUp(
-                "the LLM stage ran out of time while waiting for the answer".to_owned(),
-            ),
+            Err(_) => Asked::GaveUp("the LLM stage ran out of time while waiting for the answer".to_owned()),
         }
     }
 }

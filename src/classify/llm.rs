@@ -16,22 +16,14 @@ pub enum LlmError {
         source: reqwest::Error,
     },
     #[error("LLM at {endpoint} answered {status}: {body}")]
-    Status {
-        endpoint: String,
-        status: u16,
-        body: String,
-    },
+    Status { endpoint: String, status: u16, body: String },
     #[error("LLM at {endpoint} sent an answer of more than {limit} bytes; it was not read")]
     TooLarge { endpoint: String, limit: usize },
     #[error("LLM at {endpoint} sent no message content")]
     NoContent { endpoint: String },
-    #[error(
-        "LLM endpoint is not set: add `endpoint` to `traceAnalyzer.llm` (or the top-level `llm`) in the config"
-    )]
+    #[error("LLM endpoint is not set: add `endpoint` to `traceAnalyzer.llm` (or the top-level `llm`) in the config")]
     NoEndpoint,
-    #[error(
-        "LLM model is not set: add `model` to `traceAnalyzer.llm` (or the top-level `llm`) in the config"
-    )]
+    #[error("LLM model is not set: add `model` to `traceAnalyzer.llm` (or the top-level `llm`) in the config")]
     NoModel,
 }
 
@@ -51,16 +43,8 @@ impl LlmEndpoint {
     /// The deep-analysis model: the analyzer's `llm` block merged onto the top-level one.
     pub fn deep(config: &LlmConfig) -> Result<Self, LlmError> {
         Ok(Self {
-            endpoint: config
-                .endpoint
-                .clone()
-                .filter(|e| !e.is_empty())
-                .ok_or(LlmError::NoEndpoint)?,
-            model: config
-                .model
-                .clone()
-                .filter(|m| !m.is_empty())
-                .ok_or(LlmError::NoModel)?,
+            endpoint: config.endpoint.clone().filter(|e| !e.is_empty()).ok_or(LlmError::NoEndpoint)?,
+            model: config.model.clone().filter(|m| !m.is_empty()).ok_or(LlmError::NoModel)?,
             api_key: config.api_key.clone(),
             timeout: timeout(config.timeout_ms),
         })
@@ -84,11 +68,7 @@ impl LlmEndpoint {
 
     fn url(&self) -> String {
         let base = self.endpoint.trim_end_matches('/');
-        if base.ends_with("/chat/completions") {
-            base.to_owned()
-        } else {
-            format!("{base}/chat/completions")
-        }
+        if base.ends_with("/chat/completions") { base.to_owned() } else { format!("{base}/chat/completions") }
     }
 }
 
@@ -107,12 +87,7 @@ pub struct LlmClient {
 
 impl LlmClient {
     pub fn new(endpoint: LlmEndpoint) -> Self {
-        Self {
-            http: reqwest::Client::new(),
-            endpoint,
-            retries: 3,
-            backoff: Duration::from_millis(500),
-        }
+        Self { http: reqwest::Client::new(), endpoint, retries: 3, backoff: Duration::from_millis(500) }
     }
 
     /// Retries after 429/5xx: how many, and the first wait (doubled each time).
@@ -136,47 +111,24 @@ impl LlmClient {
         let url = self.endpoint.url();
         let mut attempt = 0;
         loop {
-            let mut request = self
-                .http
-                .post(&url)
-                .timeout(self.endpoint.timeout)
-                .json(&body);
+            let mut request = self.http.post(&url).timeout(self.endpoint.timeout).json(&body);
             if let Some(key) = &self.endpoint.api_key {
                 request = request.bearer_auth(key);
             }
-            let http_error = |source| LlmError::Http {
-                endpoint: url.clone(),
-                source,
-            };
+            let http_error = |source| LlmError::Http { endpoint: url.clone(), source };
             let response = request.send().await.map_err(http_error)?;
             let status = response.status();
             if status.is_success() {
-                let body = read_bounded(response, MAX_ANSWER_BYTES)
-                    .await
-                    .map_err(http_error)?;
-                let body = body.ok_or_else(|| LlmError::TooLarge {
-                    endpoint: url.clone(),
-                    limit: MAX_ANSWER_BYTES,
-                })?;
+                let body = read_bounded(response, MAX_ANSWER_BYTES).await.map_err(http_error)?;
+                let body = body.ok_or_else(|| LlmError::TooLarge { endpoint: url.clone(), limit: MAX_ANSWER_BYTES })?;
                 let reply: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                return reply["choices"][0]["message"]["content"]
-                    .as_str()
-                    .map(str::to_owned)
-                    .ok_or(LlmError::NoContent { endpoint: url });
+                return reply["choices"][0]["message"]["content"].as_str().map(str::to_owned).ok_or(LlmError::NoContent { endpoint: url });
             }
             let retryable = status.as_u16() == 429 || status.is_server_error();
             if !retryable || attempt >= self.retries {
-                let text = read_bounded(response, 4096)
-                    .await
-                    .ok()
-                    .flatten()
-                    .unwrap_or_default();
+                let text = read_bounded(response, 4096).await.ok().flatten().unwrap_or_default();
                 let text = String::from_utf8_lossy(&text);
-                return Err(LlmError::Status {
-                    endpoint: url,
-                    status: status.as_u16(),
-                    body: text.chars().take(200).collect(),
-                });
+                return Err(LlmError::Status { endpoint: url, status: status.as_u16(), body: text.chars().take(200).collect() });
             }
             let wait = retry_after(&response).unwrap_or(self.backoff * 2u32.pow(attempt));
             tokio::time::sleep(wait.min(Duration::from_secs(60))).await;
@@ -189,10 +141,7 @@ impl LlmClient {
 pub const MAX_ANSWER_BYTES: usize = 1 << 20;
 
 /// The body of `response`, or `None` once it grows past `limit` bytes (the rest is not read).
-async fn read_bounded(
-    mut response: reqwest::Response,
-    limit: usize,
-) -> Result<Option<Vec<u8>>, reqwest::Error> {
+async fn read_bounded(mut response: reqwest::Response, limit: usize) -> Result<Option<Vec<u8>>, reqwest::Error> {
     if response.content_length().is_some_and(|n| n > limit as u64) {
         return Ok(None);
     }
@@ -208,13 +157,6 @@ async fn read_bounded(
 
 /// A `Retry-After` header in seconds.
 fn retry_after(response: &reqwest::Response) -> Option<Duration> {
-    let seconds: f64 = response
-        .headers()
-        .get(reqwest::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
+    let seconds: f64 = response.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim().parse().ok()?;
     (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
 }

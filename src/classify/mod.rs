@@ -10,9 +10,7 @@ pub mod prompts;
 pub mod stage;
 
 pub use cache::LlmCache;
-pub use classifier::{
-    ClassifyOptions, ClassifyOutcome, FindingVerdict, Tiers, TranscriptEvent, classify,
-};
+pub use classifier::{ClassifyOptions, ClassifyOutcome, FindingVerdict, Tiers, TranscriptEvent, classify};
 pub use llm::{LlmClient, LlmEndpoint, LlmError};
 pub use parse::{ActionType, Classification, TriageVerdict};
 

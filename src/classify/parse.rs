@@ -26,14 +26,7 @@ impl ActionType {
     }
 
     pub fn parse(text: &str) -> Option<Self> {
-        [
-            Self::SoulRule,
-            Self::GovernancePolicy,
-            Self::CortexPattern,
-            Self::ManualReview,
-        ]
-        .into_iter()
-        .find(|t| t.as_str() == text)
+        [Self::SoulRule, Self::GovernancePolicy, Self::CortexPattern, Self::ManualReview].into_iter().find(|t| t.as_str() == text)
     }
 }
 
@@ -67,19 +60,11 @@ fn json_object(raw: &str) -> Option<serde_json::Map<String, Value>> {
         .map(|rest| rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric()))
         .and_then(|rest| rest.trim_end().strip_suffix("```"))
         .unwrap_or(text);
-    let candidates = [
-        Some(unfenced),
-        text.find('{')
-            .zip(text.rfind('}'))
-            .and_then(|(a, b)| text.get(a..=b)),
-    ];
-    candidates
-        .into_iter()
-        .flatten()
-        .find_map(|c| match serde_json::from_str(c.trim()) {
-            Ok(Value::Object(map)) => Some(map),
-            _ => None,
-        })
+    let candidates = [Some(unfenced), text.find('{').zip(text.rfind('}')).and_then(|(a, b)| text.get(a..=b))];
+    candidates.into_iter().flatten().find_map(|c| match serde_json::from_str(c.trim()) {
+        Ok(Value::Object(map)) => Some(map),
+        _ => None,
+    })
 }
 
 /// A deep-analysis answer, or `None` when it lacks rootCause, actionType or actionText.
@@ -91,10 +76,7 @@ pub fn parse_classification(raw: &str, model: &str) -> Option<Classification> {
         root_cause: text("rootCause")?,
         action_type: ActionType::parse(&action).unwrap_or(ActionType::ManualReview),
         action_text: text("actionText")?,
-        confidence: map
-            .get("confidence")
-            .and_then(Value::as_f64)
-            .map_or(0.5, |c| c.clamp(0.0, 1.0)),
+        confidence: map.get("confidence").and_then(Value::as_f64).map_or(0.5, |c| c.clamp(0.0, 1.0)),
         model: model.to_owned(),
     })
 }
@@ -104,16 +86,8 @@ pub fn parse_triage(raw: &str, model: &str) -> Option<TriageVerdict> {
     let map = json_object(raw)?;
     Some(TriageVerdict {
         keep: map.get("keep").and_then(Value::as_bool)?,
-        severity: map
-            .get("severity")
-            .and_then(Value::as_str)
-            .filter(|s| SEVERITIES.contains(s))
-            .map(str::to_owned),
-        reason: map
-            .get("reason")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
+        severity: map.get("severity").and_then(Value::as_str).filter(|s| SEVERITIES.contains(s)).map(str::to_owned),
+        reason: map.get("reason").and_then(Value::as_str).unwrap_or_default().to_owned(),
         model: model.to_owned(),
     })
 }
@@ -124,36 +98,19 @@ mod tests {
 
     #[test]
     fn fenced_and_wrapped_answers_parse() {
-        let body =
-            r#"{"rootCause":"r","actionType":"soul_rule","actionText":"NEVER x","confidence":0.9}"#;
-        for raw in [
-            body.to_owned(),
-            format!("```json\n{body}\n```"),
-            format!("Here you go:\n{body}\nThanks"),
-        ] {
+        let body = r#"{"rootCause":"r","actionType":"soul_rule","actionText":"NEVER x","confidence":0.9}"#;
+        for raw in [body.to_owned(), format!("```json\n{body}\n```"), format!("Here you go:\n{body}\nThanks")] {
             let c = parse_classification(&raw, "m").expect("parses");
-            assert_eq!(
-                (c.action_type, c.confidence, c.model.as_str()),
-                (ActionType::SoulRule, 0.9, "m")
-            );
+            assert_eq!((c.action_type, c.confidence, c.model.as_str()), (ActionType::SoulRule, 0.9, "m"));
         }
     }
 
     #[test]
     fn missing_fields_and_bad_values() {
-        assert!(
-            parse_classification(r#"{"rootCause":"r","actionType":"soul_rule"}"#, "m").is_none()
-        );
+        assert!(parse_classification(r#"{"rootCause":"r","actionType":"soul_rule"}"#, "m").is_none());
         assert!(parse_classification("not json", "m").is_none());
-        let c = parse_classification(
-            r#"{"rootCause":"r","actionType":"reboot","actionText":"t"}"#,
-            "m",
-        )
-        .unwrap();
-        assert_eq!(
-            (c.action_type, c.confidence),
-            (ActionType::ManualReview, 0.5)
-        );
+        let c = parse_classification(r#"{"rootCause":"r","actionType":"reboot","actionText":"t"}"#, "m").unwrap();
+        assert_eq!((c.action_type, c.confidence), (ActionType::ManualReview, 0.5));
         let t = parse_triage(r#"{"keep":true,"severity":"urgent"}"#, "m").unwrap();
         assert_eq!((t.keep, t.severity), (true, None));
         assert!(parse_triage(r#"{"severity":"low"}"#, "m").is_none());

@@ -78,29 +78,18 @@ pub fn transcript(chain: &[TranscriptEvent]) -> String {
     let lines: Vec<String> = chain
         .iter()
         .map(|e| {
-            let ts = chrono::DateTime::from_timestamp_millis(e.ts_ms)
-                .unwrap_or_default()
-                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            let ts =
+                chrono::DateTime::from_timestamp_millis(e.ts_ms).unwrap_or_default().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
             let tool = e.tool_name.as_deref().unwrap_or("");
             let body = match e.event_type.as_str() {
-                "msg.in" => format!(
-                    "USER: {}",
-                    truncate(e.content.as_deref().unwrap_or(""), 500)
-                ),
-                "msg.out" => format!(
-                    "AGENT: {}",
-                    truncate(e.content.as_deref().unwrap_or(""), 500)
-                ),
-                "tool.call" => format!(
-                    "TOOL_CALL: {tool}({})",
-                    truncate(e.tool_params.as_deref().unwrap_or("{}"), 300)
-                ),
+                "msg.in" => format!("USER: {}", truncate(e.content.as_deref().unwrap_or(""), 500)),
+                "msg.out" => format!("AGENT: {}", truncate(e.content.as_deref().unwrap_or(""), 500)),
+                "tool.call" => {
+                    format!("TOOL_CALL: {tool}({})", truncate(e.tool_params.as_deref().unwrap_or("{}"), 300))
+                }
                 "tool.result" => match &e.tool_error {
                     Some(error) => format!("TOOL_ERROR: {tool} → {}", truncate(error, 300)),
-                    None => format!(
-                        "TOOL_OK: {tool} → {}",
-                        truncate(e.tool_result.as_deref().unwrap_or(""), 300)
-                    ),
+                    None => format!("TOOL_OK: {tool} → {}", truncate(e.tool_result.as_deref().unwrap_or(""), 300)),
                 },
                 "session.start" => "SESSION_START".to_owned(),
                 "session.end" => "SESSION_END".to_owned(),

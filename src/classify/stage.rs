@@ -4,10 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, Float64Array, RecordBatch, StringArray,
-    TimestampMillisecondArray,
-};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Float64Array, RecordBatch, StringArray, TimestampMillisecondArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::prelude::SessionContext;
@@ -28,10 +25,7 @@ pub async fn chain_transcripts(
     if chain_ids.is_empty() {
         return Ok(chains);
     }
-    let list: Vec<String> = chain_ids
-        .iter()
-        .map(|id| format!("'{}'", id.replace('\'', "''")))
-        .collect();
+    let list: Vec<String> = chain_ids.iter().map(|id| format!("'{}'", id.replace('\'', "''"))).collect();
     let sql = format!(
         "SELECT c.chain_id, c.ts_ms, c.type, c.content, c.tool_name, c.tool_params, c.tool_error, r.tool_result \
          FROM chain_events c \
@@ -41,27 +35,22 @@ pub async fn chain_transcripts(
         list.join(", ")
     );
     for batch in ctx.sql(&sql).await?.collect().await? {
-        let text: Vec<ArrayRef> = [0, 2, 3, 4, 5, 6, 7]
-            .iter()
-            .map(|&i| cast(batch.column(i), &DataType::Utf8))
-            .collect::<Result<_, _>>()?;
+        let text: Vec<ArrayRef> =
+            [0, 2, 3, 4, 5, 6, 7].iter().map(|&i| cast(batch.column(i), &DataType::Utf8)).collect::<Result<_, _>>()?;
         let t: Vec<&StringArray> = text.iter().map(|a| a.as_string::<i32>()).collect();
         let ts = cast(batch.column(1), &DataType::Int64)?;
         let ts = ts.as_primitive::<Int64Type>();
         let opt = |a: &StringArray, i: usize| (!a.is_null(i)).then(|| a.value(i).to_owned());
         for i in 0..batch.num_rows() {
-            chains
-                .entry(t[0].value(i).to_owned())
-                .or_default()
-                .push(TranscriptEvent {
-                    ts_ms: ts.value(i),
-                    event_type: t[1].value(i).to_owned(),
-                    content: opt(t[2], i),
-                    tool_name: opt(t[3], i),
-                    tool_params: opt(t[4], i),
-                    tool_error: opt(t[5], i),
-                    tool_result: opt(t[6], i),
-                });
+            chains.entry(t[0].value(i).to_owned()).or_default().push(TranscriptEvent {
+                ts_ms: ts.value(i),
+                event_type: t[1].value(i).to_owned(),
+                content: opt(t[2], i),
+                tool_name: opt(t[3], i),
+                tool_params: opt(t[4], i),
+                tool_error: opt(t[5], i),
+                tool_result: opt(t[6], i),
+            });
         }
     }
     Ok(chains)
@@ -69,24 +58,16 @@ pub async fn chain_transcripts(
 
 /// Applies triage: severities adjusted, false positives removed from `findings`.
 pub fn apply_triage(findings: &mut Vec<Finding>, verdicts: &[FindingVerdict]) {
-    let by_id: HashMap<&str, &FindingVerdict> = verdicts
-        .iter()
-        .map(|v| (v.finding_id.as_str(), v))
-        .collect();
-    findings.retain_mut(|f| {
-        match by_id
-            .get(f.finding_id.as_str())
-            .and_then(|v| v.triage.as_ref())
-        {
-            Some(t) if !t.keep => false,
-            Some(t) => {
-                if let Some(severity) = &t.severity {
-                    f.severity = severity.clone();
-                }
-                true
+    let by_id: HashMap<&str, &FindingVerdict> = verdicts.iter().map(|v| (v.finding_id.as_str(), v)).collect();
+    findings.retain_mut(|f| match by_id.get(f.finding_id.as_str()).and_then(|v| v.triage.as_ref()) {
+        Some(t) if !t.keep => false,
+        Some(t) => {
+            if let Some(severity) = &t.severity {
+                f.severity = severity.clone();
             }
-            None => true,
+            true
         }
+        None => true,
     });
 }
 
@@ -97,14 +78,9 @@ pub fn classifications_batch(
     run_id: &str,
     at_ms: i64,
 ) -> Result<RecordBatch, datafusion::arrow::error::ArrowError> {
-    let text = |f: &dyn Fn(&FindingVerdict) -> Option<String>| -> ArrayRef {
-        Arc::new(verdicts.iter().map(f).collect::<StringArray>())
-    };
-    let triage = |f: &dyn Fn(&super::TriageVerdict) -> Option<String>| {
-        text(&|v| v.triage.as_ref().and_then(f))
-    };
-    let class =
-        |f: &dyn Fn(&super::Classification) -> String| text(&|v| v.classification.as_ref().map(f));
+    let text = |f: &dyn Fn(&FindingVerdict) -> Option<String>| -> ArrayRef { Arc::new(verdicts.iter().map(f).collect::<StringArray>()) };
+    let triage = |f: &dyn Fn(&super::TriageVerdict) -> Option<String>| text(&|v| v.triage.as_ref().and_then(f));
+    let class = |f: &dyn Fn(&super::Classification) -> String| text(&|v| v.classification.as_ref().map(f));
     RecordBatch::try_new(
         CLASSIFICATIONS_SCHEMA.clone(),
         vec![
@@ -112,29 +88,16 @@ pub fn classifications_batch(
             text(&|_| Some(run_id.to_owned())),
             text(&|v| signals.get(&v.finding_id).cloned()),
             triage(&|t| Some(t.model.clone())),
-            Arc::new(
-                verdicts
-                    .iter()
-                    .map(|v| v.triage.as_ref().map(|t| t.keep))
-                    .collect::<BooleanArray>(),
-            ),
+            Arc::new(verdicts.iter().map(|v| v.triage.as_ref().map(|t| t.keep)).collect::<BooleanArray>()),
             triage(&|t| t.severity.clone()),
             triage(&|t| Some(t.reason.clone())),
             class(&|c| c.model.clone()),
             class(&|c| c.root_cause.clone()),
             class(&|c| c.action_type.as_str().to_owned()),
             class(&|c| c.action_text.clone()),
-            Arc::new(
-                verdicts
-                    .iter()
-                    .map(|v| v.classification.as_ref().map(|c| c.confidence))
-                    .collect::<Float64Array>(),
-            ),
+            Arc::new(verdicts.iter().map(|v| v.classification.as_ref().map(|c| c.confidence)).collect::<Float64Array>()),
             text(&|v| v.error.clone()),
-            Arc::new(
-                TimestampMillisecondArray::from_iter_values(verdicts.iter().map(|_| at_ms))
-                    .with_timezone("UTC"),
-            ),
+            Arc::new(TimestampMillisecondArray::from_iter_values(verdicts.iter().map(|_| at_ms)).with_timezone("UTC")),
         ],
     )
 }

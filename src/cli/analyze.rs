@@ -107,43 +107,27 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             llm.cache_hits,
             dropped,
             llm.unclassified,
-            if llm.over_budget > 0 {
-                format!(" ({} over the --max-llm-calls budget)", llm.over_budget)
-            } else {
-                String::new()
-            }
+            if llm.over_budget > 0 { format!(" ({} over the --max-llm-calls budget)", llm.over_budget) } else { String::new() }
         );
         for file in &analysis.artifact_files {
             eprintln!("wrote {}", file.display());
         }
     }
-    let fail = args
-        .fail_on
-        .is_some_and(|threshold| any_at_least(&analysis.findings, threshold.as_str()));
+    let fail = args.fail_on.is_some_and(|threshold| any_at_least(&analysis.findings, threshold.as_str()));
     let report = AnalysisReport::assemble(analysis);
     match &args.output {
         Some(path) => {
-            let written = File::create(path)
-                .map_err(anyhow::Error::from)
-                .and_then(|file| write_report(&report, args.format, file));
+            let written = File::create(path).map_err(anyhow::Error::from).and_then(|file| write_report(&report, args.format, file));
             written.with_context(|| format!("writing {}", path.display()))?;
         }
         None => write_report(&report, args.format, std::io::stdout().lock())?,
     }
-    Ok(if fail {
-        ExitCode::from(3)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(if fail { ExitCode::from(3) } else { ExitCode::SUCCESS })
 }
 
 /// Writes `report` in `format` to `out`; JSON is written as it is rendered, not held
 /// whole (every finding of a large lake can be hundreds of MB of it).
-pub fn write_report(
-    report: &AnalysisReport,
-    format: ReportFormat,
-    out: impl Write,
-) -> anyhow::Result<()> {
+pub fn write_report(report: &AnalysisReport, format: ReportFormat, out: impl Write) -> anyhow::Result<()> {
     let mut out = BufWriter::with_capacity(1 << 16, out);
     match format {
         ReportFormat::Json => {

@@ -47,19 +47,10 @@ pub async fn run(ctx: &Ctx, _args: DemoArgs) -> anyhow::Result<ExitCode> {
     let sample = temp.path().join("sample.events.jsonl");
     std::fs::write(&sample, SAMPLE).context("writing the sample data")?;
 
-    println!(
-        "tracelake demo: {} sample events → lake at {}\n",
-        SAMPLE.iter().filter(|&&b| b == b'\n').count(),
-        lake.root().display()
-    );
+    println!("tracelake demo: {} sample events → lake at {}\n", SAMPLE.iter().filter(|&&b| b == b'\n').count(), lake.root().display());
     let decoder = Decoder::new(ctx.redactor()?);
-    let opts = ImportOptions {
-        force: true,
-        ..ImportOptions::default()
-    };
-    if let ImportOutcome::Imported(summary) =
-        import_source(&lake, &decoder, &ImportSource::File(sample), &opts, &|_| {})?
-    {
+    let opts = ImportOptions { force: true, ..ImportOptions::default() };
+    if let ImportOutcome::Imported(summary) = import_source(&lake, &decoder, &ImportSource::File(sample), &opts, &|_| {})? {
         println!("{}\n", summary_line(&summary));
     }
     let session = open_session(&lake, ctx.redactor()?, &ctx.engine()?).await?;
@@ -68,27 +59,11 @@ pub async fn run(ctx: &Ctx, _args: DemoArgs) -> anyhow::Result<ExitCode> {
     let mut out = stdout.lock();
     for (title, sql) in QUERIES {
         writeln!(out, "\n{title}:")?;
-        run_statements(&session, sql, |schema, batches| {
-            PrintFormat::Table.write(&mut out, &schema, &batches)
-        })
-        .await?;
+        run_statements(&session, sql, |schema, batches| PrintFormat::Table.write(&mut out, &schema, &batches)).await?;
     }
-    let analysis = analyze(
-        &lake,
-        &ctx.config,
-        ctx.redactor()?,
-        &AnalyzeOptions {
-            full: true,
-            ..AnalyzeOptions::default()
-        },
-    )
-    .await?;
+    let analysis = analyze(&lake, &ctx.config, ctx.redactor()?, &AnalyzeOptions { full: true, ..AnalyzeOptions::default() }).await?;
     writeln!(out, "\nAnalysis:")?;
-    write!(
-        out,
-        "{}",
-        AnalysisReport::assemble(analysis).to_terminal(10)
-    )?;
+    write!(out, "{}", AnalysisReport::assemble(analysis).to_terminal(10))?;
     if ctx.lake.is_none() {
         writeln!(
             out,
@@ -96,14 +71,8 @@ pub async fn run(ctx: &Ctx, _args: DemoArgs) -> anyhow::Result<ExitCode> {
         )?;
     } else {
         let dir = lake.root().display();
-        writeln!(
-            out,
-            "\nExplore it: tracelake sql --lake {dir} \"SELECT * FROM findings LIMIT 5\""
-        )?;
-        writeln!(
-            out,
-            "Report with charts: tracelake report --lake {dir} --format html --output report.html"
-        )?;
+        writeln!(out, "\nExplore it: tracelake sql --lake {dir} \"SELECT * FROM findings LIMIT 5\"")?;
+        writeln!(out, "Report with charts: tracelake report --lake {dir} --format html --output report.html")?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -48,14 +48,8 @@ pub async fn run(ctx: &Ctx, args: ExportArgs) -> anyhow::Result<ExitCode> {
     let lake = ctx.lake()?;
     let decoder = Decoder::new(ctx.redactor()?);
     let nats = NatsConfig {
-        url: args
-            .nats_url
-            .clone()
-            .unwrap_or_else(|| ctx.config.nats.url.clone()),
-        stream: args
-            .stream
-            .clone()
-            .unwrap_or_else(|| ctx.config.nats.stream.clone()),
+        url: args.nats_url.clone().unwrap_or_else(|| ctx.config.nats.url.clone()),
+        stream: args.stream.clone().unwrap_or_else(|| ctx.config.nats.stream.clone()),
         ..ctx.config.nats.clone()
     };
     let mut opts = ExportOptions::new(&nats.stream);
@@ -63,11 +57,7 @@ pub async fn run(ctx: &Ctx, args: ExportArgs) -> anyhow::Result<ExitCode> {
     opts.full = args.full;
     opts.since_ms = args.since;
     opts.commit_every = args.commit_every.max(1);
-    let schedule = ctx
-        .config
-        .schedule
-        .enabled
-        .then(|| Duration::from_secs(ctx.config.schedule.interval_hours.max(1) as u64 * 3600));
+    let schedule = ctx.config.schedule.enabled.then(|| Duration::from_secs(ctx.config.schedule.interval_hours.max(1) as u64 * 3600));
     let every = args.every.or(schedule);
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -82,19 +72,8 @@ pub async fn run(ctx: &Ctx, args: ExportArgs) -> anyhow::Result<ExitCode> {
     let mut source = NatsSource::connect(&nats).await?;
     loop {
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-        bar.set_style(
-            ProgressStyle::with_template("exporting {spinner} {human_pos} events {per_sec} {msg}")
-                .expect("valid template"),
-        );
-        let summary = export(
-            &lake,
-            &mut source,
-            &decoder,
-            &opts,
-            Arc::clone(&stop),
-            &|messages, _bytes| bar.inc(messages),
-        )
-        .await;
+        bar.set_style(ProgressStyle::with_template("exporting {spinner} {human_pos} events {per_sec} {msg}").expect("valid template"));
+        let summary = export(&lake, &mut source, &decoder, &opts, Arc::clone(&stop), &|messages, _bytes| bar.inc(messages)).await;
         bar.finish_and_clear();
         let summary = summary?;
         println!("{}", summary_line(&summary));
@@ -116,8 +95,7 @@ async fn wait_or_stop(interval: Duration, stop: &AtomicBool) -> bool {
         if stop.load(Ordering::Relaxed) {
             return true;
         }
-        tokio::time::sleep(Duration::from_millis(200).min(deadline - tokio::time::Instant::now()))
-            .await;
+        tokio::time::sleep(Duration::from_millis(200).min(deadline - tokio::time::Instant::now())).await;
     }
     stop.load(Ordering::Relaxed)
 }

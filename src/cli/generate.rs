@@ -23,21 +23,13 @@ pub struct GenerateArgs {
 }
 
 pub fn run(args: GenerateArgs) -> anyhow::Result<ExitCode> {
-    let file = File::create(&args.output)
-        .with_context(|| format!("creating {}", args.output.display()))?;
+    let file = File::create(&args.output).with_context(|| format!("creating {}", args.output.display()))?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
-    let expected = generate(
-        &GenerateOptions {
-            events: args.events,
-            seed: args.seed,
-        },
-        &mut out,
-    )
-    .with_context(|| format!("writing {}", args.output.display()))?;
+    let expected = generate(&GenerateOptions { events: args.events, seed: args.seed }, &mut out)
+        .with_context(|| format!("writing {}", args.output.display()))?;
     out.flush()?;
     let sidecar = expected_path(&args.output);
-    std::fs::write(&sidecar, serde_json::to_vec_pretty(&expected)?)
-        .with_context(|| format!("writing {}", sidecar.display()))?;
+    std::fs::write(&sidecar, serde_json::to_vec_pretty(&expected)?).with_context(|| format!("writing {}", sidecar.display()))?;
     println!(
         "wrote {} events in {} sessions to {} (injected findings in {})",
         expected.events,

@@ -4,9 +4,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use tracelake::ingest::Decoder;
-use tracelake::lake::import::{
-    ImportOptions, ImportOutcome, ImportSource, ImportSummary, import_source,
-};
+use tracelake::lake::import::{ImportOptions, ImportOutcome, ImportSource, ImportSummary, import_source};
 
 use super::{Ctx, human_bytes, progress, quarantined_text, rate};
 
@@ -26,11 +24,7 @@ pub struct ImportArgs {
 pub fn run(ctx: &Ctx, args: ImportArgs) -> anyhow::Result<ExitCode> {
     let lake = ctx.lake()?;
     let decoder = Decoder::new(ctx.redactor()?);
-    let opts = ImportOptions {
-        force: args.force,
-        max_event_bytes: args.max_event_bytes,
-        ..ImportOptions::default()
-    };
+    let opts = ImportOptions { force: args.force, max_event_bytes: args.max_event_bytes, ..ImportOptions::default() };
     for file in &args.files {
         let source = ImportSource::from_arg(file);
         let total = match &source {
@@ -55,14 +49,7 @@ pub fn run(ctx: &Ctx, args: ImportArgs) -> anyhow::Result<ExitCode> {
 pub fn summary_line(s: &ImportSummary) -> String {
     let quarantined = quarantined_text(&s.quarantined);
     let rate = rate(s.events, s.seconds);
-    let swept = if s.swept > 0 {
-        format!(
-            "; removed {} leftover file(s) of an interrupted write",
-            s.swept
-        )
-    } else {
-        String::new()
-    };
+    let swept = if s.swept > 0 { format!("; removed {} leftover file(s) of an interrupted write", s.swept) } else { String::new() };
     format!(
         "imported {}: {} events, {quarantined}, {} in {:.2} s ({:.0} events/s){swept}",
         s.source,

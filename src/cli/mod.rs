@@ -76,22 +76,16 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn lake(&self) -> anyhow::Result<Lake> {
-        self.lake
-            .clone()
-            .map(Lake::new)
-            .context("no lake given: pass --lake DIR or set TRACELAKE_LAKE")
+        self.lake.clone().map(Lake::new).context("no lake given: pass --lake DIR or set TRACELAKE_LAKE")
     }
 
     pub fn redactor(&self) -> anyhow::Result<Redactor> {
-        Redactor::new(&self.config.redact_patterns)
-            .context("check `traceAnalyzer.redactPatterns` in the config file")
+        Redactor::new(&self.config.redact_patterns).context("check `traceAnalyzer.redactPatterns` in the config file")
     }
 
     /// The query engine the config chooses (languages, chain settings).
     pub fn engine(&self) -> anyhow::Result<EngineOptions> {
-        EngineOptions::from_config(&self.config).context(
-            "check `patterns.language` and `traceAnalyzer.toolPatterns` in the config file",
-        )
+        EngineOptions::from_config(&self.config).context("check `patterns.language` and `traceAnalyzer.toolPatterns` in the config file")
     }
 }
 
@@ -101,15 +95,10 @@ pub fn run() -> ExitCode {
     match dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
-            match lake
-                .filter(|_| is_parquet_error(&e))
-                .map(|l| unreadable_committed(&Lake::new(l)))
-                .filter(|bad| !bad.is_empty())
-            {
+            match lake.filter(|_| is_parquet_error(&e)).map(|l| unreadable_committed(&Lake::new(l))).filter(|bad| !bad.is_empty()) {
                 // Name the damaged files once, instead of the reader's nested message.
                 Some(bad) => {
-                    let files: Vec<String> =
-                        bad.iter().map(|(f, why)| format!("{f} ({why})")).collect();
+                    let files: Vec<String> = bad.iter().map(|(f, why)| format!("{f} ({why})")).collect();
                     eprintln!(
                         "error: {} file(s) of the lake do not read as Parquet: {}. Restore them from a backup, or run `tracelake repair` to move them aside",
                         bad.len(),
@@ -126,14 +115,8 @@ pub fn run() -> ExitCode {
 fn is_parquet_error(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<datafusion::error::DataFusionError>()
-            .is_some_and(|d| {
-                matches!(
-                    d.find_root(),
-                    datafusion::error::DataFusionError::ParquetError(_)
-                )
-            })
-            || c.downcast_ref::<datafusion::parquet::errors::ParquetError>()
-                .is_some()
+            .is_some_and(|d| matches!(d.find_root(), datafusion::error::DataFusionError::ParquetError(_)))
+            || c.downcast_ref::<datafusion::parquet::errors::ParquetError>().is_some()
     })
 }
 
@@ -142,10 +125,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(path) => Config::load(path)?,
         None => Config::default(),
     };
-    let ctx = Ctx {
-        config,
-        lake: cli.lake,
-    };
+    let ctx = Ctx { config, lake: cli.lake };
     match cli.command {
         Command::Demo(args) => block_on(demo::run(&ctx, args)),
         Command::Import(args) => import::run(&ctx, args),
@@ -162,9 +142,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn block_on<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(
-    future: F,
-) -> anyhow::Result<ExitCode> {
+fn block_on<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(future: F) -> anyhow::Result<ExitCode> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .on_thread_park(tracelake::memory::answer_requests)
@@ -179,17 +157,14 @@ fn block_on<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(
 /// Completes on Ctrl-C. The handler is in place when this returns, so a Ctrl-C that
 /// comes before the future is first polled is not lost (nor kills the process).
 pub fn on_interrupt() -> anyhow::Result<impl std::future::Future<Output = ()>> {
-    let mut signal = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        .context("installing the Ctrl-C handler")?;
+    let mut signal = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).context("installing the Ctrl-C handler")?;
     Ok(async move {
         signal.recv().await;
     })
 }
 
 /// `3 quarantined (invalid_json 2, too_large 1)`, or `0 quarantined`.
-pub fn quarantined_text(
-    counts: &std::collections::BTreeMap<tracelake::ingest::QuarantineReason, u64>,
-) -> String {
+pub fn quarantined_text(counts: &std::collections::BTreeMap<tracelake::ingest::QuarantineReason, u64>) -> String {
     let total: u64 = counts.values().sum();
     if counts.is_empty() {
         return format!("{total} quarantined");
@@ -200,11 +175,7 @@ pub fn quarantined_text(
 
 /// Events per second, 0 for no time.
 pub fn rate(events: u64, seconds: f64) -> f64 {
-    if seconds > 0.0 {
-        events as f64 / seconds
-    } else {
-        0.0
-    }
+    if seconds > 0.0 { events as f64 / seconds } else { 0.0 }
 }
 
 /// `1234567` → `1.2 MB`.
@@ -216,9 +187,5 @@ pub fn human_bytes(bytes: u64) -> String {
         value /= 1000.0;
         unit += 1;
     }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
+    if unit == 0 { format!("{bytes} B") } else { format!("{value:.1} {}", UNITS[unit]) }
 }

@@ -49,26 +49,17 @@ pub fn run(ctx: &Ctx, args: OutcomesArgs) -> anyhow::Result<ExitCode> {
     let lake = ctx.lake()?;
     let mut bytes = Vec::new();
     if args.file == "-" {
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .context("reading standard input")?;
+        std::io::stdin().read_to_end(&mut bytes).context("reading standard input")?;
     } else {
         bytes = std::fs::read(&args.file).with_context(|| format!("reading {}", args.file))?;
     }
     let csv = match args.format {
         Some(format) => Some(format == OutcomesFormat::Csv),
         None if args.file.to_ascii_lowercase().ends_with(".csv") => Some(true),
-        None if [".jsonl", ".json", ".ndjson"]
-            .iter()
-            .any(|e| args.file.to_ascii_lowercase().ends_with(e)) =>
-        {
-            Some(false)
-        }
+        None if [".jsonl", ".json", ".ndjson"].iter().any(|e| args.file.to_ascii_lowercase().ends_with(e)) => Some(false),
         None => None,
     };
-    let (outcomes, rejected, replaced) = match import_outcomes(
-        &lake, &args.file, &bytes, csv, args.force,
-    )? {
+    let (outcomes, rejected, replaced) = match import_outcomes(&lake, &args.file, &bytes, csv, args.force)? {
         OutcomeImport::AlreadyImported { previous } => {
             println!(
                 "skipped {}: the same content was imported on {} ({} outcomes); use --force to import it again",
@@ -83,23 +74,11 @@ pub fn run(ctx: &Ctx, args: OutcomesArgs) -> anyhow::Result<ExitCode> {
                 args.file
             );
         }
-        OutcomeImport::Imported {
-            outcomes,
-            rejected,
-            replaced,
-        } => (outcomes, rejected, replaced),
+        OutcomeImport::Imported { outcomes, rejected, replaced } => (outcomes, rejected, replaced),
     };
     print_rejected(&rejected);
-    let replaced = if replaced {
-        " (replacing its earlier import)"
-    } else {
-        ""
-    };
-    println!(
-        "imported {}: {outcomes} outcomes, {} lines rejected{replaced}",
-        args.file,
-        rejected.len()
-    );
+    let replaced = if replaced { " (replacing its earlier import)" } else { "" };
+    println!("imported {}: {outcomes} outcomes, {} lines rejected{replaced}", args.file, rejected.len());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -108,9 +87,6 @@ fn print_rejected(rejected: &[tracelake::ingest::outcomes::BadOutcome]) {
         eprintln!("line {}: {}", bad.line, bad.reason);
     }
     if rejected.len() > SHOWN_REJECTS {
-        eprintln!(
-            "… and {} more lines rejected",
-            rejected.len() - SHOWN_REJECTS
-        );
+        eprintln!("… and {} more lines rejected", rejected.len() - SHOWN_REJECTS);
     }
 }

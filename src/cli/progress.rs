@@ -13,11 +13,7 @@ pub fn bytes_bar(total: Option<u64>, label: &str) -> ProgressBar {
     } else {
         "{msg} {spinner} {bytes} {bytes_per_sec}"
     };
-    bar.set_style(
-        ProgressStyle::with_template(template)
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
+    bar.set_style(ProgressStyle::with_template(template).expect("valid template").progress_chars("=> "));
     bar.set_message(label.to_owned());
     bar
 }

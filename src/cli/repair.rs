@@ -25,10 +25,7 @@ pub fn run(ctx: &Ctx, args: RepairArgs) -> anyhow::Result<ExitCode> {
     let lock = WriteLock::acquire(&lake)?;
     let (manifest, plan) = plan_repair(&lake)?;
     if plan.is_empty() {
-        println!(
-            "{}: nothing to repair; every committed file is there and every data file is committed",
-            lake.root().display()
-        );
+        println!("{}: nothing to repair; every committed file is there and every data file is committed", lake.root().display());
         return Ok(ExitCode::SUCCESS);
     }
     print!("{}", describe(&plan));
@@ -46,10 +43,7 @@ pub fn run(ctx: &Ctx, args: RepairArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let repaired = apply_repair(&lake, manifest, &plan, &ctx.config.nats.stream, &lock)?;
-    println!(
-        "repaired: the manifest names {} file(s)",
-        repaired.committed_files().len()
-    );
+    println!("repaired: the manifest names {} file(s)", repaired.committed_files().len());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -59,32 +53,18 @@ fn describe(plan: &RepairPlan) -> String {
         out.push_str("_state/manifest.json is missing: it is rebuilt from the data files.\n");
     }
     if !plan.missing.is_empty() {
-        out.push_str(&format!(
-            "{} file(s) the manifest names are missing and are dropped from it:\n",
-            plan.missing.len()
-        ));
-        plan.missing
-            .iter()
-            .for_each(|f| out.push_str(&format!("  {f}\n")));
+        out.push_str(&format!("{} file(s) the manifest names are missing and are dropped from it:\n", plan.missing.len()));
+        plan.missing.iter().for_each(|f| out.push_str(&format!("  {f}\n")));
     }
     if !plan.unreadable.is_empty() {
-        out.push_str(&format!(
-            "{} file(s) do not read as Parquet and are moved to _state/damaged/:\n",
-            plan.unreadable.len()
-        ));
-        plan.unreadable
-            .iter()
-            .for_each(|(f, why)| out.push_str(&format!("  {f}: {why}\n")));
+        out.push_str(&format!("{} file(s) do not read as Parquet and are moved to _state/damaged/:\n", plan.unreadable.len()));
+        plan.unreadable.iter().for_each(|(f, why)| out.push_str(&format!("  {f}: {why}\n")));
     }
     if !plan.adopted.is_empty() {
         let files: usize = plan.adopted.values().map(Vec::len).sum();
-        out.push_str(&format!(
-            "{files} readable file(s) no record names are added to the manifest:\n"
-        ));
+        out.push_str(&format!("{files} readable file(s) no record names are added to the manifest:\n"));
         for files in plan.adopted.values() {
-            files
-                .iter()
-                .for_each(|f| out.push_str(&format!("  {} ({} rows)\n", f.path, f.rows)));
+            files.iter().for_each(|f| out.push_str(&format!("  {} ({} rows)\n", f.path, f.rows)));
         }
     }
     out

@@ -20,12 +20,7 @@ pub struct SqlArgs {
     /// interactive prompt on a terminal, or SQL read from standard input.
     query: Option<String>,
     /// Read the SQL from a file.
-    #[arg(
-        short = 'f',
-        long = "file",
-        env = "TRACELAKE_SQL_FILE",
-        conflicts_with = "query"
-    )]
+    #[arg(short = 'f', long = "file", env = "TRACELAKE_SQL_FILE", conflicts_with = "query")]
     file: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, env = "TRACELAKE_FORMAT", default_value_t = PrintFormat::Table)]
@@ -37,17 +32,13 @@ pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
     let session = open_session(&lake, ctx.redactor()?, &ctx.engine()?).await?;
     let sql = match (&args.query, &args.file) {
         (Some(q), _) => q.clone(),
-        (None, Some(path)) => {
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
-        }
+        (None, Some(path)) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
         (None, None) if std::io::stdin().is_terminal() => {
             return repl(&session, &lake, args.format).await;
         }
         (None, None) => {
             let mut sql = String::new();
-            std::io::stdin()
-                .read_to_string(&mut sql)
-                .context("reading SQL from standard input")?;
+            std::io::stdin().read_to_string(&mut sql).context("reading SQL from standard input")?;
             sql
         }
     };
@@ -55,12 +46,7 @@ pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn execute(
-    session: &SessionContext,
-    lake: &Lake,
-    sql: &str,
-    format: PrintFormat,
-) -> anyhow::Result<()> {
+async fn execute(session: &SessionContext, lake: &Lake, sql: &str, format: PrintFormat) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     print_statements(session, lake, sql, format, &mut out).await?;
@@ -69,22 +55,14 @@ async fn execute(
 }
 
 /// Statements end with `;`; `\q` or `exit` leaves.
-async fn repl(
-    session: &SessionContext,
-    lake: &Lake,
-    format: PrintFormat,
-) -> anyhow::Result<ExitCode> {
+async fn repl(session: &SessionContext, lake: &Lake, format: PrintFormat) -> anyhow::Result<ExitCode> {
     let mut editor = DefaultEditor::new().context("starting the interactive prompt")?;
     println!(
         "tracelake SQL — tables: events, quarantine, findings, failures; views: chains, chain_events, tool_attempts. End statements with `;`, `\\q` to quit."
     );
     let mut buffer = String::new();
     loop {
-        let prompt = if buffer.is_empty() {
-            "tracelake> "
-        } else {
-            "       ...> "
-        };
+        let prompt = if buffer.is_empty() { "tracelake> " } else { "       ...> " };
         match editor.readline(prompt) {
             Ok(line) => {
                 let trimmed = line.trim();

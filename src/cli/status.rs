@@ -33,33 +33,20 @@ pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
         };
         let stream = match NatsSource::connect(&nats).await {
             Ok(mut source) => match source.last_sequence().await {
-                Ok(last) => format!(
-                    "last sequence {last}, {} behind",
-                    last.saturating_sub(export.cursor)
-                ),
+                Ok(last) => format!("last sequence {last}, {} behind", last.saturating_sub(export.cursor)),
                 Err(e) => format!("not readable ({e})"),
             },
             Err(e) => format!("not reachable ({e})"),
         };
-        println!(
-            "export:      stream {:?} at sequence {}; stream {stream}",
-            export.stream, export.cursor
-        );
+        println!("export:      stream {:?} at sequence {}; stream {stream}", export.stream, export.cursor);
         if let Some(run) = &export.last_run {
-            println!(
-                "last export: {} ({} events, {} quarantined)",
-                run.finished_at, run.events, run.quarantined
-            );
+            println!("last export: {} ({} events, {} quarantined)", run.finished_at, run.events, run.quarantined);
         }
     }
     match manifest.imports.last() {
-        Some(last) => println!(
-            "imports:     {} (last: {} at {}, {} events)",
-            manifest.imports.len(),
-            last.source,
-            last.finished_at,
-            last.events
-        ),
+        Some(last) => {
+            println!("imports:     {} (last: {} at {}, {} events)", manifest.imports.len(), last.source, last.finished_at, last.events)
+        }
         None => println!("imports:     none"),
     }
     Ok(ExitCode::SUCCESS)
@@ -77,8 +64,7 @@ pub async fn describe(session: &SessionContext) -> anyhow::Result<String> {
         if col.is_null(0) {
             "-".to_owned()
         } else {
-            chrono::DateTime::from_timestamp_millis(col.value(0))
-                .map_or("-".into(), |t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+            chrono::DateTime::from_timestamp_millis(col.value(0)).map_or("-".into(), |t| t.format("%Y-%m-%d %H:%M:%S").to_string())
         }
     };
     let mut out = format!(
@@ -90,11 +76,8 @@ pub async fn describe(session: &SessionContext) -> anyhow::Result<String> {
         time(2),
         time(3)
     );
-    let quarantine = session
-        .sql("SELECT reason, count(*) AS n FROM quarantine GROUP BY reason ORDER BY n DESC, reason")
-        .await?
-        .collect()
-        .await?;
+    let quarantine =
+        session.sql("SELECT reason, count(*) AS n FROM quarantine GROUP BY reason ORDER BY n DESC, reason").await?.collect().await?;
     let mut reasons = Vec::new();
     for batch in &quarantine {
         let names = batch.column(0).as_string::<i32>();
@@ -103,23 +86,10 @@ pub async fn describe(session: &SessionContext) -> anyhow::Result<String> {
             reasons.push(format!("{} {}", names.value(i), counts.value(i)));
         }
     }
-    let total: i64 = quarantine
-        .iter()
-        .map(|b| {
-            b.column(1)
-                .as_primitive::<Int64Type>()
-                .iter()
-                .flatten()
-                .sum::<i64>()
-        })
-        .sum();
+    let total: i64 = quarantine.iter().map(|b| b.column(1).as_primitive::<Int64Type>().iter().flatten().sum::<i64>()).sum();
     out.push_str(&format!(
         "quarantined: {total}{}\n",
-        if reasons.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", reasons.join(", "))
-        }
+        if reasons.is_empty() { String::new() } else { format!(" ({})", reasons.join(", ")) }
     ));
     Ok(out)
 }

@@ -7,13 +7,9 @@ use chrono::{DateTime, NaiveDate, Utc};
 
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration like 30s, 15m, 24h or 7d"))?;
+    let n: u64 = number.parse().map_err(|_| format!("{text:?} is not a duration like 30s, 15m, 24h or 7d"))?;
     let millis = match unit {
         "ms" => n,
         "s" => n * 1000,
@@ -21,9 +17,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "h" | "" => n * 3_600_000,
         "d" => n * 86_400_000,
         _ => {
-            return Err(format!(
-                "{text:?}: unknown unit {unit:?}; use ms, s, m, h or d"
-            ));
+            return Err(format!("{text:?}: unknown unit {unit:?}; use ms, s, m, h or d"));
         }
     };
     if millis == 0 {
@@ -38,17 +32,11 @@ pub fn parse_time(text: &str) -> Result<i64, String> {
         return Ok(t.timestamp_millis());
     }
     if let Ok(d) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
-        return Ok(d
-            .and_hms_opt(0, 0, 0)
-            .expect("midnight")
-            .and_utc()
-            .timestamp_millis());
+        return Ok(d.and_hms_opt(0, 0, 0).expect("midnight").and_utc().timestamp_millis());
     }
     match parse_duration(text) {
         Ok(ago) => Ok(Utc::now().timestamp_millis() - ago.as_millis() as i64),
-        Err(_) => Err(format!(
-            "{text:?} is not a time: use RFC 3339 (2026-01-05T08:00:00Z), a date (2026-01-05) or a duration ago (24h)"
-        )),
+        Err(_) => Err(format!("{text:?} is not a time: use RFC 3339 (2026-01-05T08:00:00Z), a date (2026-01-05) or a duration ago (24h)")),
     }
 }
 

@@ -35,17 +35,11 @@ pub struct WatchArgs {
 pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<ExitCode> {
     let nats = NatsConfig {
         url: args.nats_url.unwrap_or_else(|| ctx.config.nats.url.clone()),
-        stream: args
-            .stream
-            .unwrap_or_else(|| ctx.config.nats.stream.clone()),
+        stream: args.stream.unwrap_or_else(|| ctx.config.nats.stream.clone()),
         ..ctx.config.nats.clone()
     };
     // With a lake, the sent alerts survive restarts; without one they last as long as this run.
-    let state_file = ctx.lake.as_ref().map(|dir| {
-        tracelake::lake::Lake::new(dir.clone())
-            .state_dir()
-            .join("alerts-sent.json")
-    });
+    let state_file = ctx.lake.as_ref().map(|dir| tracelake::lake::Lake::new(dir.clone()).state_dir().join("alerts-sent.json"));
     let opts = WatchOptions {
         webhook: args.webhook,
         window: args.window,
@@ -53,16 +47,10 @@ pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<ExitCode> {
         min_severity: args.min_severity.as_str().to_owned(),
         state_file,
     };
-    eprintln!(
-        "watching stream {} at {} (Ctrl-C to stop)",
-        nats.stream, nats.url
-    );
+    eprintln!("watching stream {} at {} (Ctrl-C to stop)", nats.stream, nats.url);
     let stop = super::on_interrupt()?;
     let stats = watch(&nats, &ctx.config, ctx.redactor()?, &opts, stop, |f| {
-        eprintln!(
-            "alert: [{}] {} {}@{}: {}",
-            f.severity, f.signal, f.agent, f.session, f.summary
-        );
+        eprintln!("alert: [{}] {} {}@{}: {}", f.severity, f.signal, f.agent, f.session, f.summary);
     })
     .await?;
     eprintln!(

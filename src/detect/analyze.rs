@@ -18,18 +18,14 @@ use super::bucket_plans::{BucketPlans, CHAIN_BUILD_SETTINGS, KEEP_TABLE_ORDER};
 use super::buckets::{BucketEvents, Buckets};
 use super::finding::{Finding, finding_id, findings_batch, from_detector_batch, severity_rank};
 use super::report::FindingCounts;
-use super::sql::{
-    CHAIN_VIEWS, CHAINS, Detector, SqlParams, enabled_builtin_detectors, query_only, user_detectors,
-};
+use super::sql::{CHAIN_VIEWS, CHAINS, Detector, SqlParams, enabled_builtin_detectors, query_only, user_detectors};
 use crate::classify::stage::{apply_triage, chain_transcripts, classifications_batch};
 use crate::classify::{ClassifyOptions, FindingVerdict, LlmCache, Tiers, classify};
 use crate::config::Config;
 use crate::engine::session::FAILURE_COLUMNS;
 use crate::engine::{EngineOptions, open_session};
 use crate::lake::layout::{PartitionDate, part_file_name};
-use crate::lake::schema::{
-    CLASSIFICATIONS_SCHEMA, FAILURES_SCHEMA, FINDINGS_SCHEMA, OUTPUTS_SCHEMA,
-};
+use crate::lake::schema::{CLASSIFICATIONS_SCHEMA, FAILURES_SCHEMA, FINDINGS_SCHEMA, OUTPUTS_SCHEMA};
 use crate::lake::state::{AnalysisRecord, Manifest, ProcessingState, WriteLock};
 use crate::lake::writer::{BatchFileWriter, write_parquet_atomic};
 use crate::lake::writers::{RegisteredWriter, retire, sweep_uncommitted};
@@ -99,12 +95,7 @@ pub struct Analysis {
 /// Findings per batch written to the lake.
 const FINDINGS_BATCH_ROWS: usize = 8192;
 
-pub async fn analyze(
-    lake: &Lake,
-    config: &Config,
-    redactor: Redactor,
-    opts: &AnalyzeOptions,
-) -> Result<Analysis, DetectError> {
+pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &AnalyzeOptions) -> Result<Analysis, DetectError> {
     let started_at = chrono::Utc::now().timestamp_millis();
     let engine = EngineOptions::from_config(config)?;
     let params = &engine.sql_params;
@@ -118,59 +109,33 @@ pub async fn analyze(
     let resume = match (opts.full, opts.since_ms) {
         (true, _) => None,
         (false, Some(since)) => Some(since),
-        (false, None) => {
-            (previous_state.last_processed_ts > 0).then_some(previous_state.last_processed_ts)
-        }
+        (false, None) => (previous_state.last_processed_ts > 0).then_some(previous_state.last_processed_ts),
     };
     let context_ms = config.incremental_context_window.max(0) * 60_000;
     define_analysis_events(&ctx, resume, context_ms, &Slice::All).await?;
     if opts.full {
         // A full run rebuilds the failure history from scratch.
-        let empty = format!(
-            "CREATE OR REPLACE VIEW failure_history AS SELECT {FAILURE_COLUMNS} FROM failures WHERE false"
-        );
+        let empty = format!("CREATE OR REPLACE VIEW failure_history AS SELECT {FAILURE_COLUMNS} FROM failures WHERE false");
         ctx.sql(&empty).await?.collect().await?;
     }
 
-    let run_id = format!(
-        "run-{}-{}",
-        chrono::Utc::now().format("%Y%m%dT%H%M%S"),
-        &WriterId::random().as_str()[..6]
-    );
+    let run_id = format!("run-{}-{}", chrono::Utc::now().format("%Y%m%dT%H%M%S"), &WriterId::random().as_str()[..6]);
     let mut detectors = enabled_builtin_detectors(config);
-    for dir in config
-        .detectors_dir
-        .iter()
-        .map(PathBuf::from)
-        .chain(opts.detectors_dir.clone())
-    {
-        detectors.extend(
-            user_detectors(&dir).map_err(|source| DetectError::DetectorDir {
-                path: dir.display().to_string(),
-                source,
-            })?,
-        );
+    for dir in config.detectors_dir.iter().map(PathBuf::from).chain(opts.detectors_dir.clone()) {
+        detectors.extend(user_detectors(&dir).map_err(|source| DetectError::DetectorDir { path: dir.display().to_string(), source })?);
     }
-    let (across_sessions, per_bucket): (Vec<Detector>, Vec<Detector>) = detectors
-        .into_iter()
-        .partition(|d| d.builtin && d.name == "SIG-REPEAT-FAIL");
+    let (across_sessions, per_bucket): (Vec<Detector>, Vec<Detector>) =
+        detectors.into_iter().partition(|d| d.builtin && d.name == "SIG-REPEAT-FAIL");
     let detected_at = chrono::Utc::now().timestamp_millis();
 
-    let reported: HashSet<String> = if opts.full {
-        HashSet::new()
-    } else {
-        reported_ids(&ctx).await?
-    };
+    let reported: HashSet<String> = if opts.full { HashSet::new() } else { reported_ids(&ctx).await? };
     // Every new finding goes to the lake; the most severe `maxFindings` are also kept for
     // the report (and the LLM), and written once the LLM has seen them.
     let registered = RegisteredWriter::start(lake)?;
     let writer = registered.id().clone();
     let date = PartitionDate::from_millis(detected_at);
-    let findings_file = BatchFileWriter::start(
-        lake.partition_dir(Table::Findings, &date),
-        part_file_name(&writer, 1),
-        FINDINGS_SCHEMA.clone(),
-    );
+    let findings_file =
+        BatchFileWriter::start(lake.partition_dir(Table::Findings, &date), part_file_name(&writer, 1), FINDINGS_SCHEMA.clone());
     let mut kept = MostSevere {
         reported,
         max: usize::try_from(config.output.max_findings.max(0)).unwrap_or(usize::MAX),
@@ -183,8 +148,7 @@ pub async fn analyze(
     // Chains never cross sessions, so sessions are analyzed in buckets of bounded size,
     // side by side, each with the same plans.
     let buckets = Buckets::split(&ctx, opts.bucket_events).await?;
-    let work =
-        Arc::new(BucketWork::plan(&ctx, buckets.schema(), per_bucket, config, params).await?);
+    let work = Arc::new(BucketWork::plan(&ctx, buckets.schema(), per_bucket, config, params).await?);
     let mut skipped_detectors = None;
     let mut stats = ChainStats::default();
     let mut occurrences = Vec::new();
@@ -201,37 +165,15 @@ pub async fn analyze(
     crate::memory::release_freed();
     let skipped_detectors = skipped_detectors.unwrap_or_default();
     // The same failure in other sessions: over every bucket's failures at once.
-    let schema = occurrences
-        .first()
-        .map_or_else(|| FAILURES_SCHEMA.clone(), |b| b.schema());
+    let schema = occurrences.first().map_or_else(|| FAILURES_SCHEMA.clone(), |b| b.schema());
     ctx.deregister_table("failure_occurrences")?;
-    ctx.register_table(
-        "failure_occurrences",
-        Arc::new(MemTable::try_new(schema, vec![occurrences.clone()])?),
-    )?;
-    kept.add(
-        run_detectors(&ctx, &across_sessions, config, params)
-            .await?
-            .0,
-        &findings_file,
-    )?;
-    let MostSevere {
-        mut findings,
-        mut counts,
-        ..
-    } = kept;
+    ctx.register_table("failure_occurrences", Arc::new(MemTable::try_new(schema, vec![occurrences.clone()])?))?;
+    kept.add(run_detectors(&ctx, &across_sessions, config, params).await?.0, &findings_file)?;
+    let MostSevere { mut findings, mut counts, .. } = kept;
     sort_most_severe_first(&mut findings);
-    let ChainStats {
-        chains,
-        events: events_processed,
-        first,
-        last,
-    } = stats;
+    let ChainStats { chains, events: events_processed, first, last } = stats;
     let time_range = if chains == 0 { (0, 0) } else { (first, last) };
-    let all_signals: HashMap<String, String> = findings
-        .iter()
-        .map(|f| (f.finding_id.clone(), f.signal.clone()))
-        .collect();
+    let all_signals: HashMap<String, String> = findings.iter().map(|f| (f.finding_id.clone(), f.signal.clone())).collect();
 
     let mut verdicts = Vec::new();
     let mut llm = None;
@@ -243,17 +185,9 @@ pub async fn analyze(
         let chains = chain_transcripts(&ctx, &findings).await?;
         let cache = LlmCache::open(lake);
         let defaults = ClassifyOptions::default();
-        let concurrency = if opts.llm_concurrency > 0 {
-            opts.llm_concurrency
-        } else {
-            defaults.concurrency
-        };
+        let concurrency = if opts.llm_concurrency > 0 { opts.llm_concurrency } else { defaults.concurrency };
         let deadline = opts.llm_deadline.unwrap_or(defaults.deadline);
-        let classify_opts = ClassifyOptions {
-            concurrency,
-            max_calls: opts.max_llm_calls,
-            deadline,
-        };
+        let classify_opts = ClassifyOptions { concurrency, max_calls: opts.max_llm_calls, deadline };
         let outcome = classify(&findings, &chains, tiers, &redactor, &cache, &classify_opts).await;
         cache.save()?;
         apply_triage(&mut findings, &outcome.verdicts);
@@ -261,37 +195,19 @@ pub async fn analyze(
             calls: outcome.llm_calls,
             cache_hits: outcome.cache_hits,
             over_budget: outcome.over_budget,
-            unclassified: outcome
-                .verdicts
-                .iter()
-                .filter(|v| !v.dropped() && v.classification.is_none())
-                .count(),
+            unclassified: outcome.verdicts.iter().filter(|v| !v.dropped() && v.classification.is_none()).count(),
         });
         verdicts = outcome.verdicts;
     }
     // The last bucket's chains are not needed any more, nor held while the results are written.
     drop(ctx);
-    let by_id: HashMap<&str, &FindingVerdict> = verdicts
-        .iter()
-        .map(|v| (v.finding_id.as_str(), v))
-        .collect();
-    let classified: Vec<Classified> = findings
-        .iter()
-        .filter_map(|f| {
-            by_id
-                .get(f.finding_id.as_str())
-                .and_then(|v| v.classification.as_ref())
-                .map(|c| (f, c))
-        })
-        .collect();
+    let by_id: HashMap<&str, &FindingVerdict> = verdicts.iter().map(|v| (v.finding_id.as_str(), v)).collect();
+    let classified: Vec<Classified> =
+        findings.iter().filter_map(|f| by_id.get(f.finding_id.as_str()).and_then(|v| v.classification.as_ref()).map(|c| (f, c))).collect();
     let (outputs, warnings) = generate_outputs(&classified);
 
     // A full run starts the totals afresh.
-    let earlier = if opts.full {
-        ProcessingState::default()
-    } else {
-        previous_state
-    };
+    let earlier = if opts.full { ProcessingState::default() } else { previous_state };
     // The findings the report lists, as the LLM left them (triage drops false positives).
     store_findings(&findings, &mut counts, &findings_file)?;
     let processing_state = ProcessingState {
@@ -301,53 +217,25 @@ pub async fn analyze(
         total_findings: earlier.total_findings + counts.total() as u64,
         updated_at: chrono::Utc::now().to_rfc3339(),
     };
-    let write = |table: Table,
-                 part: usize,
-                 schema: SchemaRef,
-                 batches: Vec<RecordBatch>|
-     -> Result<Option<String>, LakeError> {
+    let write = |table: Table, part: usize, schema: SchemaRef, batches: Vec<RecordBatch>| -> Result<Option<String>, LakeError> {
         if !batches.iter().any(|b| b.num_rows() > 0) {
             return Ok(None);
         }
         let dir = lake.partition_dir(table, &date);
-        write_parquet_atomic(
-            &dir,
-            &part_file_name(&writer, part),
-            schema,
-            batches.into_iter().map(Ok),
-        )
-        .map(|file| Some(lake.relative(&file.path)))
+        write_parquet_atomic(&dir, &part_file_name(&writer, part), schema, batches.into_iter().map(Ok))
+            .map(|file| Some(lake.relative(&file.path)))
     };
     let classifications = classifications_batch(&verdicts, &all_signals, &run_id, detected_at)?;
     let outputs_rows = outputs_batch(&outputs, &run_id, detected_at)?;
     let written = [
         write(Table::Failures, 2, FAILURES_SCHEMA.clone(), occurrences),
-        write(
-            Table::Classifications,
-            3,
-            CLASSIFICATIONS_SCHEMA.clone(),
-            vec![classifications],
-        ),
-        write(
-            Table::Outputs,
-            4,
-            OUTPUTS_SCHEMA.clone(),
-            vec![outputs_rows],
-        ),
-        findings_file
-            .finish()
-            .map(|file| file.map(|f| lake.relative(&f.path))),
+        write(Table::Classifications, 3, CLASSIFICATIONS_SCHEMA.clone(), vec![classifications]),
+        write(Table::Outputs, 4, OUTPUTS_SCHEMA.clone(), vec![outputs_rows]),
+        findings_file.finish().map(|file| file.map(|f| lake.relative(&f.path))),
     ];
-    let files: Vec<String> = written
-        .into_iter()
-        .filter_map(Result::transpose)
-        .collect::<Result<_, _>>()?;
+    let files: Vec<String> = written.into_iter().filter_map(Result::transpose).collect::<Result<_, _>>()?;
     if opts.full {
-        let earlier: Vec<String> = manifest
-            .analyses
-            .iter()
-            .flat_map(|a| a.files.clone())
-            .collect();
+        let earlier: Vec<String> = manifest.analyses.iter().flat_map(|a| a.files.clone()).collect();
         retire(lake, &earlier)?;
         manifest.analyses.clear();
     }
@@ -362,13 +250,7 @@ pub async fn analyze(
     registered.finish()?;
     sweep_uncommitted(lake, &manifest, &lock)?;
     let artifact_files = match &tiers {
-        Some(_) => write_artifacts(
-            &opts
-                .artifacts_dir
-                .clone()
-                .unwrap_or_else(|| lake.root().join("artifacts")),
-            &outputs,
-        )?,
+        Some(_) => write_artifacts(&opts.artifacts_dir.clone().unwrap_or_else(|| lake.root().join("artifacts")), &outputs)?,
         None => Vec::new(),
     };
     drop(lock);
@@ -428,10 +310,7 @@ impl BucketWork {
         let mut planned = Vec::new();
         // One that cannot be planned fails in every bucket: a built-in one fails the run.
         for detector in detectors {
-            let plan = plans
-                .plan(&params.fill(&detector.sql))
-                .await
-                .map_err(|e| e.to_string());
+            let plan = plans.plan(&params.fill(&detector.sql)).await.map_err(|e| e.to_string());
             planned.push((detector, plan));
         }
         Ok(Self {
@@ -455,36 +334,21 @@ struct BucketFindings {
 }
 
 /// Builds the chains of a bucket's `events` and runs the detectors over them.
-async fn analyze_bucket(
-    work: Arc<BucketWork>,
-    events: BucketEvents,
-) -> Result<BucketFindings, DetectError> {
+async fn analyze_bucket(work: Arc<BucketWork>, events: BucketEvents) -> Result<BucketFindings, DetectError> {
     let plans = &work.plans;
     let chains = &plans.chains(events.read()?).await?;
     // Together, so that one query's single-threaded steps overlap another's work.
     let detected = work.detectors.iter().map(|(detector, plan)| async move {
         let found = match plan {
-            Ok(plan) => plans
-                .query(plan, chains)
-                .await
-                .map_err(|e| e.to_string())
-                .and_then(|batches| findings_of(&batches)),
+            Ok(plan) => plans.query(plan, chains).await.map_err(|e| e.to_string()).and_then(|batches| findings_of(&batches)),
             Err(message) => Err(message.clone()),
         };
         (detector, found)
     });
-    let (stats, detected, failures) = futures::join!(
-        plans.query(&work.stats, chains),
-        futures::future::join_all(detected),
-        plans.query(&work.failures, chains)
-    );
+    let (stats, detected, failures) =
+        futures::join!(plans.query(&work.stats, chains), futures::future::join_all(detected), plans.query(&work.failures, chains));
     let (findings, skipped) = gather_findings(detected, &work.config)?;
-    Ok(BucketFindings {
-        stats: chain_stats_of(&stats?),
-        findings,
-        skipped,
-        failures: failures?,
-    })
+    Ok(BucketFindings { stats: chain_stats_of(&stats?), findings, skipped, failures: failures? })
 }
 
 /// The findings of a run: new ones (not reported by an earlier run), each once. The most
@@ -526,11 +390,7 @@ impl MostSevere {
 }
 
 /// Counts `findings` and hands them to the run's findings file, a batch at a time.
-fn store_findings(
-    findings: &[Finding],
-    counts: &mut FindingCounts,
-    file: &BatchFileWriter,
-) -> Result<(), DetectError> {
+fn store_findings(findings: &[Finding], counts: &mut FindingCounts, file: &BatchFileWriter) -> Result<(), DetectError> {
     counts.add_findings(findings);
     for chunk in findings.chunks(FINDINGS_BATCH_ROWS) {
         file.write(findings_batch(chunk)?)?;
@@ -540,13 +400,7 @@ fn store_findings(
 
 fn sort_most_severe_first(findings: &mut [Finding]) {
     // Keys made once per finding, not per comparison.
-    findings.sort_by_cached_key(|f| {
-        (
-            Reverse(severity_rank(&f.severity)),
-            f.occurred_at,
-            f.finding_id.clone(),
-        )
-    });
+    findings.sort_by_cached_key(|f| (Reverse(severity_rank(&f.severity)), f.occurred_at, f.finding_id.clone()));
 }
 
 /// The failure occurrences of this run, in the columns of the `failures` table.
@@ -570,11 +424,7 @@ pub(crate) async fn define_analysis_events(
 ) -> Result<(), DetectError> {
     let mut conditions = Vec::new();
     if let Some(t) = resume {
-        let iso = |ms: i64| {
-            chrono::DateTime::from_timestamp_millis(ms)
-                .unwrap_or_default()
-                .to_rfc3339()
-        };
+        let iso = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339();
         conditions.push(format!(
             "e.ts >= '{}' AND EXISTS (SELECT 1 FROM events n WHERE n.ts > '{}' AND n.agent = e.agent AND n.session = e.session)",
             iso(t - context_ms),
@@ -584,31 +434,12 @@ pub(crate) async fn define_analysis_events(
     match slice {
         Slice::All => {}
         Slice::Sessions(sessions) => {
-            let list: Vec<String> = sessions
-                .iter()
-                .map(|s| format!("'{}'", s.replace('\'', "''")))
-                .collect();
-            conditions.push(format!(
-                "e.session IN ({})",
-                if list.is_empty() {
-                    "NULL".to_owned()
-                } else {
-                    list.join(", ")
-                }
-            ));
+            let list: Vec<String> = sessions.iter().map(|s| format!("'{}'", s.replace('\'', "''"))).collect();
+            conditions.push(format!("e.session IN ({})", if list.is_empty() { "NULL".to_owned() } else { list.join(", ") }));
         }
     }
-    let filter = if conditions.is_empty() {
-        String::new()
-    } else {
-        format!(" WHERE {}", conditions.join(" AND "))
-    };
-    ctx.sql(&format!(
-        "CREATE OR REPLACE VIEW analysis_events AS SELECT e.* FROM events e{filter}"
-    ))
-    .await?
-    .collect()
-    .await?;
+    let filter = if conditions.is_empty() { String::new() } else { format!(" WHERE {}", conditions.join(" AND ")) };
+    ctx.sql(&format!("CREATE OR REPLACE VIEW analysis_events AS SELECT e.* FROM events e{filter}")).await?.collect().await?;
     Ok(())
 }
 
@@ -628,15 +459,8 @@ pub async fn build_chains(ctx: &SessionContext, params: &SqlParams) -> Result<()
     let planned = Arc::new(chains.schema().as_arrow().clone());
     let partitions = chains.collect_partitioned().await?;
     // Execution may mark columns nullable where planning did not; the batches decide.
-    let schema = partitions
-        .iter()
-        .flatten()
-        .next()
-        .map_or(planned, |b| b.schema());
-    let order = vec![vec![
-        col("chain_no").sort(true, false),
-        col("idx").sort(true, false),
-    ]];
+    let schema = partitions.iter().flatten().next().map_or(planned, |b| b.schema());
+    let order = vec![vec![col("chain_no").sort(true, false), col("idx").sort(true, false)]];
     let cached = MemTable::try_new(schema, partitions)?.with_sort_order(order);
     ctx.sql(KEEP_TABLE_ORDER).await?.collect().await?;
     ctx.deregister_table("chain_events")?;
@@ -647,13 +471,7 @@ pub async fn build_chains(ctx: &SessionContext, params: &SqlParams) -> Result<()
 
 /// Forgets `chain_events` and the views over it (`sql/chain_views.sql`), which hold it.
 fn drop_chains(ctx: &SessionContext) -> Result<(), DetectError> {
-    for table in [
-        "chain_endings",
-        "failure_occurrences",
-        "tool_attempts",
-        "chains",
-        "chain_events",
-    ] {
+    for table in ["chain_endings", "failure_occurrences", "tool_attempts", "chains", "chain_events"] {
         ctx.deregister_table(table)?;
     }
     Ok(())
@@ -671,11 +489,7 @@ pub(crate) struct ChainStats {
 impl ChainStats {
     pub fn add(&mut self, (chains, events, (first, last)): (u64, u64, (i64, i64))) {
         if chains > 0 {
-            self.first = if self.chains == 0 {
-                first
-            } else {
-                self.first.min(first)
-            };
+            self.first = if self.chains == 0 { first } else { self.first.min(first) };
             self.last = self.last.max(last);
         }
         self.chains += chains;
@@ -684,7 +498,8 @@ impl ChainStats {
 }
 
 /// (chains, events in chains, (first, last) event time in ms) of `chain_events`.
-pub(crate) const CHAIN_STATS_QUERY: &str = "SELECT count(*) FILTER (WHERE idx = 0) AS chains, count(*) AS events, min(ts) AS first, max(ts) AS last FROM chain_events";
+pub(crate) const CHAIN_STATS_QUERY: &str =
+    "SELECT count(*) FILTER (WHERE idx = 0) AS chains, count(*) AS events, min(ts) AS first, max(ts) AS last FROM chain_events";
 
 /// The result of [`CHAIN_STATS_QUERY`].
 pub(crate) fn chain_stats_of(batches: &[RecordBatch]) -> (u64, u64, (i64, i64)) {
@@ -693,16 +508,8 @@ pub(crate) fn chain_stats_of(batches: &[RecordBatch]) -> (u64, u64, (i64, i64)) 
     };
     let first = b.column(2).as_primitive::<TimestampMillisecondType>();
     let last = b.column(3).as_primitive::<TimestampMillisecondType>();
-    let range = if first.is_null(0) {
-        (0, 0)
-    } else {
-        (first.value(0), last.value(0))
-    };
-    (
-        b.column(0).as_primitive::<Int64Type>().value(0) as u64,
-        b.column(1).as_primitive::<Int64Type>().value(0) as u64,
-        range,
-    )
+    let range = if first.is_null(0) { (0, 0) } else { (first.value(0), last.value(0)) };
+    (b.column(0).as_primitive::<Int64Type>().value(0) as u64, b.column(1).as_primitive::<Int64Type>().value(0) as u64, range)
 }
 
 /// Runs `detectors` over the session's chains: findings with config severities and their
@@ -714,24 +521,12 @@ pub async fn run_detectors(
     params: &SqlParams,
 ) -> Result<(Vec<Finding>, SkippedDetectors), DetectError> {
     // Together, so that one detector's single-threaded steps overlap another's work.
-    let results = futures::future::join_all(
-        detectors
-            .iter()
-            .map(|d| async move { (d, run_detector(ctx, d, params).await) }),
-    )
-    .await;
+    let results = futures::future::join_all(detectors.iter().map(|d| async move { (d, run_detector(ctx, d, params).await) })).await;
     gather_findings(results, config)
 }
 
-async fn run_detector(
-    ctx: &SessionContext,
-    detector: &Detector,
-    params: &SqlParams,
-) -> Result<Vec<Finding>, String> {
-    let df = ctx
-        .sql_with_options(&params.fill(&detector.sql), query_only())
-        .await
-        .map_err(|e| e.to_string())?;
+async fn run_detector(ctx: &SessionContext, detector: &Detector, params: &SqlParams) -> Result<Vec<Finding>, String> {
+    let df = ctx.sql_with_options(&params.fill(&detector.sql), query_only()).await.map_err(|e| e.to_string())?;
     findings_of(&df.collect().await.map_err(|e| e.to_string())?)
 }
 
@@ -755,29 +550,16 @@ fn gather_findings<'a>(
         match result {
             Ok(found) => findings.extend(found),
             Err(message) if detector.builtin => {
-                return Err(DetectError::Builtin {
-                    name: detector.name.clone(),
-                    message,
-                });
+                return Err(DetectError::Builtin { name: detector.name.clone(), message });
             }
             Err(message) => skipped.push((detector.name.clone(), message)),
         }
     }
     for f in &mut findings {
-        if let Some(severity) = config
-            .signals
-            .get(&f.signal)
-            .and_then(|s| s.severity.clone())
-        {
+        if let Some(severity) = config.signals.get(&f.signal).and_then(|s| s.severity.clone()) {
             f.severity = severity;
         }
-        f.finding_id = finding_id(
-            &f.signal,
-            &f.agent,
-            &f.session,
-            &f.start_event_id,
-            &f.end_event_id,
-        );
+        f.finding_id = finding_id(&f.signal, &f.agent, &f.session, &f.start_event_id, &f.end_event_id);
     }
     Ok((findings, skipped))
 }
@@ -789,16 +571,8 @@ async fn reported_ids(ctx: &SessionContext) -> Result<HashSet<String>, DetectErr
     Ok(batches
         .iter()
         .flat_map(|b| {
-            let ids = datafusion::arrow::compute::cast(
-                b.column(0),
-                &datafusion::arrow::datatypes::DataType::Utf8,
-            )
-            .expect("text");
-            ids.as_string::<i32>()
-                .iter()
-                .flatten()
-                .map(str::to_owned)
-                .collect::<Vec<_>>()
+            let ids = datafusion::arrow::compute::cast(b.column(0), &datafusion::arrow::datatypes::DataType::Utf8).expect("text");
+            ids.as_string::<i32>().iter().flatten().map(str::to_owned).collect::<Vec<_>>()
         })
         .collect())
 }

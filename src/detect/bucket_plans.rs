@@ -47,77 +47,38 @@ pub(crate) struct BucketPlans {
 impl BucketPlans {
     /// Plans the chain build over events in the columns of `events` (with the functions,
     /// settings and tables of `ctx`), each query in one partition.
-    pub async fn new(
-        ctx: &SessionContext,
-        params: &SqlParams,
-        events: &Schema,
-    ) -> Result<Self, DetectError> {
+    pub async fn new(ctx: &SessionContext, params: &SqlParams, events: &Schema) -> Result<Self, DetectError> {
         let session = separate_session(ctx).await?;
-        for setting in CHAIN_BUILD_SETTINGS
-            .into_iter()
-            .chain([KEEP_TABLE_ORDER, NO_RUNTIME_FILTERS])
-        {
+        for setting in CHAIN_BUILD_SETTINGS.into_iter().chain([KEEP_TABLE_ORDER, NO_RUNTIME_FILTERS]) {
             session.sql(setting).await?.collect().await?;
         }
         session.deregister_table(EVENTS)?;
         session.register_table(EVENTS, Arc::new(SlotTable::new(EVENTS, events, &[])))?;
         crate::engine::run_statements(&session, &params.fill(CHAINS), |_, _| Ok(())).await?;
-        let chain_build = session
-            .sql(&format!("SELECT * FROM {CHAIN_EVENTS}"))
-            .await?
-            .create_physical_plan()
-            .await?;
+        let chain_build = session.sql(&format!("SELECT * FROM {CHAIN_EVENTS}")).await?.create_physical_plan().await?;
         // Chain events come out of the build in chain order: windows over (chain_no, idx)
         // need no sort.
         session.deregister_table(CHAIN_EVENTS)?;
         let chains = SlotTable::new(CHAIN_EVENTS, &chain_build.schema(), &["chain_no", "idx"]);
         session.register_table(CHAIN_EVENTS, Arc::new(chains))?;
         crate::engine::run_statements(&session, &params.fill(CHAIN_VIEWS), |_, _| Ok(())).await?;
-        Ok(Self {
-            state: session.state(),
-            session,
-            chain_build,
-        })
+        Ok(Self { state: session.state(), session, chain_build })
     }
 
     /// Plans `sql`, a query (nothing else: see [`query_only`]) over `chain_events` and the
     /// views over it.
     pub async fn plan(&self, sql: &str) -> Result<Arc<dyn ExecutionPlan>, DetectError> {
-        Ok(self
-            .session
-            .sql_with_options(sql, query_only())
-            .await?
-            .create_physical_plan()
-            .await?)
+        Ok(self.session.sql_with_options(sql, query_only()).await?.create_physical_plan().await?)
     }
 
     /// The chain events of a bucket's `events`, in chain order.
-    pub async fn chains(
-        &self,
-        events: Vec<RecordBatch>,
-    ) -> Result<Arc<Vec<RecordBatch>>, DetectError> {
-        Ok(Arc::new(
-            execute(
-                &self.chain_build,
-                &self.state,
-                SlotRows::default().once(EVENTS, events),
-            )
-            .await?,
-        ))
+    pub async fn chains(&self, events: Vec<RecordBatch>) -> Result<Arc<Vec<RecordBatch>>, DetectError> {
+        Ok(Arc::new(execute(&self.chain_build, &self.state, SlotRows::default().once(EVENTS, events)).await?))
     }
 
     /// Runs `plan` (from [`Self::plan`]) over a bucket's `chains`.
-    pub async fn query(
-        &self,
-        plan: &Arc<dyn ExecutionPlan>,
-        chains: &Arc<Vec<RecordBatch>>,
-    ) -> Result<Vec<RecordBatch>, DetectError> {
-        Ok(execute(
-            plan,
-            &self.state,
-            SlotRows::default().shared(CHAIN_EVENTS, Arc::clone(chains)),
-        )
-        .await?)
+    pub async fn query(&self, plan: &Arc<dyn ExecutionPlan>, chains: &Arc<Vec<RecordBatch>>) -> Result<Vec<RecordBatch>, DetectError> {
+        Ok(execute(plan, &self.state, SlotRows::default().shared(CHAIN_EVENTS, Arc::clone(chains))).await?)
     }
 }
 
@@ -125,21 +86,14 @@ impl BucketPlans {
 /// (what it registers is not seen by `ctx`), running each query in one partition.
 async fn separate_session(ctx: &SessionContext) -> Result<SessionContext, DetectError> {
     let state = ctx.state();
-    let config = state
-        .config()
-        .clone()
-        .with_create_default_catalog_and_schema(true)
-        .with_target_partitions(1);
+    let config = state.config().clone().with_create_default_catalog_and_schema(true).with_target_partitions(1);
     let separate = SessionStateBuilder::new_from_existing(state.clone())
         .with_catalog_list(Arc::new(MemoryCatalogProviderList::new()))
         .with_config(config)
         .build();
     let session = SessionContext::new_with_state(separate);
     let catalog = &state.config().options().catalog;
-    let tables = state
-        .catalog_list()
-        .catalog(&catalog.default_catalog)
-        .and_then(|c| c.schema(&catalog.default_schema));
+    let tables = state.catalog_list().catalog(&catalog.default_catalog).and_then(|c| c.schema(&catalog.default_schema));
     if let Some(tables) = tables {
         for name in tables.table_names() {
             if let Some(table) = tables.table(&name).await? {

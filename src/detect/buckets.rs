@@ -64,44 +64,17 @@ impl Buckets {
     }
 
     /// [`Self::split`], keeping the buckets in memory up to `in_memory_max` events.
-    async fn split_keeping(
-        ctx: &SessionContext,
-        bucket_events: u64,
-        in_memory_max: u64,
-    ) -> Result<Self, DetectError> {
-        let batches = ctx
-            .sql("SELECT count(*) FROM analysis_events")
-            .await?
-            .collect()
-            .await?;
-        let events = batches
-            .first()
-            .map_or(0, |b| b.column(0).as_primitive::<Int64Type>().value(0))
-            as u64;
-        let size = if bucket_events == 0 {
-            DEFAULT_BUCKET_EVENTS
-        } else {
-            bucket_events
-        };
+    async fn split_keeping(ctx: &SessionContext, bucket_events: u64, in_memory_max: u64) -> Result<Self, DetectError> {
+        let batches = ctx.sql("SELECT count(*) FROM analysis_events").await?.collect().await?;
+        let events = batches.first().map_or(0, |b| b.column(0).as_primitive::<Int64Type>().value(0)) as u64;
+        let size = if bucket_events == 0 { DEFAULT_BUCKET_EVENTS } else { bucket_events };
         let cores = ctx.state().config().target_partitions() as u64;
-        let count = events
-            .div_ceil(size)
-            .max(if events >= SHARED_MIN_EVENTS {
-                cores
-            } else {
-                1
-            })
-            .max(1);
+        let count = events.div_ceil(size).max(if events >= SHARED_MIN_EVENTS { cores } else { 1 }).max(1);
         let dir = if events > in_memory_max {
             let temp = std::env::temp_dir();
             remove_abandoned(&temp);
             let prefix = format!("{DIR_PREFIX}{}-", std::process::id());
-            Some(
-                tempfile::Builder::new()
-                    .prefix(&prefix)
-                    .tempdir_in(&temp)
-                    .map_err(DetectError::Spill)?,
-            )
+            Some(tempfile::Builder::new().prefix(&prefix).tempdir_in(&temp).map_err(DetectError::Spill)?)
         } else {
             None
         };
@@ -113,11 +86,7 @@ impl Buckets {
         // execution marks them need not match the plan).
         let planned = df.schema().as_arrow();
         let fields = planned.fields().iter().take(planned.fields().len() - 1);
-        let schema: SchemaRef = Arc::new(Schema::new(
-            fields
-                .map(|f| f.as_ref().clone().with_nullable(true))
-                .collect::<Vec<_>>(),
-        ));
+        let schema: SchemaRef = Arc::new(Schema::new(fields.map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>()));
         // Each partition of the scan is split on its own thread, into its own file per
         // bucket when they are spilled.
         let tasks: Vec<_> = df
@@ -126,12 +95,7 @@ impl Buckets {
             .into_iter()
             .enumerate()
             .map(|(part, mut stream)| {
-                let mut split = BucketSplit::new(
-                    dir.as_ref().map(|d| d.path()),
-                    part,
-                    count as usize,
-                    Arc::clone(&schema),
-                );
+                let mut split = BucketSplit::new(dir.as_ref().map(|d| d.path()), part, count as usize, Arc::clone(&schema));
                 tokio::spawn(async move {
                     while let Some(batch) = stream.next().await {
                         split.write(&batch?)?;
@@ -152,11 +116,7 @@ impl Buckets {
             Some(dir) => Events::Spilled(dir),
             None => Events::InMemory(Mutex::new(in_memory)),
         };
-        Ok(Self {
-            count,
-            schema,
-            events,
-        })
+        Ok(Self { count, schema, events })
     }
 
     /// The columns of the buckets' events.
@@ -172,22 +132,13 @@ impl Buckets {
 
     /// Runs `work` on the events of each bucket, as many buckets at a time as `ctx` has
     /// cores: the results in bucket order.
-    pub fn run<'a, T, W, F>(
-        &'a self,
-        ctx: &SessionContext,
-        work: W,
-    ) -> impl Stream<Item = Result<T, DetectError>> + 'a
+    pub fn run<'a, T, W, F>(&'a self, ctx: &SessionContext, work: W) -> impl Stream<Item = Result<T, DetectError>> + 'a
     where
         W: Fn(BucketEvents) -> F + 'a,
         F: Future<Output = Result<T, DetectError>> + Send + 'static,
         T: Send + 'static,
     {
-        let workers = ctx
-            .state()
-            .config()
-            .target_partitions()
-            .min(self.count as usize)
-            .max(1);
+        let workers = ctx.state().config().target_partitions().min(self.count as usize).max(1);
         futures::stream::iter(0..self.count)
             .map(move |bucket| {
                 let task = tokio::spawn(work(self.events(bucket as usize)));
@@ -198,9 +149,9 @@ impl Buckets {
 
     fn events(&self, bucket: usize) -> BucketEvents {
         match &self.events {
-            Events::InMemory(buckets) => BucketEvents::InMemory(std::mem::take(
-                &mut buckets.lock().expect("no bucket panics holding it")[bucket],
-            )),
+            Events::InMemory(buckets) => {
+                BucketEvents::InMemory(std::mem::take(&mut buckets.lock().expect("no bucket panics holding it")[bucket]))
+            }
             Events::Spilled(dir) => BucketEvents::Spilled(bucket_dir(dir.path(), bucket)),
         }
     }
@@ -225,10 +176,7 @@ impl BucketEvents {
             return Ok(Vec::new());
         };
         // In the order of the scan partitions that wrote them, whatever the directory's.
-        let mut files = entries
-            .map(|e| e.map(|e| e.path()))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(DetectError::Spill)?;
+        let mut files = entries.map(|e| e.map(|e| e.path())).collect::<Result<Vec<_>, _>>().map_err(DetectError::Spill)?;
         files.sort();
         let mut batches = Vec::new();
         for path in files {
@@ -253,10 +201,7 @@ fn remove_abandoned(temp: &Path) {
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let pid = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(DIR_PREFIX))
-            .and_then(|rest| rest.split('-').next());
+        let pid = name.to_str().and_then(|n| n.strip_prefix(DIR_PREFIX)).and_then(|rest| rest.split('-').next());
         if let Some(pid) = pid.filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
             && !processes.join(pid).exists()
         {
@@ -294,42 +239,22 @@ struct BucketPart {
 
 impl BucketSplit {
     fn new(dir: Option<&Path>, part: usize, count: usize, schema: SchemaRef) -> Self {
-        let bucket = || BucketPart {
-            pending: BatchCoalescer::new(Arc::clone(&schema), BUCKET_BATCH_ROWS),
-            writer: None,
-            kept: Vec::new(),
-        };
-        Self {
-            dir: dir.map(Path::to_owned),
-            part,
-            buckets: (0..count).map(|_| bucket()).collect(),
-            schema,
-        }
+        let bucket = || BucketPart { pending: BatchCoalescer::new(Arc::clone(&schema), BUCKET_BATCH_ROWS), writer: None, kept: Vec::new() };
+        Self { dir: dir.map(Path::to_owned), part, buckets: (0..count).map(|_| bucket()).collect(), schema }
     }
 
     /// Appends each row of `batch` (the chain columns, then the bucket) to its bucket.
     fn write(&mut self, batch: &RecordBatch) -> Result<(), DetectError> {
-        let buckets = batch
-            .column(batch.num_columns() - 1)
-            .as_primitive::<Int64Type>();
+        let buckets = batch.column(batch.num_columns() - 1).as_primitive::<Int64Type>();
         let mut rows: Vec<Vec<u32>> = vec![Vec::new(); self.buckets.len()];
         for (row, bucket) in buckets.values().iter().enumerate() {
             rows[*bucket as usize].push(row as u32);
         }
         // Taken bucket by bucket: the coalescer keeps text columns as the arrays it is given
         // until a batch is complete, and a slice would keep the whole batch.
-        let columns = RecordBatch::try_new(
-            Arc::clone(&self.schema),
-            batch.columns()[..batch.num_columns() - 1].to_vec(),
-        )?;
-        for (bucket, rows) in rows
-            .into_iter()
-            .enumerate()
-            .filter(|(_, rows)| !rows.is_empty())
-        {
-            self.buckets[bucket]
-                .pending
-                .push_batch_with_indices(columns.clone(), &UInt32Array::from(rows))?;
+        let columns = RecordBatch::try_new(Arc::clone(&self.schema), batch.columns()[..batch.num_columns() - 1].to_vec())?;
+        for (bucket, rows) in rows.into_iter().enumerate().filter(|(_, rows)| !rows.is_empty()) {
+            self.buckets[bucket].pending.push_batch_with_indices(columns.clone(), &UInt32Array::from(rows))?;
             self.move_completed(bucket)?;
         }
         Ok(())
@@ -358,8 +283,7 @@ impl BucketSplit {
             if part.writer.is_none() {
                 let dir = bucket_dir(dir, bucket);
                 std::fs::create_dir_all(&dir).map_err(DetectError::Spill)?;
-                let created = File::create(dir.join(format!("part-{}.arrow", self.part)))
-                    .map_err(DetectError::Spill)?;
+                let created = File::create(dir.join(format!("part-{}.arrow", self.part))).map_err(DetectError::Spill)?;
                 part.writer = Some(FileWriter::try_new(BufWriter::new(created), &self.schema)?);
             }
             part.writer.as_mut().expect("just created").write(&batch)?;
@@ -383,31 +307,16 @@ mod tests {
 
     /// `n` events of 37 sessions, ids `e0`, `e1`, …
     fn events(n: usize) -> RecordBatch {
-        let text = |f: &dyn Fn(usize) -> String| {
-            Arc::new(StringArray::from((0..n).map(f).collect::<Vec<_>>())) as ArrayRef
-        };
-        let columns = EVENTS_SCHEMA
-            .fields()
-            .iter()
-            .map(|field| match field.name().as_str() {
-                "stream_seq" => cast(
-                    &Int64Array::from_iter_values(0..n as i64),
-                    field.data_type(),
-                )
-                .unwrap(),
-                "ts" => cast(
-                    &Int64Array::from_iter_values(
-                        (0..n as i64).map(|i| 1_700_000_000_000 + i * 1000),
-                    ),
-                    field.data_type(),
-                )
-                .unwrap(),
-                "id" => text(&|i| format!("e{i}")),
-                "session" => text(&|i| format!("s{}", i % 37)),
-                "type" => text(&|_| "msg.in".to_owned()),
-                _ if field.is_nullable() => new_null_array(field.data_type(), n),
-                _ => text(&|_| "x".to_owned()),
-            });
+        let text = |f: &dyn Fn(usize) -> String| Arc::new(StringArray::from((0..n).map(f).collect::<Vec<_>>())) as ArrayRef;
+        let columns = EVENTS_SCHEMA.fields().iter().map(|field| match field.name().as_str() {
+            "stream_seq" => cast(&Int64Array::from_iter_values(0..n as i64), field.data_type()).unwrap(),
+            "ts" => cast(&Int64Array::from_iter_values((0..n as i64).map(|i| 1_700_000_000_000 + i * 1000)), field.data_type()).unwrap(),
+            "id" => text(&|i| format!("e{i}")),
+            "session" => text(&|i| format!("s{}", i % 37)),
+            "type" => text(&|_| "msg.in".to_owned()),
+            _ if field.is_nullable() => new_null_array(field.data_type(), n),
+            _ => text(&|_| "x".to_owned()),
+        });
         RecordBatch::try_new(EVENTS_SCHEMA.clone(), columns.collect()).unwrap()
     }
 
@@ -417,15 +326,7 @@ mod tests {
             let events = events.read()?;
             let mut ids: Vec<String> = events
                 .iter()
-                .flat_map(|b| {
-                    b.column_by_name("id")
-                        .unwrap()
-                        .as_string::<i32>()
-                        .iter()
-                        .flatten()
-                        .map(str::to_owned)
-                        .collect::<Vec<_>>()
-                })
+                .flat_map(|b| b.column_by_name("id").unwrap().as_string::<i32>().iter().flatten().map(str::to_owned).collect::<Vec<_>>())
                 .collect();
             ids.sort();
             Ok(ids)
@@ -435,30 +336,16 @@ mod tests {
 
     #[tokio::test]
     async fn buckets_written_to_files_hold_what_buckets_kept_in_memory_do() {
-        let ctx = memory_session(
-            vec![events(500)],
-            Redactor::builtin(),
-            &EngineOptions::default(),
-        )
-        .await
-        .unwrap();
-        define_analysis_events(&ctx, None, 0, &Slice::All)
-            .await
-            .unwrap();
+        let ctx = memory_session(vec![events(500)], Redactor::builtin(), &EngineOptions::default()).await.unwrap();
+        define_analysis_events(&ctx, None, 0, &Slice::All).await.unwrap();
         let in_memory = Buckets::split_keeping(&ctx, 100, u64::MAX).await.unwrap();
         let spilled = Buckets::split_keeping(&ctx, 100, 0).await.unwrap();
-        assert!(
-            matches!(in_memory.events, Events::InMemory(_))
-                && matches!(spilled.events, Events::Spilled(_))
-        );
+        assert!(matches!(in_memory.events, Events::InMemory(_)) && matches!(spilled.events, Events::Spilled(_)));
         assert_eq!((in_memory.count, spilled.count), (5, 5));
         let kept = bucket_ids(&ctx, &in_memory).await;
         assert_eq!(kept, bucket_ids(&ctx, &spilled).await);
         assert_eq!(kept.iter().map(Vec::len).sum::<usize>(), 500);
-        assert!(
-            kept.iter().filter(|ids| !ids.is_empty()).count() > 1,
-            "the sessions are spread over the buckets"
-        );
+        assert!(kept.iter().filter(|ids| !ids.is_empty()).count() > 1, "the sessions are spread over the buckets");
     }
 
     #[test]

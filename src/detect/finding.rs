@@ -2,9 +2,7 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray,
-};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type, TimeUnit, TimestampMillisecondType};
 use sha2::{Digest, Sha256};
@@ -40,16 +38,8 @@ pub fn severity_rank(severity: &str) -> usize {
 }
 
 /// The same finding gets the same id in every run: signal, place and events.
-pub fn finding_id(
-    signal: &str,
-    agent: &str,
-    session: &str,
-    start_event_id: &str,
-    end_event_id: &str,
-) -> String {
-    let digest = Sha256::digest(format!(
-        "{signal}|{agent}|{session}|{start_event_id}|{end_event_id}"
-    ));
+pub fn finding_id(signal: &str, agent: &str, session: &str, start_event_id: &str, end_event_id: &str) -> String {
+    let digest = Sha256::digest(format!("{signal}|{agent}|{session}|{start_event_id}|{end_event_id}"));
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -72,50 +62,24 @@ pub const DETECTOR_COLUMNS: [&str; 13] = [
 
 /// Reads a detector's result batch into findings (ids and times filled in by the caller).
 pub fn from_detector_batch(batch: &RecordBatch) -> Result<Vec<Finding>, String> {
-    let column = |name: &str| {
-        batch
-            .column_by_name(name)
-            .ok_or_else(|| format!("missing column `{name}`"))
-    };
-    let text = |name: &str| -> Result<ArrayRef, String> {
-        cast(column(name)?, &DataType::Utf8).map_err(|e| format!("column `{name}`: {e}"))
-    };
-    let int = |name: &str| -> Result<ArrayRef, String> {
-        cast(column(name)?, &DataType::Int64).map_err(|e| format!("column `{name}`: {e}"))
-    };
-    let occurred = cast(
-        column("occurred_at")?,
-        &DataType::Timestamp(TimeUnit::Millisecond, None),
-    )
-    .map_err(|e| format!("column `occurred_at`: {e}"))?;
+    let column = |name: &str| batch.column_by_name(name).ok_or_else(|| format!("missing column `{name}`"));
+    let text =
+        |name: &str| -> Result<ArrayRef, String> { cast(column(name)?, &DataType::Utf8).map_err(|e| format!("column `{name}`: {e}")) };
+    let int =
+        |name: &str| -> Result<ArrayRef, String> { cast(column(name)?, &DataType::Int64).map_err(|e| format!("column `{name}`: {e}")) };
+    let occurred = cast(column("occurred_at")?, &DataType::Timestamp(TimeUnit::Millisecond, None))
+        .map_err(|e| format!("column `occurred_at`: {e}"))?;
     let occurred = occurred.as_primitive::<TimestampMillisecondType>();
-    let texts: Vec<ArrayRef> = [
-        "signal",
-        "severity",
-        "chain_id",
-        "agent",
-        "session",
-        "start_event_id",
-        "end_event_id",
-        "summary",
-        "evidence",
-        "fingerprint",
-    ]
-    .iter()
-    .map(|n| text(n))
-    .collect::<Result<_, _>>()?;
+    let texts: Vec<ArrayRef> =
+        ["signal", "severity", "chain_id", "agent", "session", "start_event_id", "end_event_id", "summary", "evidence", "fingerprint"]
+            .iter()
+            .map(|n| text(n))
+            .collect::<Result<_, _>>()?;
     let t: Vec<&StringArray> = texts.iter().map(|a| a.as_string::<i32>()).collect();
     let (start, end) = (int("start_idx")?, int("end_idx")?);
-    let (start, end) = (
-        start.as_primitive::<Int64Type>(),
-        end.as_primitive::<Int64Type>(),
-    );
+    let (start, end) = (start.as_primitive::<Int64Type>(), end.as_primitive::<Int64Type>());
     let get = |a: &StringArray, i: usize| {
-        if a.is_null(i) {
-            String::new()
-        } else {
-            a.value(i).to_owned()
-        }
+        if a.is_null(i) { String::new() } else { a.value(i).to_owned() }
     };
     Ok((0..batch.num_rows())
         .map(|i| Finding {
@@ -130,38 +94,21 @@ pub fn from_detector_batch(batch: &RecordBatch) -> Result<Vec<Finding>, String> 
             end_idx: end.value(i),
             start_event_id: get(t[5], i),
             end_event_id: get(t[6], i),
-            occurred_at: if occurred.is_null(i) {
-                0
-            } else {
-                occurred.value(i)
-            },
+            occurred_at: if occurred.is_null(i) { 0 } else { occurred.value(i) },
             detected_at: 0,
             summary: get(t[7], i),
-            evidence: if t[8].is_null(i) {
-                "{}".into()
-            } else {
-                t[8].value(i).to_owned()
-            },
+            evidence: if t[8].is_null(i) { "{}".into() } else { t[8].value(i).to_owned() },
             fingerprint: (!t[9].is_null(i)).then(|| t[9].value(i).to_owned()),
         })
         .collect())
 }
 
 /// Findings as a batch of the `findings` table.
-pub fn findings_batch(
-    findings: &[Finding],
-) -> Result<RecordBatch, datafusion::arrow::error::ArrowError> {
-    let text = |f: &dyn Fn(&Finding) -> Option<&str>| -> ArrayRef {
-        Arc::new(findings.iter().map(f).collect::<StringArray>())
-    };
-    let int = |f: &dyn Fn(&Finding) -> i64| -> ArrayRef {
-        Arc::new(Int64Array::from_iter_values(findings.iter().map(f)))
-    };
+pub fn findings_batch(findings: &[Finding]) -> Result<RecordBatch, datafusion::arrow::error::ArrowError> {
+    let text = |f: &dyn Fn(&Finding) -> Option<&str>| -> ArrayRef { Arc::new(findings.iter().map(f).collect::<StringArray>()) };
+    let int = |f: &dyn Fn(&Finding) -> i64| -> ArrayRef { Arc::new(Int64Array::from_iter_values(findings.iter().map(f))) };
     let time = |f: &dyn Fn(&Finding) -> i64| -> ArrayRef {
-        Arc::new(
-            TimestampMillisecondArray::from_iter_values(findings.iter().map(f))
-                .with_timezone("UTC"),
-        )
+        Arc::new(TimestampMillisecondArray::from_iter_values(findings.iter().map(f)).with_timezone("UTC"))
     };
     RecordBatch::try_new(
         FINDINGS_SCHEMA.clone(),

@@ -44,14 +44,8 @@ fn findings(out: &mut impl Write, findings: &[ReportFinding]) -> io::Result<()> 
     let mut first = true;
     for round in findings.chunks(threads * ROUND_FINDINGS) {
         let texts: Vec<io::Result<Vec<u8>>> = std::thread::scope(|scope| {
-            let parts: Vec<_> = round
-                .chunks(ROUND_FINDINGS)
-                .map(|part| scope.spawn(|| render(part)))
-                .collect();
-            parts
-                .into_iter()
-                .map(|p| p.join().expect("rendering a finding does not panic"))
-                .collect()
+            let parts: Vec<_> = round.chunks(ROUND_FINDINGS).map(|part| scope.spawn(|| render(part))).collect();
+            parts.into_iter().map(|p| p.join().expect("rendering a finding does not panic")).collect()
         });
         for text in texts {
             let text = text?;
@@ -68,13 +62,7 @@ fn render(part: &[ReportFinding]) -> io::Result<Vec<u8>> {
     let mut text = Vec::with_capacity(part.len() * 1024);
     for finding in part {
         text.extend_from_slice(b",\n    ");
-        pretty(
-            &mut Indented {
-                out: &mut text,
-                prefix: b"    ",
-            },
-            finding,
-        )?;
+        pretty(&mut Indented { out: &mut text, prefix: b"    " }, finding)?;
     }
     Ok(text)
 }

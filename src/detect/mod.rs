@@ -28,9 +28,7 @@ pub enum DetectError {
     Patterns(#[from] tracelake_udfs::PatternError),
     #[error(transparent)]
     Llm(#[from] crate::classify::LlmError),
-    #[error(
-        "a row of the findings table is not a finding ({0}); was the lake written by another version?"
-    )]
+    #[error("a row of the findings table is not a finding ({0}); was the lake written by another version?")]
     FindingRow(String),
     #[error("built-in detector {name} failed: {message}")]
     Builtin { name: String, message: String },

@@ -98,11 +98,8 @@ pub struct EventRange {
 
 impl AnalysisReport {
     pub fn assemble(analysis: Analysis) -> Self {
-        let classifications: HashMap<String, Classification> = analysis
-            .verdicts
-            .into_iter()
-            .filter_map(|v| v.classification.map(|c| (v.finding_id, c)))
-            .collect();
+        let classifications: HashMap<String, Classification> =
+            analysis.verdicts.into_iter().filter_map(|v| v.classification.map(|c| (v.finding_id, c))).collect();
         let signal_stats = analysis.counts.stats();
         let findings_detected = analysis.counts.total().max(analysis.findings.len());
         let findings_not_listed = findings_detected - analysis.findings.len();
@@ -126,15 +123,9 @@ impl AnalysisReport {
                 chains_reconstructed: analysis.chains,
                 findings_detected,
                 findings_not_listed,
-                findings_classified: findings
-                    .iter()
-                    .filter(|f| f.classification.is_some())
-                    .count(),
+                findings_classified: findings.iter().filter(|f| f.classification.is_some()).count(),
                 outputs_generated: analysis.outputs.len(),
-                time_range: TimeRange {
-                    start_ms: analysis.time_range.0,
-                    end_ms: analysis.time_range.1,
-                },
+                time_range: TimeRange { start_ms: analysis.time_range.0, end_ms: analysis.time_range.1 },
             },
             signal_stats,
             findings,
@@ -148,30 +139,14 @@ impl AnalysisReport {
         let mut md = String::from("# Trace analysis\n\n");
         md.push_str(&format!(
             "{} events in {} chains analyzed; {} findings.\n\n",
-            self.stats.events_processed,
-            self.stats.chains_reconstructed,
-            self.stats.findings_detected
+            self.stats.events_processed, self.stats.chains_reconstructed, self.stats.findings_detected
         ));
         if !self.signal_stats.is_empty() {
             md.push_str("| signal | findings | by severity | top agents |\n|---|---|---|---|\n");
             for s in &self.signal_stats {
-                let sev: Vec<String> = s
-                    .by_severity
-                    .iter()
-                    .map(|(k, v)| format!("{k} {v}"))
-                    .collect();
-                let agents: Vec<String> = s
-                    .top_agents
-                    .iter()
-                    .map(|a| format!("{} {}", a.agent, a.count))
-                    .collect();
-                md.push_str(&format!(
-                    "| {} | {} | {} | {} |\n",
-                    s.signal,
-                    s.count,
-                    sev.join(", "),
-                    agents.join(", ")
-                ));
+                let sev: Vec<String> = s.by_severity.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                let agents: Vec<String> = s.top_agents.iter().map(|a| format!("{} {}", a.agent, a.count)).collect();
+                md.push_str(&format!("| {} | {} | {} | {} |\n", s.signal, s.count, sev.join(", "), agents.join(", ")));
             }
             md.push_str("\n## Findings\n\n| severity | signal | agent | session | summary |\n|---|---|---|---|---|\n");
             for f in &self.findings {
@@ -186,17 +161,9 @@ impl AnalysisReport {
             }
         }
         if self.stats.findings_not_listed > 0 {
-            md.push_str(&format!(
-                "\n… {} more findings: {}\n",
-                self.stats.findings_not_listed,
-                self.how_to_see_all()
-            ));
+            md.push_str(&format!("\n… {} more findings: {}\n", self.stats.findings_not_listed, self.how_to_see_all()));
         }
-        let classified: Vec<&ReportFinding> = self
-            .findings
-            .iter()
-            .filter(|f| f.classification.is_some())
-            .collect();
+        let classified: Vec<&ReportFinding> = self.findings.iter().filter(|f| f.classification.is_some()).collect();
         if !classified.is_empty() {
             md.push_str("\n## Root causes\n\n| signal | root cause | fix | confidence |\n|---|---|---|---|\n");
             for f in classified {
@@ -214,27 +181,16 @@ impl AnalysisReport {
         if !self.generated_outputs.is_empty() {
             md.push_str("\n## Generated fixes\n\n");
             for o in &self.generated_outputs {
-                md.push_str(&format!(
-                    "- **{}**: `{}`\n",
-                    o.output_type.as_str(),
-                    o.content.replace('\n', " ").replace('`', "'")
-                ));
+                md.push_str(&format!("- **{}**: `{}`\n", o.output_type.as_str(), o.content.replace('\n', " ").replace('`', "'")));
             }
         }
         if !self.rule_effectiveness.is_empty() {
             md.push_str("\n## Rule effectiveness\n\n| rule | signal | failures before | after (per run) | runs after | effectiveness | status |\n|---|---|---|---|---|---|---|\n");
             for e in &self.rule_effectiveness {
-                let eff = e
-                    .effectiveness
-                    .map_or("–".to_owned(), |p| format!("{p:.1} %"));
+                let eff = e.effectiveness.map_or("–".to_owned(), |p| format!("{p:.1} %"));
                 md.push_str(&format!(
                     "| {} | {} | {} | {:.1} | {} | {eff} | {} |\n",
-                    e.rule_id,
-                    e.signal,
-                    e.failures_before,
-                    e.failures_after,
-                    e.runs_after,
-                    e.status
+                    e.rule_id, e.signal, e.failures_before, e.failures_after, e.runs_after, e.status
                 ));
             }
         }
@@ -246,33 +202,18 @@ impl AnalysisReport {
         if self.run_id.is_empty() {
             return "tracelake sql \"SELECT * FROM findings\"".to_owned();
         }
-        format!(
-            "tracelake sql \"SELECT severity, signal, session, summary FROM findings WHERE run_id = '{}'\"",
-            self.run_id
-        )
+        format!("tracelake sql \"SELECT severity, signal, session, summary FROM findings WHERE run_id = '{}'\"", self.run_id)
     }
 
     /// A short summary for the terminal.
     pub fn to_terminal(&self, max_rows: usize) -> String {
         let mut out = format!(
             "analyzed {} events in {} chains: {} findings\n",
-            self.stats.events_processed,
-            self.stats.chains_reconstructed,
-            self.stats.findings_detected
+            self.stats.events_processed, self.stats.chains_reconstructed, self.stats.findings_detected
         );
         for s in &self.signal_stats {
-            let sev: Vec<String> = s
-                .by_severity
-                .iter()
-                .rev()
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect();
-            out.push_str(&format!(
-                "  {:<22} {:>5}  ({})\n",
-                s.signal,
-                s.count,
-                sev.join(", ")
-            ));
+            let sev: Vec<String> = s.by_severity.iter().rev().map(|(k, v)| format!("{k} {v}")).collect();
+            out.push_str(&format!("  {:<22} {:>5}  ({})\n", s.signal, s.count, sev.join(", ")));
         }
         if !self.findings.is_empty() {
             out.push_str("\nmost severe:\n");
@@ -287,22 +228,13 @@ impl AnalysisReport {
                     summary
                 ));
             }
-            let not_shown = self
-                .stats
-                .findings_detected
-                .saturating_sub(self.findings.len().min(max_rows));
+            let not_shown = self.stats.findings_detected.saturating_sub(self.findings.len().min(max_rows));
             if not_shown > 0 {
-                out.push_str(&format!(
-                    "  … {not_shown} more, all in the lake's findings: {}\n",
-                    self.how_to_see_all()
-                ));
+                out.push_str(&format!("  … {not_shown} more, all in the lake's findings: {}\n", self.how_to_see_all()));
             }
         }
         if !self.generated_outputs.is_empty() {
-            out.push_str(&format!(
-                "\n{} fixes generated:\n",
-                self.generated_outputs.len()
-            ));
+            out.push_str(&format!("\n{} fixes generated:\n", self.generated_outputs.len()));
             for o in self.generated_outputs.iter().take(max_rows) {
                 let text: String = o.content.replace('\n', " ").chars().take(110).collect();
                 out.push_str(&format!("  {:<17} {text}\n", o.output_type.as_str()));
@@ -311,9 +243,7 @@ impl AnalysisReport {
         if !self.rule_effectiveness.is_empty() {
             out.push_str("\nrule effectiveness:\n");
             for e in &self.rule_effectiveness {
-                let eff = e
-                    .effectiveness
-                    .map_or("–".to_owned(), |p| format!("{p:.0} %"));
+                let eff = e.effectiveness.map_or("–".to_owned(), |p| format!("{p:.0} %"));
                 out.push_str(&format!(
                     "  {} {:<20} {:<11} {eff:>6} ({} before, {:.1} after per run)\n",
                     e.rule_id, e.signal, e.status, e.failures_before, e.failures_after
@@ -330,20 +260,13 @@ fn cell(text: &str) -> String {
 }
 
 fn short(session: &str) -> String {
-    if session.chars().count() > 14 {
-        session.chars().take(13).collect::<String>() + "…"
-    } else {
-        session.to_owned()
-    }
+    if session.chars().count() > 14 { session.chars().take(13).collect::<String>() + "…" } else { session.to_owned() }
 }
 
 pub fn report_finding(f: Finding, classification: Option<Classification>) -> ReportFinding {
     ReportFinding {
         signal: SignalDetail {
-            event_range: EventRange {
-                start: f.start_idx,
-                end: f.end_idx,
-            },
+            event_range: EventRange { start: f.start_idx, end: f.end_idx },
             evidence: evidence_json(&f.evidence),
             signal: f.signal,
             severity: f.severity,
@@ -421,46 +344,22 @@ impl FindingCounts {
             .tallies
             .iter()
             .map(|(signal, tally)| {
-                let mut top: Vec<AgentCount> = tally
-                    .by_agent
-                    .iter()
-                    .map(|(agent, count)| AgentCount {
-                        agent: agent.clone(),
-                        count: *count,
-                    })
-                    .collect();
+                let mut top: Vec<AgentCount> =
+                    tally.by_agent.iter().map(|(agent, count)| AgentCount { agent: agent.clone(), count: *count }).collect();
                 top.sort_by(|a, b| b.count.cmp(&a.count).then(a.agent.cmp(&b.agent)));
                 top.truncate(5);
-                SignalStats {
-                    signal: signal.clone(),
-                    count: tally.count,
-                    by_severity: tally.by_severity.clone(),
-                    top_agents: top,
-                }
+                SignalStats { signal: signal.clone(), count: tally.count, by_severity: tally.by_severity.clone(), top_agents: top }
             })
             .collect();
-        let worst = |s: &SignalStats| {
-            s.by_severity
-                .keys()
-                .map(|k| severity_rank(k))
-                .max()
-                .unwrap_or(0)
-        };
-        stats.sort_by(|a, b| {
-            worst(b)
-                .cmp(&worst(a))
-                .then(b.count.cmp(&a.count))
-                .then(a.signal.cmp(&b.signal))
-        });
+        let worst = |s: &SignalStats| s.by_severity.keys().map(|k| severity_rank(k)).max().unwrap_or(0);
+        stats.sort_by(|a, b| worst(b).cmp(&worst(a)).then(b.count.cmp(&a.count)).then(a.signal.cmp(&b.signal)));
         stats
     }
 }
 
 /// Whether any finding is at or above `severity`.
 pub fn any_at_least(findings: &[Finding], severity: &str) -> bool {
-    findings
-        .iter()
-        .any(|f| severity_rank(&f.severity) >= severity_rank(severity))
+    findings.iter().any(|f| severity_rank(&f.severity) >= severity_rank(severity))
 }
 
 #[cfg(test)]
@@ -469,10 +368,7 @@ mod tests {
 
     #[test]
     fn evidence_is_written_as_it_is_or_as_a_string_when_not_json() {
-        assert_eq!(
-            evidence_json(r#"{"toolName":"exec","n":[1,2]}"#).get(),
-            r#"{"toolName":"exec","n":[1,2]}"#
-        );
+        assert_eq!(evidence_json(r#"{"toolName":"exec","n":[1,2]}"#).get(), r#"{"toolName":"exec","n":[1,2]}"#);
         assert_eq!(evidence_json("not json {").get(), r#""not json {""#);
         assert_eq!(evidence_json("").get(), r#""""#);
     }

@@ -17,15 +17,10 @@ use datafusion::execution::SessionState;
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{Expr, TableType};
 use datafusion::physical_expr::expressions::Column;
-use datafusion::physical_expr::{
-    EquivalenceProperties, LexOrdering, PhysicalExpr, PhysicalSortExpr,
-};
+use datafusion::physical_expr::{EquivalenceProperties, LexOrdering, PhysicalExpr, PhysicalSortExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType, reset_plan_states};
 use datafusion::physical_plan::memory::MemoryStream;
-use datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
-    SendableRecordBatchStream,
-};
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties, SendableRecordBatchStream};
 
 /// The rows of the slot tables for one execution of a plan, by table name.
 #[derive(Default)]
@@ -43,8 +38,7 @@ enum Rows {
 impl SlotRows {
     /// `batches` as the rows of `table`, for one scan.
     pub fn once(mut self, table: &'static str, batches: Vec<RecordBatch>) -> Self {
-        self.tables
-            .insert(table, Rows::Once(Mutex::new(Some(batches))));
+        self.tables.insert(table, Rows::Once(Mutex::new(Some(batches))));
         self
     }
 
@@ -61,12 +55,8 @@ impl SlotRows {
                 .lock()
                 .expect("no scan panics holding it")
                 .take()
-                .ok_or_else(|| {
-                    DataFusionError::Internal(format!("the rows of {table} were scanned twice"))
-                }),
-            None => Err(DataFusionError::Internal(format!(
-                "no rows were given for {table}"
-            ))),
+                .ok_or_else(|| DataFusionError::Internal(format!("the rows of {table} were scanned twice"))),
+            None => Err(DataFusionError::Internal(format!("no rows were given for {table}"))),
         }
     }
 }
@@ -79,11 +69,7 @@ impl fmt::Debug for SlotRows {
 
 /// Executes `plan` (planned in `state`) with `rows` as the rows of its slot tables, collecting
 /// its output.
-pub(crate) async fn execute(
-    plan: &Arc<dyn ExecutionPlan>,
-    state: &SessionState,
-    rows: SlotRows,
-) -> Result<Vec<RecordBatch>> {
+pub(crate) async fn execute(plan: &Arc<dyn ExecutionPlan>, state: &SessionState, rows: SlotRows) -> Result<Vec<RecordBatch>> {
     // Operators that keep state across their partitions (a join's build side) start afresh.
     let plan = reset_plan_states(Arc::clone(plan))?;
     let config = state.config().clone().with_extension(Arc::new(rows));
@@ -103,16 +89,8 @@ pub(crate) struct SlotTable {
 
 impl SlotTable {
     pub fn new(name: &'static str, schema: &Schema, order: &[&str]) -> Self {
-        let fields: Vec<_> = schema
-            .fields()
-            .iter()
-            .map(|f| f.as_ref().clone().with_nullable(true))
-            .collect();
-        Self {
-            name,
-            schema: Arc::new(Schema::new(fields)),
-            order: order.iter().map(|c| (*c).to_owned()).collect(),
-        }
+        let fields: Vec<_> = schema.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect();
+        Self { name, schema: Arc::new(Schema::new(fields)), order: order.iter().map(|c| (*c).to_owned()).collect() }
     }
 }
 
@@ -133,41 +111,19 @@ impl TableProvider for SlotTable {
         _filters: &[Expr],
         _limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let columns: Vec<usize> = projection
-            .cloned()
-            .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
+        let columns: Vec<usize> = projection.cloned().unwrap_or_else(|| (0..self.schema.fields().len()).collect());
         let schema = Arc::new(self.schema.project(&columns)?);
         // The order holds for as long a prefix of its columns as the scan keeps.
         let sorted: Vec<PhysicalSortExpr> = self
             .order
             .iter()
             .map_while(|name| schema.index_of(name).ok().map(|i| (name, i)))
-            .map(|(name, i)| {
-                PhysicalSortExpr::new(
-                    Arc::new(Column::new(name, i)),
-                    SortOptions {
-                        descending: false,
-                        nulls_first: false,
-                    },
-                )
-            })
+            .map(|(name, i)| PhysicalSortExpr::new(Arc::new(Column::new(name, i)), SortOptions { descending: false, nulls_first: false }))
             .collect();
-        let equivalences = EquivalenceProperties::new_with_orderings(
-            Arc::clone(&schema),
-            LexOrdering::new(sorted),
-        );
-        let properties = PlanProperties::new(
-            equivalences,
-            Partitioning::UnknownPartitioning(1),
-            EmissionType::Incremental,
-            Boundedness::Bounded,
-        );
-        Ok(Arc::new(SlotExec {
-            name: self.name,
-            schema,
-            columns,
-            properties: Arc::new(properties),
-        }))
+        let equivalences = EquivalenceProperties::new_with_orderings(Arc::clone(&schema), LexOrdering::new(sorted));
+        let properties =
+            PlanProperties::new(equivalences, Partitioning::UnknownPartitioning(1), EmissionType::Incremental, Boundedness::Bounded);
+        Ok(Arc::new(SlotExec { name: self.name, schema, columns, properties: Arc::new(properties) }))
     }
 }
 
@@ -200,45 +156,24 @@ impl ExecutionPlan for SlotExec {
         Vec::new()
     }
 
-    fn apply_expressions(
-        &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
-    ) -> Result<TreeNodeRecursion> {
+    fn apply_expressions(&self, _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>) -> Result<TreeNodeRecursion> {
         Ok(TreeNodeRecursion::Continue)
     }
 
-    fn with_new_children(
-        self: Arc<Self>,
-        _children: Vec<Arc<dyn ExecutionPlan>>,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
+    fn with_new_children(self: Arc<Self>, _children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
         Ok(self)
     }
 
-    fn execute(
-        &self,
-        _partition: usize,
-        context: Arc<TaskContext>,
-    ) -> Result<SendableRecordBatchStream> {
+    fn execute(&self, _partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
         let rows = context
             .session_config()
             .get_extension::<SlotRows>()
-            .ok_or_else(|| {
-                DataFusionError::Internal(format!("{} was scanned without its rows", self.name))
-            })?;
+            .ok_or_else(|| DataFusionError::Internal(format!("{} was scanned without its rows", self.name)))?;
         let batches = rows
             .take(self.name)?
             .into_iter()
-            .map(|b| {
-                RecordBatch::try_new(
-                    Arc::clone(&self.schema),
-                    b.project(&self.columns)?.columns().to_vec(),
-                )
-            })
+            .map(|b| RecordBatch::try_new(Arc::clone(&self.schema), b.project(&self.columns)?.columns().to_vec()))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Box::pin(MemoryStream::try_new(
-            batches,
-            Arc::clone(&self.schema),
-            None,
-        )?))
+        Ok(Box::pin(MemoryStream::try_new(batches, Arc::clone(&self.schema), None)?))
     }
 }

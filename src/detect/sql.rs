@@ -18,10 +18,7 @@ pub const SIGNAL_SCORES: &str = include_str!("../../sql/outputs/signal_scores.sq
 /// A detector: a SELECT that yields the finding columns.
 /// What a detector file may do: read. No DDL, no writes (`INSERT`, `COPY … TO`), no `SET`.
 pub fn query_only() -> datafusion::execution::context::SQLOptions {
-    datafusion::execution::context::SQLOptions::new()
-        .with_allow_ddl(false)
-        .with_allow_dml(false)
-        .with_allow_statements(false)
+    datafusion::execution::context::SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false)
 }
 
 #[derive(Debug, Clone)]
@@ -35,62 +32,25 @@ pub struct Detector {
 /// The built-in detectors: the seven of spec §7 in its order, then tracelake's own.
 pub fn builtin_detectors() -> Vec<Detector> {
     [
-        (
-            "SIG-CORRECTION",
-            include_str!("../../sql/detectors/sig_correction.sql"),
-        ),
-        (
-            "SIG-TOOL-FAIL",
-            include_str!("../../sql/detectors/sig_tool_fail.sql"),
-        ),
-        (
-            "SIG-DOOM-LOOP",
-            include_str!("../../sql/detectors/sig_doom_loop.sql"),
-        ),
-        (
-            "SIG-DISSATISFIED",
-            include_str!("../../sql/detectors/sig_dissatisfied.sql"),
-        ),
-        (
-            "SIG-REPEAT-FAIL",
-            include_str!("../../sql/detectors/sig_repeat_fail.sql"),
-        ),
-        (
-            "SIG-HALLUCINATION",
-            include_str!("../../sql/detectors/sig_hallucination.sql"),
-        ),
-        (
-            "SIG-UNVERIFIED-CLAIM",
-            include_str!("../../sql/detectors/sig_unverified_claim.sql"),
-        ),
-        (
-            "SIG-UNCONFIRMED-ACTION",
-            include_str!("../../sql/detectors/sig_unconfirmed_action.sql"),
-        ),
-        (
-            "SIG-UNANSWERED",
-            include_str!("../../sql/detectors/sig_unanswered.sql"),
-        ),
-        (
-            "SIG-ERROR-ENDING",
-            include_str!("../../sql/detectors/sig_error_ending.sql"),
-        ),
+        ("SIG-CORRECTION", include_str!("../../sql/detectors/sig_correction.sql")),
+        ("SIG-TOOL-FAIL", include_str!("../../sql/detectors/sig_tool_fail.sql")),
+        ("SIG-DOOM-LOOP", include_str!("../../sql/detectors/sig_doom_loop.sql")),
+        ("SIG-DISSATISFIED", include_str!("../../sql/detectors/sig_dissatisfied.sql")),
+        ("SIG-REPEAT-FAIL", include_str!("../../sql/detectors/sig_repeat_fail.sql")),
+        ("SIG-HALLUCINATION", include_str!("../../sql/detectors/sig_hallucination.sql")),
+        ("SIG-UNVERIFIED-CLAIM", include_str!("../../sql/detectors/sig_unverified_claim.sql")),
+        ("SIG-UNCONFIRMED-ACTION", include_str!("../../sql/detectors/sig_unconfirmed_action.sql")),
+        ("SIG-UNANSWERED", include_str!("../../sql/detectors/sig_unanswered.sql")),
+        ("SIG-ERROR-ENDING", include_str!("../../sql/detectors/sig_error_ending.sql")),
     ]
     .into_iter()
-    .map(|(name, sql)| Detector {
-        name: name.into(),
-        sql: sql.into(),
-        builtin: true,
-    })
+    .map(|(name, sql)| Detector { name: name.into(), sql: sql.into(), builtin: true })
     .collect()
 }
 
 /// The built-in detectors `config` leaves enabled.
 pub fn enabled_builtin_detectors(config: &crate::config::Config) -> Vec<Detector> {
-    builtin_detectors()
-        .into_iter()
-        .filter(|d| config.signals.get(&d.name).is_none_or(|s| s.enabled))
-        .collect()
+    builtin_detectors().into_iter().filter(|d| config.signals.get(&d.name).is_none_or(|s| s.enabled)).collect()
 }
 
 /// Every `.sql` file in `dir`, sorted by name.
@@ -104,15 +64,8 @@ pub fn user_detectors(dir: &Path) -> std::io::Result<Vec<Detector>> {
         .into_iter()
         .map(|path| {
             let sql = std::fs::read_to_string(&path)?;
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            Ok(Detector {
-                name,
-                sql,
-                builtin: false,
-            })
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            Ok(Detector { name, sql, builtin: false })
         })
         .collect()
 }
@@ -126,24 +79,17 @@ pub struct SqlParams {
 
 impl Default for SqlParams {
     fn default() -> Self {
-        Self {
-            chain_gap_ms: 30 * 60_000,
-            max_chain_events: 1000,
-        }
+        Self { chain_gap_ms: 30 * 60_000, max_chain_events: 1000 }
     }
 }
 
 impl SqlParams {
     /// The settings of `config` (`chainGapMinutes`).
     pub fn from_config(config: &crate::config::Config) -> Self {
-        Self {
-            chain_gap_ms: config.chain_gap_minutes.max(0) * 60_000,
-            ..Self::default()
-        }
+        Self { chain_gap_ms: config.chain_gap_minutes.max(0) * 60_000, ..Self::default() }
     }
 
     pub fn fill(&self, sql: &str) -> String {
-        sql.replace("${chain_gap_ms}", &self.chain_gap_ms.to_string())
-            .replace("${max_chain_events}", &self.max_chain_events.to_string())
+        sql.replace("${chain_gap_ms}", &self.chain_gap_ms.to_string()).replace("${max_chain_events}", &self.max_chain_events.to_string())
     }
 }

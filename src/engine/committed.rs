@@ -15,8 +15,8 @@ use futures::StreamExt;
 use futures::stream::{self, BoxStream};
 use object_store::path::Path;
 use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions, PutPayload,
+    PutResult, Result,
 };
 
 use crate::lake::state::Manifest;
@@ -45,20 +45,18 @@ impl CommittedFiles {
 
     /// The committed files, as object paths.
     fn committed(&self) -> Result<HashSet<Path>> {
-        let manifest = Manifest::load(&self.lake).map_err(|e| object_store::Error::Generic {
-            store: "lake",
-            source: Box::new(e),
-        })?;
-        Ok(manifest
-            .committed_files()
-            .into_iter()
-            .map(|f| f.split('/').fold(self.root.clone(), |p, part| p.join(part)))
-            .collect())
+        let manifest = Manifest::load(&self.lake).map_err(|e| object_store::Error::Generic { store: "lake", source: Box::new(e) })?;
+        Ok(manifest.committed_files().into_iter().map(|f| f.split('/').fold(self.root.clone(), |p, part| p.join(part))).collect())
     }
 
     fn read_only(&self, location: &Path) -> Result<()> {
         if self.in_lake(location) {
-            return Err(object_store::Error::NotSupported { source: format!("{location}: the lake is written only by tracelake import, export and analyze; queries cannot write into it").into() });
+            return Err(object_store::Error::NotSupported {
+                source: format!(
+                    "{location}: the lake is written only by tracelake import, export and analyze; queries cannot write into it"
+                )
+                .into(),
+            });
         }
         Ok(())
     }
@@ -72,21 +70,12 @@ impl fmt::Display for CommittedFiles {
 
 #[async_trait]
 impl ObjectStore for CommittedFiles {
-    async fn put_opts(
-        &self,
-        location: &Path,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> Result<PutResult> {
+    async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> Result<PutResult> {
         self.read_only(location)?;
         self.inner.put_opts(location, payload, opts).await
     }
 
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: PutMultipartOptions,
-    ) -> Result<Box<dyn MultipartUpload>> {
+    async fn put_multipart_opts(&self, location: &Path, opts: PutMultipartOptions) -> Result<Box<dyn MultipartUpload>> {
         self.read_only(location)?;
         self.inner.put_multipart_opts(location, opts).await
     }
@@ -95,17 +84,12 @@ impl ObjectStore for CommittedFiles {
         self.inner.get_opts(location, options).await
     }
 
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, Result<Path>>,
-    ) -> BoxStream<'static, Result<Path>> {
+    fn delete_stream(&self, locations: BoxStream<'static, Result<Path>>) -> BoxStream<'static, Result<Path>> {
         let root = self.root.clone();
         let refused = locations.map(move |l| {
             let l = l?;
             if l.prefix_match(&root).is_some() {
-                return Err(object_store::Error::NotSupported {
-                    source: format!("{l}: the lake is not changed by queries").into(),
-                });
+                return Err(object_store::Error::NotSupported { source: format!("{l}: the lake is not changed by queries").into() });
             }
             Ok(l)
         });
@@ -114,8 +98,7 @@ impl ObjectStore for CommittedFiles {
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
         let listed = self.inner.list(prefix);
-        let wants_tables =
-            prefix.is_none_or(|p| self.in_lake(p) || self.root.prefix_match(p).is_some());
+        let wants_tables = prefix.is_none_or(|p| self.in_lake(p) || self.root.prefix_match(p).is_some());
         if !wants_tables {
             return listed;
         }
@@ -126,9 +109,7 @@ impl ObjectStore for CommittedFiles {
         let root = self.root.clone();
         listed
             .filter(move |meta| {
-                let shown = meta.as_ref().map_or(true, |m| {
-                    !in_tables(&root, &m.location) || committed.contains(&m.location)
-                });
+                let shown = meta.as_ref().map_or(true, |m| !in_tables(&root, &m.location) || committed.contains(&m.location));
                 std::future::ready(shown)
             })
             .boxed()
@@ -138,9 +119,7 @@ impl ObjectStore for CommittedFiles {
         let mut listed = self.inner.list_with_delimiter(prefix).await?;
         if listed.objects.iter().any(|m| self.in_tables(&m.location)) {
             let committed = self.committed()?;
-            listed
-                .objects
-                .retain(|m| !self.in_tables(&m.location) || committed.contains(&m.location));
+            listed.objects.retain(|m| !self.in_tables(&m.location) || committed.contains(&m.location));
         }
         Ok(listed)
     }
@@ -154,7 +133,5 @@ impl ObjectStore for CommittedFiles {
 /// Whether `location` is in one of the table directories of the lake at `root`.
 fn in_tables(root: &Path, location: &Path) -> bool {
     let mut parts = location.prefix_match(root).into_iter().flatten();
-    parts
-        .next()
-        .is_some_and(|table| Table::ALL.iter().any(|t| t.dir_name() == table.as_ref()))
+    parts.next().is_some_and(|table| Table::ALL.iter().any(|t| t.dir_name() == table.as_ref()))
 }

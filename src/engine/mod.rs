@@ -12,9 +12,7 @@ pub use session::{EngineOptions, open_session, print_statements, run_statements}
 pub enum EngineError {
     #[error("{0}")]
     DataFusion(#[from] datafusion::error::DataFusionError),
-    #[error(
-        "no lake at {0}: import events first (`tracelake import --lake DIR FILE.jsonl`) or run `tracelake demo`"
-    )]
+    #[error("no lake at {0}: import events first (`tracelake import --lake DIR FILE.jsonl`) or run `tracelake demo`")]
     NoLake(std::path::PathBuf),
     #[error("writing results: {0}")]
     Output(#[from] std::io::Error),
@@ -31,17 +29,12 @@ pub enum EngineError {
 }
 
 /// The rows of a (small) query result as JSON objects.
-pub async fn query_json(
-    ctx: &datafusion::prelude::SessionContext,
-    sql: &str,
-) -> Result<Vec<serde_json::Value>, EngineError> {
+pub async fn query_json(ctx: &datafusion::prelude::SessionContext, sql: &str) -> Result<Vec<serde_json::Value>, EngineError> {
     batches_json(&ctx.sql(sql).await?.collect().await?)
 }
 
 /// The rows of (small) `batches` as JSON objects.
-pub fn batches_json(
-    batches: &[datafusion::arrow::array::RecordBatch],
-) -> Result<Vec<serde_json::Value>, EngineError> {
+pub fn batches_json(batches: &[datafusion::arrow::array::RecordBatch]) -> Result<Vec<serde_json::Value>, EngineError> {
     let mut buffer = Vec::new();
     let mut writer = datafusion::arrow::json::ArrayWriter::new(&mut buffer);
     for batch in batches {

@@ -24,12 +24,7 @@ pub enum PrintFormat {
 
 impl PrintFormat {
     /// Writes `batches` (with `schema`, for headers when there are no rows).
-    pub fn write(
-        self,
-        out: &mut dyn Write,
-        schema: &SchemaRef,
-        batches: &[RecordBatch],
-    ) -> Result<(), EngineError> {
+    pub fn write(self, out: &mut dyn Write, schema: &SchemaRef, batches: &[RecordBatch]) -> Result<(), EngineError> {
         let mut printer = self.printer(out, schema);
         for batch in batches {
             printer.write(batch)?;
@@ -40,25 +35,12 @@ impl PrintFormat {
     /// A printer of one result with `schema`, fed batch by batch.
     pub fn printer<'a>(self, out: &'a mut dyn Write, schema: &SchemaRef) -> Printer<'a> {
         let sink = match self {
-            PrintFormat::Table => Sink::Table {
-                out,
-                shown: Vec::new(),
-                shown_rows: 0,
-            },
-            PrintFormat::Csv => Sink::Csv(
-                datafusion::arrow::csv::WriterBuilder::new()
-                    .with_header(true)
-                    .build(out),
-                false,
-            ),
+            PrintFormat::Table => Sink::Table { out, shown: Vec::new(), shown_rows: 0 },
+            PrintFormat::Csv => Sink::Csv(datafusion::arrow::csv::WriterBuilder::new().with_header(true).build(out), false),
             PrintFormat::Json => Sink::Json(ArrayWriter::new(out)),
             PrintFormat::Ndjson => Sink::Ndjson(LineDelimitedWriter::new(out)),
         };
-        Printer {
-            schema: schema.clone(),
-            rows: 0,
-            sink,
-        }
+        Printer { schema: schema.clone(), rows: 0, sink }
     }
 }
 
@@ -84,9 +66,7 @@ impl Printer<'_> {
     pub fn write(&mut self, batch: &RecordBatch) -> Result<(), EngineError> {
         self.rows += batch.num_rows();
         match &mut self.sink {
-            Sink::Table {
-                shown, shown_rows, ..
-            } => {
+            Sink::Table { shown, shown_rows, .. } => {
                 let room = MAX_TABLE_ROWS - *shown_rows;
                 if room > 0 && batch.num_rows() > 0 {
                     let kept = batch.slice(0, batch.num_rows().min(room));
@@ -107,21 +87,14 @@ impl Printer<'_> {
     pub fn finish(self) -> Result<(), EngineError> {
         let rows = self.rows;
         match self.sink {
-            Sink::Table {
-                out,
-                mut shown,
-                shown_rows,
-            } => {
+            Sink::Table { out, mut shown, shown_rows } => {
                 if shown.is_empty() {
                     shown.push(RecordBatch::new_empty(self.schema.clone()));
                 }
                 writeln!(out, "{}", pretty_format_batches(&shown)?)?;
                 let plural = if rows == 1 { "" } else { "s" };
                 if rows > shown_rows {
-                    writeln!(
-                        out,
-                        "{rows} row{plural} ({shown_rows} shown; --format csv or a LIMIT for the rest)"
-                    )?;
+                    writeln!(out, "{rows} row{plural} ({shown_rows} shown; --format csv or a LIMIT for the rest)")?;
                 } else {
                     writeln!(out, "{rows} row{plural}")?;
                 }

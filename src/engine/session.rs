@@ -7,9 +7,7 @@ use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray, TimestampMi
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::datasource::MemTable;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
-use datafusion::datasource::listing::{
-    ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
-};
+use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
 use datafusion::execution::memory_pool::FairSpillPool;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
@@ -49,9 +47,7 @@ impl Default for EngineOptions {
 
 impl EngineOptions {
     /// The settings `config` chooses: its languages and chain parameters.
-    pub fn from_config(
-        config: &crate::config::Config,
-    ) -> Result<Self, tracelake_udfs::PatternError> {
+    pub fn from_config(config: &crate::config::Config) -> Result<Self, tracelake_udfs::PatternError> {
         let patterns = Patterns::with_tool_patterns(&config.languages, &config.tool_patterns)?;
         Ok(Self::with(patterns, SqlParams::from_config(config)))
     }
@@ -67,25 +63,16 @@ impl EngineOptions {
 }
 
 /// A session over `lake`: every table of the lake, `runs`, the chain views, all UDFs.
-pub async fn open_session(
-    lake: &Lake,
-    redactor: Redactor,
-    opts: &EngineOptions,
-) -> Result<SessionContext, EngineError> {
+pub async fn open_session(lake: &Lake, redactor: Redactor, opts: &EngineOptions) -> Result<SessionContext, EngineError> {
     if !lake.root().is_dir() {
         return Err(EngineError::NoLake(lake.root().to_path_buf()));
     }
     let manifest = Manifest::load(lake)?;
     let ctx = new_context(redactor, opts)?;
     let root = lake.root().canonicalize()?;
-    let root_path = object_store::path::Path::from_absolute_path(&root)
-        .map_err(|e| EngineError::LakePath(root.clone(), e))?;
+    let root_path = object_store::path::Path::from_absolute_path(&root).map_err(|e| EngineError::LakePath(root.clone(), e))?;
     let local = ObjectStoreUrl::local_filesystem();
-    let committed = CommittedFiles::new(
-        Arc::new(LocalFileSystem::new()),
-        Lake::new(&root),
-        root_path,
-    );
+    let committed = CommittedFiles::new(Arc::new(LocalFileSystem::new()), Lake::new(&root), root_path);
     ctx.register_object_store(local.as_ref(), Arc::new(committed));
     for table in Table::ALL {
         register_table(&ctx, lake, table, file_schema(table)).await?;
@@ -97,11 +84,7 @@ pub async fn open_session(
 
 /// A session over events held in memory, no lake: `events` from `batches` (in the
 /// columns of [`EVENTS_SCHEMA`]), every other table empty.
-pub async fn memory_session(
-    batches: Vec<RecordBatch>,
-    redactor: Redactor,
-    opts: &EngineOptions,
-) -> Result<SessionContext, EngineError> {
+pub async fn memory_session(batches: Vec<RecordBatch>, redactor: Redactor, opts: &EngineOptions) -> Result<SessionContext, EngineError> {
     let ctx = new_context(redactor, opts)?;
     for table in Table::ALL {
         let provider = match table {
@@ -123,9 +106,7 @@ fn new_context(redactor: Redactor, opts: &EngineOptions) -> Result<SessionContex
         .set_bool("datafusion.execution.parquet.pushdown_filters", true)
         .set_bool("datafusion.execution.parquet.reorder_filters", true)
         .set_bool("datafusion.execution.collect_statistics", true);
-    let runtime = RuntimeEnvBuilder::new()
-        .with_memory_pool(Arc::new(FairSpillPool::new(opts.memory_limit_bytes)))
-        .build_arc()?;
+    let runtime = RuntimeEnvBuilder::new().with_memory_pool(Arc::new(FairSpillPool::new(opts.memory_limit_bytes))).build_arc()?;
     let ctx = SessionContext::new_with_config_rt(config, runtime);
     tracelake_udfs::register_all(&ctx, redactor, Arc::clone(&opts.patterns));
     Ok(ctx)
@@ -133,26 +114,14 @@ fn new_context(redactor: Redactor, opts: &EngineOptions) -> Result<SessionContex
 
 /// An empty table with the columns of a stored table, partition column included.
 fn empty_table(file_schema: &SchemaRef) -> Result<MemTable, EngineError> {
-    let mut fields: Vec<Field> = file_schema
-        .fields()
-        .iter()
-        .map(|f| f.as_ref().clone())
-        .collect();
+    let mut fields: Vec<Field> = file_schema.fields().iter().map(|f| f.as_ref().clone()).collect();
     fields.push(Field::new(PARTITION_COLUMN, DataType::Utf8, false));
-    Ok(MemTable::try_new(
-        Arc::new(Schema::new(fields)),
-        vec![vec![]],
-    )?)
+    Ok(MemTable::try_new(Arc::new(Schema::new(fields)), vec![vec![]])?)
 }
 
 /// Registers a hive-partitioned table; a table with no directory yet is an empty table
 /// of the same columns.
-async fn register_table(
-    ctx: &SessionContext,
-    lake: &Lake,
-    table: Table,
-    file_schema: SchemaRef,
-) -> Result<(), EngineError> {
+async fn register_table(ctx: &SessionContext, lake: &Lake, table: Table, file_schema: SchemaRef) -> Result<(), EngineError> {
     let dir = lake.table_dir(table);
     let name = table.dir_name();
     if !dir.is_dir() {
@@ -163,35 +132,24 @@ async fn register_table(
     let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
         .with_file_extension(".parquet")
         .with_table_partition_cols(vec![(PARTITION_COLUMN.to_owned(), DataType::Utf8)]);
-    let config = ListingTableConfig::new(url)
-        .with_listing_options(options)
-        .with_schema(file_schema);
+    let config = ListingTableConfig::new(url).with_listing_options(options).with_schema(file_schema);
     ctx.register_table(name, Arc::new(ListingTable::try_new(config)?))?;
     Ok(())
 }
 
 /// `runs`: the committed analysis runs in order (`run_no` from 1), from the manifest.
 fn register_runs(ctx: &SessionContext, runs: &[AnalysisRecord]) -> Result<(), EngineError> {
-    let finished = runs.iter().map(|r| {
-        chrono::DateTime::parse_from_rfc3339(&r.finished_at).map_or(0, |t| t.timestamp_millis())
-    });
+    let finished = runs.iter().map(|r| chrono::DateTime::parse_from_rfc3339(&r.finished_at).map_or(0, |t| t.timestamp_millis()));
     let batch = RecordBatch::try_new(
         RUNS_SCHEMA.clone(),
         vec![
             Arc::new(Int64Array::from_iter_values(1..=runs.len() as i64)),
-            Arc::new(StringArray::from_iter_values(
-                runs.iter().map(|r| r.run_id.as_str()),
-            )),
+            Arc::new(StringArray::from_iter_values(runs.iter().map(|r| r.run_id.as_str()))),
             Arc::new(TimestampMillisecondArray::from_iter_values(finished).with_timezone("UTC")),
-            Arc::new(Int64Array::from_iter_values(
-                runs.iter().map(|r| r.findings as i64),
-            )),
+            Arc::new(Int64Array::from_iter_values(runs.iter().map(|r| r.findings as i64))),
         ],
     )?;
-    ctx.register_table(
-        "runs",
-        Arc::new(MemTable::try_new(RUNS_SCHEMA.clone(), vec![vec![batch]])?),
-    )?;
+    ctx.register_table("runs", Arc::new(MemTable::try_new(RUNS_SCHEMA.clone(), vec![vec![batch]])?))?;
     Ok(())
 }
 
@@ -199,31 +157,20 @@ static RUNS_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     Arc::new(Schema::new(vec![
         Field::new("run_no", DataType::Int64, false),
         Field::new("run_id", DataType::Utf8, false),
-        Field::new(
-            "finished_at",
-            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
-            false,
-        ),
+        Field::new("finished_at", DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())), false),
         Field::new("findings", DataType::Int64, false),
     ]))
 });
 
 /// The columns of `failures` without its partition column.
-pub const FAILURE_COLUMNS: &str = "fingerprint, session, agent, first_ts, chain_id, start_idx, start_event_id, end_event_id, tool_name, error";
+pub const FAILURE_COLUMNS: &str =
+    "fingerprint, session, agent, first_ts, chain_id, start_idx, start_event_id, end_event_id, tool_name, error";
 
 /// Views for ad-hoc queries: `analysis_events` (all events), `deduped_events`,
 /// `chain_events`, `chains`, `tool_attempts`. Views cost nothing until queried.
 async fn define_chain_views(ctx: &SessionContext, params: &SqlParams) -> Result<(), EngineError> {
-    ctx.sql("CREATE VIEW analysis_events AS SELECT * FROM events")
-        .await?
-        .collect()
-        .await?;
-    ctx.sql(&format!(
-        "CREATE VIEW failure_history AS SELECT {FAILURE_COLUMNS} FROM failures"
-    ))
-    .await?
-    .collect()
-    .await?;
+    ctx.sql("CREATE VIEW analysis_events AS SELECT * FROM events").await?.collect().await?;
+    ctx.sql(&format!("CREATE VIEW failure_history AS SELECT {FAILURE_COLUMNS} FROM failures")).await?.collect().await?;
     for sql in [CHAINS, CHAIN_VIEWS, RULE_EFFECTIVENESS, SIGNAL_SCORES] {
         run_statements(ctx, &params.fill(sql), |_, _| Ok(())).await?;
     }
@@ -264,19 +211,11 @@ pub async fn print_statements(
 /// object store of [`super::committed`] refuses such writes too, whatever the path.)
 fn refuse_lake_writes(plan: &LogicalPlan, lake: &Lake) -> Result<(), EngineError> {
     let target = match plan {
-        LogicalPlan::Dml(dml)
-            if Table::ALL
-                .iter()
-                .any(|t| t.dir_name() == dml.table_name.table()) =>
-        {
+        LogicalPlan::Dml(dml) if Table::ALL.iter().any(|t| t.dir_name() == dml.table_name.table()) => {
             format!("table {}", dml.table_name)
         }
         LogicalPlan::Copy(copy) => {
-            let path = std::path::Path::new(
-                copy.output_url
-                    .strip_prefix("file://")
-                    .unwrap_or(&copy.output_url),
-            );
+            let path = std::path::Path::new(copy.output_url.strip_prefix("file://").unwrap_or(&copy.output_url));
             let path = std::path::absolute(path)?;
             let root = std::path::absolute(lake.root())?;
             let canonical_root = lake.root().canonicalize().unwrap_or_else(|_| root.clone());

@@ -47,11 +47,7 @@ pub struct Expected {
 /// Writes exactly `opts.events` JSONL lines to `out` and returns what they hold.
 pub fn generate(opts: &GenerateOptions, out: &mut dyn Write) -> std::io::Result<Expected> {
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
-    let mut expected = Expected {
-        seed: opts.seed,
-        events: opts.events,
-        ..Expected::default()
-    };
+    let mut expected = Expected { seed: opts.seed, events: opts.events, ..Expected::default() };
     let mut planner = scenario::Planner::default();
     // Active sessions ordered by the time of their next event.
     let mut active: BinaryHeap<Reverse<(i64, u64)>> = BinaryHeap::new();
@@ -85,14 +81,8 @@ pub fn generate(opts: &GenerateOptions, out: &mut dyn Write) -> std::io::Result<
         clock = clock.max(ts);
         let (lines, pos) = sessions.get_mut(&id).expect("active session");
         let line = &lines[*pos];
-        *expected
-            .events_by_type
-            .entry(line.event_type.clone())
-            .or_default() += 1;
-        *expected
-            .events_by_schema
-            .entry(line.schema.to_owned())
-            .or_default() += 1;
+        *expected.events_by_type.entry(line.event_type.clone()).or_default() += 1;
+        *expected.events_by_schema.entry(line.schema.to_owned()).or_default() += 1;
         out.write_all(line.json.as_bytes())?;
         out.write_all(b"\n")?;
         written += 1;

@@ -33,12 +33,7 @@ pub fn render(rng: &mut impl Rng, plan: &SessionPlan) -> Vec<Line> {
         clock
     };
     if plan.framed {
-        events.push(Canonical {
-            ts: tick(rng),
-            kind: "session.start",
-            payload: json!({"sessionId": session}),
-            b: None,
-        });
+        events.push(Canonical { ts: tick(rng), kind: "session.start", payload: json!({"sessionId": session}), b: None });
     }
     for step in &plan.steps {
         match step {
@@ -85,11 +80,7 @@ pub fn render(rng: &mut impl Rng, plan: &SessionPlan) -> Vec<Line> {
         }
     }
     if plan.framed {
-        let count = plan
-            .steps
-            .iter()
-            .filter(|s| matches!(s, Step::User(_) | Step::Agent(_)))
-            .count();
+        let count = plan.steps.iter().filter(|s| matches!(s, Step::User(_) | Step::Agent(_))).count();
         events.push(Canonical {
             ts: tick(rng),
             kind: "session.end",
@@ -101,41 +92,24 @@ pub fn render(rng: &mut impl Rng, plan: &SessionPlan) -> Vec<Line> {
     let mut lines = Vec::new();
     let mut seq = 0u64;
     for event in events {
-        let a = matches!(
-            plan.publish,
-            Publish::A | Publish::AEnvelope | Publish::Both
-        );
+        let a = matches!(plan.publish, Publish::A | Publish::AEnvelope | Publish::Both);
         let b = matches!(plan.publish, Publish::B | Publish::Both);
         if a {
             let mut raw = json!({"id": uuid(rng), "ts": event.ts, "agent": plan.agent, "session": session, "type": event.kind, "payload": event.payload});
             if plan.publish == Publish::AEnvelope {
                 add_envelope(rng, &mut raw, &session, &run_id);
             }
-            lines.push(Line {
-                ts: event.ts,
-                event_type: event.kind.into(),
-                schema: "A",
-                json: raw.to_string(),
-            });
+            lines.push(Line { ts: event.ts, event_type: event.kind.into(), schema: "A", json: raw.to_string() });
         }
         if b && let Some((b_type, b_payload)) = event.b {
             seq += 1;
             // The second publisher sees messages and tool events a little later, sometimes in
             // the next second; lifecycle events carry the same time (that is how they pair up).
-            let jitter = if event.kind.starts_with("msg.") || event.kind.starts_with("tool.") {
-                rng.random_range(20..950)
-            } else {
-                0
-            };
+            let jitter = if event.kind.starts_with("msg.") || event.kind.starts_with("tool.") { rng.random_range(20..950) } else { 0 };
             let ts = event.ts + jitter;
             let id = format!("{}-{}", to_base36(ts as u64), hex(rng, 4));
             let raw = json!({"id": id, "timestamp": ts, "agent": plan.agent, "session": format!("agent:{}:{session}", plan.agent), "type": b_type, "visibility": "internal", "payload": b_payload, "meta": {"source": "session-sync", "runId": run_id, "seq": seq, "stream": "conversation"}});
-            lines.push(Line {
-                ts,
-                event_type: b_type.into(),
-                schema: "B",
-                json: raw.to_string(),
-            });
+            lines.push(Line { ts, event_type: b_type.into(), schema: "B", json: raw.to_string() });
         }
     }
     lines
@@ -155,16 +129,10 @@ fn tool_call(ts: i64, name: &str, params: &Value, call_id: &str, run_id: &str) -
 
 fn lifecycle(kind: &str, session_id: &str, run_id: &str) -> (Value, Option<(&'static str, Value)>) {
     match kind {
-        "run.start" => (
-            json!({"prompt": "(system) be helpful"}),
-            Some(("lifecycle.start", json!({"runId": run_id}))),
-        ),
+        "run.start" => (json!({"prompt": "(system) be helpful"}), Some(("lifecycle.start", json!({"runId": run_id})))),
         "run.end" => (
             json!({"success": true, "durationMs": 4200, "messageCount": 4}),
-            Some((
-                "lifecycle.end",
-                json!({"runId": run_id, "durationMs": 4200}),
-            )),
+            Some(("lifecycle.end", json!({"runId": run_id, "durationMs": 4200}))),
         ),
         "llm.input" => (
             json!({"runId": run_id, "sessionId": session_id, "provider": "anthropic", "model": "claude-sonnet-4", "prompt": "summarize"}),
@@ -186,32 +154,17 @@ fn add_envelope(rng: &mut impl Rng, raw: &mut Value, session: &str, run_id: &str
     obj.insert("canonicalType".into(), json!(legacy.replace('.', "_")));
     obj.insert("legacyType".into(), json!(legacy));
     obj.insert("source".into(), json!("openclaw-nats-eventstore"));
-    obj.insert(
-        "scope".into(),
-        json!({"sessionKey": session, "sessionId": session, "runId": run_id}),
-    );
-    obj.insert(
-        "trace".into(),
-        json!({"traceId": hex(rng, 16), "spanId": hex(rng, 8), "parentSpanId": hex(rng, 8)}),
-    );
+    obj.insert("scope".into(), json!({"sessionKey": session, "sessionId": session, "runId": run_id}));
+    obj.insert("trace".into(), json!({"traceId": hex(rng, 16), "spanId": hex(rng, 8), "parentSpanId": hex(rng, 8)}));
 }
 
 fn hex(rng: &mut impl Rng, bytes: usize) -> String {
-    (0..bytes)
-        .map(|_| format!("{:02x}", rng.random::<u8>()))
-        .collect()
+    (0..bytes).map(|_| format!("{:02x}", rng.random::<u8>())).collect()
 }
 
 fn uuid(rng: &mut impl Rng) -> String {
     let h = hex(rng, 16);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
 }
 
 fn to_base36(mut n: u64) -> String {

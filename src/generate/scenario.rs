@@ -97,34 +97,15 @@ impl SessionPlan {
     /// A plain exchange of exactly `events` events (in schema A, unframed).
     pub fn filler(rng: &mut impl Rng, number: u64, start_ms: i64, events: usize) -> Self {
         let steps = (0..events)
-            .map(|i| {
-                if i % 2 == 0 {
-                    Step::User(pick(rng, FILLER_ASKS))
-                } else {
-                    Step::Agent(pick(rng, FILLER_ANSWERS))
-                }
-            })
+            .map(|i| if i % 2 == 0 { Step::User(pick(rng, FILLER_ASKS)) } else { Step::Agent(pick(rng, FILLER_ANSWERS)) })
             .collect();
-        SessionPlan {
-            number,
-            agent: "main",
-            start_ms,
-            publish: Publish::A,
-            framed: false,
-            steps,
-            findings: vec![],
-        }
+        SessionPlan { number, agent: "main", start_ms, publish: Publish::A, framed: false, steps, findings: vec![] }
     }
 
     pub fn count_findings(&self, expected: &mut Expected) {
         for (signal, severity) in &self.findings {
             *expected.findings.entry((*signal).to_owned()).or_default() += 1;
-            *expected
-                .severities
-                .entry((*signal).to_owned())
-                .or_default()
-                .entry((*severity).to_owned())
-                .or_default() += 1;
+            *expected.severities.entry((*signal).to_owned()).or_default().entry((*severity).to_owned()).or_default() += 1;
         }
     }
 }
@@ -146,33 +127,11 @@ pub struct Planner {
 }
 
 impl Planner {
-    pub fn next(
-        &mut self,
-        rng: &mut impl Rng,
-        number: u64,
-        start_ms: i64,
-        _remaining: u64,
-    ) -> SessionPlan {
+    pub fn next(&mut self, rng: &mut impl Rng, number: u64, start_ms: i64, _remaining: u64) -> SessionPlan {
         let agent = *AGENTS.choose(rng).expect("agents");
-        let publish = *[
-            Publish::A,
-            Publish::A,
-            Publish::AEnvelope,
-            Publish::B,
-            Publish::Both,
-        ]
-        .choose(rng)
-        .expect("modes");
+        let publish = *[Publish::A, Publish::A, Publish::AEnvelope, Publish::B, Publish::Both].choose(rng).expect("modes");
         let framed = publish != Publish::B && rng.random_bool(0.8);
-        let mut plan = SessionPlan {
-            number,
-            agent,
-            start_ms,
-            publish,
-            framed,
-            steps: vec![],
-            findings: vec![],
-        };
+        let mut plan = SessionPlan { number, agent, start_ms, publish, framed, steps: vec![], findings: vec![] };
         if let Some(shared) = self.repeats.pop_front() {
             self.repeat_session(rng, &mut plan, shared);
             return plan;
@@ -216,9 +175,7 @@ impl Planner {
                 s.push(Step::User("Can you restart the web service?".into()));
                 s.push(Step::Agent("Soll ich den Dienst jetzt neu starten?".into()));
                 s.push(Step::User("nein".into()));
-                s.push(Step::Agent(
-                    "Okay, I will leave it as it is and clear the cache instead.".into(),
-                ));
+                s.push(Step::Agent("Okay, I will leave it as it is and clear the cache instead.".into()));
                 s.push(ok_tool(rng, n));
                 s.push(Step::Agent("Done ✅ the cache was cleared.".into()));
                 s.push(Step::User(pick(rng, THANKS)));
@@ -228,17 +185,13 @@ impl Planner {
                 s.push(ok_tool(rng, n));
                 s.push(Step::Agent(pick(rng, ASSERTIONS)));
                 s.push(Step::User(pick(rng, CORRECTIONS)));
-                s.push(Step::Agent(
-                    "Sorry, you are right; I will use the value you gave.".into(),
-                ));
+                s.push(Step::Agent("Sorry, you are right; I will use the value you gave.".into()));
                 plan.findings.push(("SIG-CORRECTION", "medium"));
             }
             Scenario::ToolFail => {
                 s.push(Step::User(pick(rng, ASKS)));
                 s.push(fail_tool(n, 0));
-                s.push(Step::Agent(
-                    "I could not read the file; the permission was denied.".into(),
-                ));
+                s.push(Step::Agent("I could not read the file; the permission was denied.".into()));
                 plan.findings.push(("SIG-TOOL-FAIL", "low"));
             }
             Scenario::DoomLoop => {
@@ -248,13 +201,8 @@ impl Planner {
                     s.push(fail_tool(n, 0));
                 }
                 s.push(ok_tool(rng, n));
-                s.push(Step::Agent(
-                    "I used another way to get the numbers; here they are.".into(),
-                ));
-                plan.findings.push((
-                    "SIG-DOOM-LOOP",
-                    if loop_size >= 5 { "critical" } else { "high" },
-                ));
+                s.push(Step::Agent("I used another way to get the numbers; here they are.".into()));
+                plan.findings.push(("SIG-DOOM-LOOP", if loop_size >= 5 { "critical" } else { "high" }));
             }
             Scenario::Dissatisfied => {
                 s.push(Step::User(pick(rng, ASKS)));
@@ -269,17 +217,12 @@ impl Planner {
                 let shared = SharedFailure {
                     name: "exec".into(),
                     params: json!({"command": format!("systemctl restart worker-{group}"), "timeout": 30}),
-                    error: format!(
-                        "Job for worker-{group}.service failed (pid 4{group}). See journalctl -xe."
-                    ),
+                    error: format!("Job for worker-{group}.service failed (pid 4{group}). See journalctl -xe."),
                     occurrence: 1,
                 };
                 let size = rng.random_range(2..=3);
                 for occurrence in 2..=size {
-                    self.repeats.push_back(SharedFailure {
-                        occurrence,
-                        ..shared.clone()
-                    });
+                    self.repeats.push_back(SharedFailure { occurrence, ..shared.clone() });
                 }
                 s.pop();
                 self.repeat_session(rng, plan, shared);
@@ -294,27 +237,16 @@ impl Planner {
             }
             Scenario::UnverifiedClaim => {
                 s.push(Step::User("How full is the disk on the build host?".into()));
-                s.push(Step::Agent(format!(
-                    "The disk usage is {}% on the build host.",
-                    40 + n % 50
-                )));
+                s.push(Step::Agent(format!("The disk usage is {}% on the build host.", 40 + n % 50)));
                 s.push(Step::User(pick(rng, THANKS)));
                 plan.findings.push(("SIG-UNVERIFIED-CLAIM", "medium"));
             }
             Scenario::UnconfirmedAction => {
-                s.push(Step::User(
-                    "Can you email the weekly report to the team?".into(),
-                ));
-                s.push(Step::Agent(
-                    "I can send the report to team@example.org now. Shall I send it?".into(),
-                ));
+                s.push(Step::User("Can you email the weekly report to the team?".into()));
+                s.push(Step::Agent("I can send the report to team@example.org now. Shall I send it?".into()));
                 // Half the time the user agrees first: no finding.
                 let agreed = rng.random_bool(0.5);
-                s.push(Step::User(if agreed {
-                    pick(rng, CONFIRMATIONS)
-                } else {
-                    "Which version of the report is it?".into()
-                }));
+                s.push(Step::User(if agreed { pick(rng, CONFIRMATIONS) } else { "Which version of the report is it?".into() }));
                 s.push(Step::ToolOk {
                     name: "send_email".into(),
                     params: json!({"to": "team@example.org", "report": n}),
@@ -345,23 +277,12 @@ impl Planner {
     }
 
     /// A session that hits the group's failure, then recovers with another tool.
-    fn repeat_session(
-        &mut self,
-        rng: &mut impl Rng,
-        plan: &mut SessionPlan,
-        shared: SharedFailure,
-    ) {
+    fn repeat_session(&mut self, rng: &mut impl Rng, plan: &mut SessionPlan, shared: SharedFailure) {
         let s = &mut plan.steps;
         s.push(Step::User("Please restart the worker.".into()));
-        s.push(Step::ToolFail {
-            name: shared.name,
-            params: shared.params,
-            error: shared.error,
-        });
+        s.push(Step::ToolFail { name: shared.name, params: shared.params, error: shared.error });
         s.push(ok_tool(rng, plan.number));
-        s.push(Step::Agent(
-            "The restart needs an operator; I opened a ticket for it.".into(),
-        ));
+        s.push(Step::Agent("The restart needs an operator; I opened a ticket for it.".into()));
         match shared.occurrence {
             1 => {}
             2 => plan.findings.push(("SIG-REPEAT-FAIL", "high")),
@@ -377,22 +298,10 @@ fn ok_tool(rng: &mut impl Rng, n: u64) -> Step {
             json!({"command": format!("du -sh /srv/data/{n}")}),
             json!({"content": [{"type": "text", "text": "4.0K\t/srv/data"}], "details": {"status": "ok", "exitCode": 0}}),
         ),
-        1 => (
-            "read",
-            json!({"path": format!("/srv/app/notes-{n}.md")}),
-            json!("# Notes\nall good"),
-        ),
-        _ => (
-            "web_search",
-            json!({"query": format!("release notes {n}")}),
-            json!({"results": 3}),
-        ),
+        1 => ("read", json!({"path": format!("/srv/app/notes-{n}.md")}), json!("# Notes\nall good")),
+        _ => ("web_search", json!({"query": format!("release notes {n}")}), json!({"results": 3})),
     };
-    Step::ToolOk {
-        name: name.into(),
-        params,
-        result,
-    }
+    Step::ToolOk { name: name.into(), params, result }
 }
 
 /// A failing tool call unique to session `n` (variant picks the failure).
@@ -422,45 +331,19 @@ const ASKS: &[&str] = &[
     "Please look up the latest release notes.",
     "Schau bitte in die Notizen vom Projekt.",
 ];
-const ANSWERS: &[&str] = &[
-    "Here is the summary you asked for.",
-    "Hier ist die Zusammenfassung.",
-    "The folder holds 4 KB.",
-];
-const THANKS: &[&str] = &[
-    "danke, passt",
-    "thanks, perfect",
-    "great, thank you",
-    "super, danke",
-];
-const ASSERTIONS: &[&str] = &[
-    "The backup runs every night at 02:00.",
-    "Die Konfiguration liegt unter /etc/app.",
-];
+const ANSWERS: &[&str] = &["Here is the summary you asked for.", "Hier ist die Zusammenfassung.", "The folder holds 4 KB."];
+const THANKS: &[&str] = &["danke, passt", "thanks, perfect", "great, thank you", "super, danke"];
+const ASSERTIONS: &[&str] = &["The backup runs every night at 02:00.", "Die Konfiguration liegt unter /etc/app."];
 const CORRECTIONS: &[&str] = &[
     "nein, das ist falsch, sie liegt unter /opt/app",
     "that's not right, it runs at 03:00",
     "Das stimmt nicht, schau nochmal nach.",
     "you're wrong, it is the other host",
 ];
-const DISSATISFIED: &[&str] = &[
-    "forget it, I'll do it myself",
-    "vergiss es, ich mach's selbst",
-    "this is useless",
-    "lass gut sein",
-];
-const CLAIMS: &[&str] = &[
-    "Done ✅ the new version is live.",
-    "Erledigt, das Deployment ist durch.",
-    "Successfully deployed to production.",
-];
+const DISSATISFIED: &[&str] = &["forget it, I'll do it myself", "vergiss es, ich mach's selbst", "this is useless", "lass gut sein"];
+const CLAIMS: &[&str] =
+    &["Done ✅ the new version is live.", "Erledigt, das Deployment ist durch.", "Successfully deployed to production."];
 const CONFIRMATIONS: &[&str] = &["Yes, go ahead.", "Ja, bitte.", "ok, send it"];
-const FOLLOW_UPS: &[&str] = &[
-    "Can you also check the staging host?",
-    "Kannst du bitte auch den Staging-Host prüfen?",
-];
+const FOLLOW_UPS: &[&str] = &["Can you also check the staging host?", "Kannst du bitte auch den Staging-Host prüfen?"];
 const FILLER_ASKS: &[&str] = &["Can you summarize the report?", "Was steht im Bericht?"];
-const FILLER_ANSWERS: &[&str] = &[
-    "Here is the summary of the report.",
-    "Der Bericht beschreibt drei Punkte.",
-];
+const FILLER_ANSWERS: &[&str] = &["Here is the summary of the report.", "Der Bericht beschreibt drei Punkte."];

@@ -61,11 +61,7 @@ impl<R: BufRead> BoundedLines<R> {
             line.pop();
             len -= 1;
         }
-        Ok(Some(if len > self.max_bytes as u64 {
-            Line::TooLong { prefix: line, len }
-        } else {
-            Line::Complete(line)
-        }))
+        Ok(Some(if len > self.max_bytes as u64 { Line::TooLong { prefix: line, len } } else { Line::Complete(line) }))
     }
 }
 
@@ -86,12 +82,7 @@ mod tests {
     fn splits_lines_and_strips_terminators() {
         assert_eq!(
             all(b"ab\r\ncd\n\nef", 10),
-            vec![
-                Line::Complete(b"ab".to_vec()),
-                Line::Complete(b"cd".to_vec()),
-                Line::Complete(vec![]),
-                Line::Complete(b"ef".to_vec()),
-            ]
+            vec![Line::Complete(b"ab".to_vec()), Line::Complete(b"cd".to_vec()), Line::Complete(vec![]), Line::Complete(b"ef".to_vec()),]
         );
     }
 
@@ -99,13 +90,7 @@ mod tests {
     fn long_lines_are_cut_and_measured_and_the_next_line_survives() {
         assert_eq!(
             all(b"0123456789abc\nok\n", 5),
-            vec![
-                Line::TooLong {
-                    prefix: b"01234".to_vec(),
-                    len: 13
-                },
-                Line::Complete(b"ok".to_vec()),
-            ]
+            vec![Line::TooLong { prefix: b"01234".to_vec(), len: 13 }, Line::Complete(b"ok".to_vec()),]
         );
     }
 }

@@ -39,12 +39,7 @@ impl Decoder {
     }
 
     /// Decodes one line read from `source` at `position` (1-based line number or stream sequence).
-    pub fn decode_line(
-        &self,
-        line: Line,
-        source: &str,
-        position: u64,
-    ) -> Result<Event, QuarantinedLine> {
+    pub fn decode_line(&self, line: Line, source: &str, position: u64) -> Result<Event, QuarantinedLine> {
         match line {
             Line::Complete(bytes) => self.decode(&bytes, source, position, None),
             Line::TooLong { prefix, len } => Err(self.quarantine(
@@ -59,16 +54,8 @@ impl Decoder {
     }
 
     /// Decodes one raw event (a complete line or message body).
-    pub fn decode(
-        &self,
-        bytes: &[u8],
-        source: &str,
-        position: u64,
-        subject: Option<&str>,
-    ) -> Result<Event, QuarantinedLine> {
-        let fail = |reason, detail: String| {
-            self.quarantine(bytes, bytes.len() as u64, source, position, reason, detail)
-        };
+    pub fn decode(&self, bytes: &[u8], source: &str, position: u64, subject: Option<&str>) -> Result<Event, QuarantinedLine> {
+        let fail = |reason, detail: String| self.quarantine(bytes, bytes.len() as u64, source, position, reason, detail);
         // A byte-order mark, as editors on some systems write before the first line.
         let bytes = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
         let text = match std::str::from_utf8(bytes) {
@@ -99,8 +86,7 @@ impl Decoder {
         };
         // A subject is made of the agent's name and the event type, either of which may be a secret.
         let subject = subject.map(|s| self.redactor.redact(s));
-        normalize::normalize(&raw, position, subject.as_deref())
-            .map_err(|reason| fail(reason, reason_detail(reason)))
+        normalize::normalize(&raw, position, subject.as_deref()).map_err(|reason| fail(reason, reason_detail(reason)))
     }
 
     /// A line that is not an event, redacted. A secret may hide behind JSON escapes

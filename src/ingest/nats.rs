@@ -3,9 +3,7 @@
 
 use std::time::Duration;
 
-use async_nats::jetstream::{
-    self, consumer::DeliverPolicy, consumer::pull::OrderedConfig, stream::Stream,
-};
+use async_nats::jetstream::{self, consumer::DeliverPolicy, consumer::pull::OrderedConfig, stream::Stream};
 use futures::StreamExt;
 
 use crate::config::NatsConfig;
@@ -20,9 +18,7 @@ pub enum NatsError {
         #[source]
         source: async_nats::ConnectError,
     },
-    #[error(
-        "NATS at {url} rejected the credentials ({source}); check traceAnalyzer.nats.user/password or the credentials file"
-    )]
+    #[error("NATS at {url} rejected the credentials ({source}); check traceAnalyzer.nats.user/password or the credentials file")]
     Auth {
         url: String,
         #[source]
@@ -34,17 +30,13 @@ pub enum NatsError {
         #[source]
         source: std::io::Error,
     },
-    #[error(
-        "stream {stream:?} does not exist on {url}; check --stream / traceAnalyzer.nats.stream (is JetStream publishing enabled?)"
-    )]
+    #[error("stream {stream:?} does not exist on {url}; check --stream / traceAnalyzer.nats.stream (is JetStream publishing enabled?)")]
     NoStream { stream: String, url: String },
     #[error("JetStream request failed: {0}")]
     JetStream(String),
     #[error("{kind} {name:?} cannot be part of a NATS subject (no '.', '*', '>' or spaces)")]
     BadFilter { kind: &'static str, name: String },
-    #[error(
-        "the stream stopped sending with {pending} message(s) still to come (is the NATS server still running?)"
-    )]
+    #[error("the stream stopped sending with {pending} message(s) still to come (is the NATS server still running?)")]
     StoppedSending { pending: u64 },
     #[error("receiving from the stream: {0}")]
     Receive(String),
@@ -69,100 +61,54 @@ pub struct NatsSource {
 impl NatsSource {
     pub async fn connect(config: &NatsConfig) -> Result<Self, NatsError> {
         let url = config.url.clone();
-        let mut options = async_nats::ConnectOptions::new()
-            .connection_timeout(Duration::from_secs(5))
-            .name("tracelake");
+        let mut options = async_nats::ConnectOptions::new().connection_timeout(Duration::from_secs(5)).name("tracelake");
         if let (Some(user), Some(password)) = (&config.user, &config.password) {
             options = options.user_and_password(user.clone(), password.clone());
         }
         if let Some(path) = &config.credentials {
-            options =
-                options
-                    .credentials_file(path)
-                    .await
-                    .map_err(|source| NatsError::Credentials {
-                        path: path.clone(),
-                        source,
-                    })?;
+            options = options.credentials_file(path).await.map_err(|source| NatsError::Credentials { path: path.clone(), source })?;
         }
         let client = options.connect(url.as_str()).await.map_err(|source| {
             use async_nats::ConnectErrorKind::*;
             match source.kind() {
-                Authentication | AuthorizationViolation => NatsError::Auth {
-                    url: url.clone(),
-                    source,
-                },
-                _ => NatsError::Unreachable {
-                    url: url.clone(),
-                    source,
-                },
+                Authentication | AuthorizationViolation => NatsError::Auth { url: url.clone(), source },
+                _ => NatsError::Unreachable { url: url.clone(), source },
             }
         })?;
         let js = jetstream::new(client);
-        let stream = js
-            .get_stream(&config.stream)
-            .await
-            .map_err(|e| match e.kind() {
-                jetstream::context::GetStreamErrorKind::JetStream(inner) if inner.code() == 404 => {
-                    NatsError::NoStream {
-                        stream: config.stream.clone(),
-                        url: url.clone(),
-                    }
-                }
-                _ => NatsError::JetStream(format!(
-                    "looking up stream {:?} on {url}: {e}",
-                    config.stream
-                )),
-            })?;
+        let stream = js.get_stream(&config.stream).await.map_err(|e| match e.kind() {
+            jetstream::context::GetStreamErrorKind::JetStream(inner) if inner.code() == 404 => {
+                NatsError::NoStream { stream: config.stream.clone(), url: url.clone() }
+            }
+            _ => NatsError::JetStream(format!("looking up stream {:?} on {url}: {e}", config.stream)),
+        })?;
         Ok(Self { stream })
     }
 
     /// The stream's last sequence number right now.
     pub async fn last_sequence(&mut self) -> Result<u64, NatsError> {
-        let info = self
-            .stream
-            .info()
-            .await
-            .map_err(|e| NatsError::JetStream(e.to_string()))?;
+        let info = self.stream.info().await.map_err(|e| NatsError::JetStream(e.to_string()))?;
         Ok(info.state.last_sequence)
     }
 
     /// Messages from `start` on, in stream order, fetched in batches by an ordered consumer.
-    pub async fn messages(
-        &self,
-        start: StartAt,
-        filters: &[String],
-    ) -> Result<MessageStream, NatsError> {
+    pub async fn messages(&self, start: StartAt, filters: &[String]) -> Result<MessageStream, NatsError> {
         let deliver_policy = match start {
             StartAt::First => DeliverPolicy::All,
-            StartAt::Sequence(seq) => DeliverPolicy::ByStartSequence {
-                start_sequence: seq.max(1),
-            },
+            StartAt::Sequence(seq) => DeliverPolicy::ByStartSequence { start_sequence: seq.max(1) },
             StartAt::Time(ms) => DeliverPolicy::ByStartTime {
-                start_time: time::OffsetDateTime::from_unix_timestamp_nanos(
-                    i128::from(ms) * 1_000_000,
-                )
-                .map_err(|e| NatsError::JetStream(format!("start time out of range: {e}")))?,
+                start_time: time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+                    .map_err(|e| NatsError::JetStream(format!("start time out of range: {e}")))?,
             },
         };
-        let mut config = OrderedConfig {
-            deliver_policy,
-            ..OrderedConfig::default()
-        };
+        let mut config = OrderedConfig { deliver_policy, ..OrderedConfig::default() };
         match filters {
             [] => {}
             [one] => config.filter_subject = one.clone(),
             many => config.filter_subjects = many.to_vec(),
         }
-        let consumer = self
-            .stream
-            .create_consumer(config)
-            .await
-            .map_err(|e| NatsError::JetStream(format!("creating a consumer: {e}")))?;
-        let messages = consumer
-            .messages()
-            .await
-            .map_err(|e| NatsError::JetStream(format!("starting to fetch: {e}")))?;
+        let consumer = self.stream.create_consumer(config).await.map_err(|e| NatsError::JetStream(format!("creating a consumer: {e}")))?;
+        let messages = consumer.messages().await.map_err(|e| NatsError::JetStream(format!("starting to fetch: {e}")))?;
         Ok(MessageStream { inner: messages })
     }
 }
@@ -189,17 +135,10 @@ impl MessageStream {
             Ok(None) => Err(NatsError::Receive("the stream ended".into())),
             Ok(Some(Err(e))) => Err(NatsError::Receive(e.to_string())),
             Ok(Some(Ok(message))) => {
-                let info = message
-                    .info()
-                    .map_err(|e| NatsError::Receive(e.to_string()))?;
+                let info = message.info().map_err(|e| NatsError::Receive(e.to_string()))?;
                 let (sequence, pending) = (info.stream_sequence, info.pending);
                 let message = message.split().0;
-                Ok(Some(StreamMessage {
-                    sequence,
-                    pending,
-                    subject: message.subject.to_string(),
-                    payload: message.payload,
-                }))
+                Ok(Some(StreamMessage { sequence, pending, subject: message.subject.to_string(), payload: message.payload }))
             }
         }
     }
@@ -207,63 +146,29 @@ impl MessageStream {
 
 /// Subject filters for the given agents and event types: `{prefix}.{agent}.{type_with_underscores}`,
 /// with wildcards for what is not restricted. No agents and no types: no filter.
-pub fn subject_filters(
-    prefix: &str,
-    agents: &[String],
-    types: &[String],
-) -> Result<Vec<String>, NatsError> {
+pub fn subject_filters(prefix: &str, agents: &[String], types: &[String]) -> Result<Vec<String>, NatsError> {
     let token = |kind: &'static str, name: &str| -> Result<String, NatsError> {
-        let bad = name.is_empty()
-            || name
-                .chars()
-                .any(|c| matches!(c, '*' | '>' | ' ' | '\t' | '\r' | '\n'));
+        let bad = name.is_empty() || name.chars().any(|c| matches!(c, '*' | '>' | ' ' | '\t' | '\r' | '\n'));
         let bad = bad || (kind == "agent" && name.contains('.'));
         if bad {
-            return Err(NatsError::BadFilter {
-                kind,
-                name: name.to_owned(),
-            });
+            return Err(NatsError::BadFilter { kind, name: name.to_owned() });
         }
         Ok(name.replace('.', "_"))
     };
     if agents.is_empty() && types.is_empty() {
         return Ok(Vec::new());
     }
-    let agents: Vec<String> = if agents.is_empty() {
-        vec!["*".into()]
-    } else {
-        agents
-            .iter()
-            .map(|a| token("agent", a))
-            .collect::<Result<_, _>>()?
-    };
-    let types: Vec<String> = if types.is_empty() {
-        vec![">".into()]
-    } else {
-        types
-            .iter()
-            .map(|t| token("event type", t))
-            .collect::<Result<_, _>>()?
-    };
-    Ok(agents
-        .iter()
-        .flat_map(|a| types.iter().map(move |t| format!("{prefix}.{a}.{t}")))
-        .collect())
+    let agents: Vec<String> =
+        if agents.is_empty() { vec!["*".into()] } else { agents.iter().map(|a| token("agent", a)).collect::<Result<_, _>>()? };
+    let types: Vec<String> =
+        if types.is_empty() { vec![">".into()] } else { types.iter().map(|t| token("event type", t)).collect::<Result<_, _>>()? };
+    Ok(agents.iter().flat_map(|a| types.iter().map(move |t| format!("{prefix}.{a}.{t}"))).collect())
 }
 
 /// The subject an OpenClaw publisher uses for an event: `{prefix}.{agent}.{type_with_underscores}`.
 pub fn event_subject(prefix: &str, agent: &str, event_type: &str) -> String {
     let token = |s: &str| -> String {
-        let t: String = s
-            .chars()
-            .map(|c| {
-                if matches!(c, '.' | '*' | '>' | ' ' | '\t' | '\r' | '\n') {
-                    '_'
-                } else {
-                    c
-                }
-            })
-            .collect();
+        let t: String = s.chars().map(|c| if matches!(c, '.' | '*' | '>' | ' ' | '\t' | '\r' | '\n') { '_' } else { c }).collect();
         if t.is_empty() { "unknown".into() } else { t }
     };
     format!("{prefix}.{}.{}", token(agent), token(event_type))
@@ -271,18 +176,8 @@ pub fn event_subject(prefix: &str, agent: &str, event_type: &str) -> String {
 
 /// Publishes raw JSONL events to JetStream on their OpenClaw subjects, creating the stream
 /// (`{prefix}.>`) when it does not exist. For tests, benchmarks and replaying files.
-pub async fn publish_lines<'a>(
-    url: &str,
-    stream: &str,
-    prefix: &str,
-    lines: impl IntoIterator<Item = &'a str>,
-) -> Result<u64, NatsError> {
-    let client = async_nats::connect(url)
-        .await
-        .map_err(|source| NatsError::Unreachable {
-            url: url.to_owned(),
-            source,
-        })?;
+pub async fn publish_lines<'a>(url: &str, stream: &str, prefix: &str, lines: impl IntoIterator<Item = &'a str>) -> Result<u64, NatsError> {
+    let client = async_nats::connect(url).await.map_err(|source| NatsError::Unreachable { url: url.to_owned(), source })?;
     let js = jetstream::new(client);
     js.get_or_create_stream(jetstream::stream::Config {
         name: stream.to_owned(),
@@ -295,33 +190,22 @@ pub async fn publish_lines<'a>(
     let mut published = 0;
     for line in lines {
         let value: serde_json::Value = serde_json::from_str(line).unwrap_or_default();
-        let agent = value
-            .get("agent")
-            .and_then(|v| v.as_str())
-            .unwrap_or("unknown");
-        let kind = value
-            .get("type")
-            .and_then(|v| v.as_str())
-            .unwrap_or("unknown");
+        let agent = value.get("agent").and_then(|v| v.as_str()).unwrap_or("unknown");
+        let kind = value.get("type").and_then(|v| v.as_str()).unwrap_or("unknown");
         let ack = js
-            .publish(
-                event_subject(prefix, agent, kind),
-                bytes::Bytes::copy_from_slice(line.as_bytes()),
-            )
+            .publish(event_subject(prefix, agent, kind), bytes::Bytes::copy_from_slice(line.as_bytes()))
             .await
             .map_err(|e| NatsError::JetStream(format!("publishing: {e}")))?;
         acks.push(ack);
         published += 1;
         if acks.len() >= 4096 {
             for ack in acks.drain(..) {
-                ack.await
-                    .map_err(|e| NatsError::JetStream(format!("publish ack: {e}")))?;
+                ack.await.map_err(|e| NatsError::JetStream(format!("publish ack: {e}")))?;
             }
         }
     }
     for ack in acks {
-        ack.await
-            .map_err(|e| NatsError::JetStream(format!("publish ack: {e}")))?;
+        ack.await.map_err(|e| NatsError::JetStream(format!("publish ack: {e}")))?;
     }
     Ok(published)
 }
@@ -336,32 +220,19 @@ mod tests {
 
     #[test]
     fn filters_are_subjects_with_wildcards() {
-        assert!(
-            subject_filters("openclaw.events", &[], &[])
-                .unwrap()
-                .is_empty()
-        );
-        assert_eq!(
-            subject_filters("openclaw.events", &s(&["main"]), &[]).unwrap(),
-            s(&["openclaw.events.main.>"])
-        );
+        assert!(subject_filters("openclaw.events", &[], &[]).unwrap().is_empty());
+        assert_eq!(subject_filters("openclaw.events", &s(&["main"]), &[]).unwrap(), s(&["openclaw.events.main.>"]));
         assert_eq!(
             subject_filters("p", &[], &s(&["msg.in", "conversation.tool_call"])).unwrap(),
             s(&["p.*.msg_in", "p.*.conversation_tool_call"])
         );
-        assert_eq!(
-            subject_filters("p", &s(&["a", "b"]), &s(&["tool.result"])).unwrap(),
-            s(&["p.a.tool_result", "p.b.tool_result"])
-        );
+        assert_eq!(subject_filters("p", &s(&["a", "b"]), &s(&["tool.result"])).unwrap(), s(&["p.a.tool_result", "p.b.tool_result"]));
     }
 
     #[test]
     fn names_that_would_change_the_subject_are_refused() {
         for agent in ["a.b", "*", ">", "a b", ""] {
-            assert!(
-                subject_filters("p", &s(&[agent]), &[]).is_err(),
-                "{agent:?}"
-            );
+            assert!(subject_filters("p", &s(&[agent]), &[]).is_err(), "{agent:?}");
         }
     }
 }

@@ -7,15 +7,7 @@ use super::quarantine::QuarantineReason;
 use super::raw::{Raw, RawObject};
 
 /// Top-level keys that become columns; every other key is kept in `extra`.
-const MAPPED_KEYS: &[&str] = &[
-    "id",
-    "ts",
-    "timestamp",
-    "agent",
-    "session",
-    "type",
-    "payload",
-];
+const MAPPED_KEYS: &[&str] = &["id", "ts", "timestamp", "agent", "session", "type", "payload"];
 
 /// Latest timestamp accepted: 9999-12-31T23:59:59.999Z.
 const MAX_TS_MS: i64 = 253_402_300_799_999;
@@ -47,17 +39,9 @@ pub fn normalize_session(raw: &str) -> &str {
 }
 
 /// Normalizes one raw (already redacted) event read at `stream_seq`.
-pub fn normalize(
-    raw: &RawObject,
-    stream_seq: u64,
-    subject: Option<&str>,
-) -> Result<Event, QuarantineReason> {
+pub fn normalize(raw: &RawObject, stream_seq: u64, subject: Option<&str>) -> Result<Event, QuarantineReason> {
     let ts = timestamp(raw)?;
-    let raw_type = match raw
-        .get("type")
-        .and_then(Raw::as_str)
-        .filter(|t| !t.is_empty())
-    {
+    let raw_type = match raw.get("type").and_then(Raw::as_str).filter(|t| !t.is_empty()) {
         Some(t) => t.into_owned(),
         None => match raw.get("legacyType").and_then(Raw::as_str) {
             Some(t) => t.into_owned(),
@@ -71,9 +55,7 @@ pub fn normalize(
     let trace = object_field(raw, "trace");
     let meta = object_field(raw, "meta");
 
-    let agent = text_field(raw.get("agent"))
-        .filter(|a| !a.is_empty())
-        .unwrap_or_else(|| "unknown".into());
+    let agent = text_field(raw.get("agent")).filter(|a| !a.is_empty()).unwrap_or_else(|| "unknown".into());
     let raw_session = text_field(raw.get("session"))
         .or_else(|| text_field(scope.get("sessionKey")))
         .or_else(|| text_field(scope.get("sessionId")))
@@ -135,16 +117,11 @@ fn object_field<'a>(raw: &RawObject<'a>, key: &str) -> RawObject<'a> {
 
 /// `ts` (schema A) or `timestamp` (schema B), milliseconds since the epoch.
 fn timestamp(raw: &RawObject) -> Result<i64, QuarantineReason> {
-    let number = raw
-        .get("ts")
-        .and_then(Raw::as_f64)
-        .or_else(|| raw.get("timestamp").and_then(Raw::as_f64));
+    let number = raw.get("ts").and_then(Raw::as_f64).or_else(|| raw.get("timestamp").and_then(Raw::as_f64));
     match number {
         None => Err(QuarantineReason::MissingTimestamp),
         Some(0.0) => Err(QuarantineReason::MissingTimestamp),
-        Some(ms) if !(1.0..=MAX_TS_MS as f64).contains(&ms) => {
-            Err(QuarantineReason::InvalidTimestamp)
-        }
+        Some(ms) if !(1.0..=MAX_TS_MS as f64).contains(&ms) => Err(QuarantineReason::InvalidTimestamp),
         Some(ms) => Ok(ms as i64),
     }
 }
@@ -152,11 +129,7 @@ fn timestamp(raw: &RawObject) -> Result<i64, QuarantineReason> {
 fn detect_schema(raw: &RawObject, raw_type: &str) -> Schema {
     let b_type = raw_type.starts_with("conversation.") || raw_type.starts_with("lifecycle.");
     let timestamp_only = !raw.contains_key("ts") && raw.contains_key("timestamp");
-    if b_type || timestamp_only {
-        Schema::B
-    } else {
-        Schema::A
-    }
+    if b_type || timestamp_only { Schema::B } else { Schema::A }
 }
 
 fn map_schema_a(e: &mut Event, p: &RawObject) {
@@ -185,11 +158,8 @@ fn map_schema_a(e: &mut Event, p: &RawObject) {
             let result = p.get("result");
             e.tool_result = json_field(result);
             e.tool_error = error_text(p.get("error"));
-            e.tool_is_error = p.get("isError").and_then(Raw::as_bool).or_else(|| {
-                result
-                    .and_then(|r| r.object().get("isError"))
-                    .and_then(Raw::as_bool)
-            });
+            e.tool_is_error =
+                p.get("isError").and_then(Raw::as_bool).or_else(|| result.and_then(|r| r.object().get("isError")).and_then(Raw::as_bool));
             e.tool_duration_ms = p.get("durationMs").and_then(Raw::as_i64);
         }
         "run.start" => e.content = text_of(p.get("prompt")),
@@ -198,9 +168,7 @@ fn map_schema_a(e: &mut Event, p: &RawObject) {
             e.error = error_text(p.get("error"));
             e.duration_ms = p.get("durationMs").and_then(Raw::as_i64);
         }
-        "run.error" => {
-            e.error = error_text(p.get("error")).or_else(|| error_text(p.get("message")))
-        }
+        "run.error" => e.error = error_text(p.get("error")).or_else(|| error_text(p.get("message"))),
         "llm.input" | "llm.output" => map_llm(e, p),
         "session.end" => e.duration_ms = p.get("durationMs").and_then(Raw::as_i64),
         _ => {}
@@ -236,15 +204,9 @@ fn map_schema_b(e: &mut Event, p: &RawObject) {
     let data = object_field(p, "data");
     match e.event_type.as_str() {
         "msg.in" | "msg.out" => {
-            let default_role = if e.event_type == "msg.in" {
-                "user"
-            } else {
-                "assistant"
-            };
+            let default_role = if e.event_type == "msg.in" { "user" } else { "assistant" };
             e.role = Some(text_field(p.get("role")).unwrap_or_else(|| default_role.into()));
-            e.content = first_text_block(p.get("text_preview"))
-                .or_else(|| text_of(p.get("content")))
-                .or_else(|| text_of(p.get("text")));
+            e.content = first_text_block(p.get("text_preview")).or_else(|| text_of(p.get("content"))).or_else(|| text_of(p.get("text")));
         }
         "tool.call" => {
             e.tool_name = text_field(data.get("name"));
@@ -260,14 +222,9 @@ fn map_schema_b(e: &mut Event, p: &RawObject) {
             e.tool_is_error = data.get("isError").and_then(Raw::as_bool);
             e.tool_error = error_text(data.get("error"));
             if e.tool_is_error == Some(true) && e.tool_error.is_none() {
-                e.tool_error = result.and_then(|r| {
-                    text_of(r.object().get("content")).or_else(|| r.as_str().map(Into::into))
-                });
+                e.tool_error = result.and_then(|r| text_of(r.object().get("content")).or_else(|| r.as_str().map(Into::into)));
             }
-            e.tool_duration_ms = data
-                .get("durationMs")
-                .and_then(Raw::as_i64)
-                .or_else(|| p.get("durationMs").and_then(Raw::as_i64));
+            e.tool_duration_ms = data.get("durationMs").and_then(Raw::as_i64).or_else(|| p.get("durationMs").and_then(Raw::as_i64));
         }
         "run.end" | "run.error" => {
             e.error = error_text(p.get("error")).or_else(|| error_text(data.get("error")));
@@ -303,10 +260,7 @@ fn text_of(v: Option<Raw>) -> Option<String> {
     match v.value() {
         Some(Value::Null) => None,
         Some(Value::Array(items)) => {
-            let texts: Vec<&str> = items
-                .iter()
-                .filter_map(|b| b.as_str().or_else(|| b.get("text").and_then(Value::as_str)))
-                .collect();
+            let texts: Vec<&str> = items.iter().filter_map(|b| b.as_str().or_else(|| b.get("text").and_then(Value::as_str))).collect();
             if texts.is_empty() && !items.is_empty() {
                 Some(v.text().to_owned())
             } else if texts.is_empty() {
@@ -326,9 +280,7 @@ fn first_text_block(v: Option<Raw>) -> Option<String> {
         return Some(s.into_owned());
     }
     match v.value() {
-        Some(Value::Array(items)) => items
-            .first()
-            .and_then(|b| value_text(b.get("text").unwrap_or(b))),
+        Some(Value::Array(items)) => items.first().and_then(|b| value_text(b.get("text").unwrap_or(b))),
         _ => None,
     }
 }

@@ -40,11 +40,7 @@ pub struct ParsedOutcomes {
 pub fn parse_outcomes(text: &str, csv: Option<bool>, default_source: &str) -> ParsedOutcomes {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let is_csv = csv.unwrap_or_else(|| !text.trim_start().starts_with('{'));
-    if is_csv {
-        parse_csv(text, default_source)
-    } else {
-        parse_jsonl(text, default_source)
-    }
+    if is_csv { parse_csv(text, default_source) } else { parse_jsonl(text, default_source) }
 }
 
 fn parse_jsonl(text: &str, default_source: &str) -> ParsedOutcomes {
@@ -57,38 +53,18 @@ fn parse_jsonl(text: &str, default_source: &str) -> ParsedOutcomes {
         let fields = match serde_json::from_str::<Value>(line) {
             Ok(Value::Object(map)) => map,
             Ok(_) => {
-                parsed.bad.push(BadOutcome {
-                    line: line_no,
-                    reason: "not a JSON object".into(),
-                });
+                parsed.bad.push(BadOutcome { line: line_no, reason: "not a JSON object".into() });
                 continue;
             }
             Err(e) => {
-                parsed.bad.push(BadOutcome {
-                    line: line_no,
-                    reason: format!("not JSON: {e}"),
-                });
+                parsed.bad.push(BadOutcome { line: line_no, reason: format!("not JSON: {e}") });
                 continue;
             }
         };
-        let field = |names: &[&str]| {
-            names
-                .iter()
-                .find_map(|n| fields.get(*n).filter(|v| !v.is_null()))
-                .map(json_text)
-        };
-        match outcome_of(
-            field(SESSION_KEYS),
-            field(OUTCOME_KEYS),
-            field(SCORE_KEYS),
-            field(&["source"]),
-            default_source,
-        ) {
+        let field = |names: &[&str]| names.iter().find_map(|n| fields.get(*n).filter(|v| !v.is_null())).map(json_text);
+        match outcome_of(field(SESSION_KEYS), field(OUTCOME_KEYS), field(SCORE_KEYS), field(&["source"]), default_source) {
             Ok(outcome) => parsed.outcomes.push(outcome),
-            Err(reason) => parsed.bad.push(BadOutcome {
-                line: line_no,
-                reason,
-            }),
+            Err(reason) => parsed.bad.push(BadOutcome { line: line_no, reason }),
         }
     }
     parsed
@@ -96,31 +72,16 @@ fn parse_jsonl(text: &str, default_source: &str) -> ParsedOutcomes {
 
 fn parse_csv(text: &str, default_source: &str) -> ParsedOutcomes {
     let mut parsed = ParsedOutcomes::default();
-    let mut reader = csv::ReaderBuilder::new()
-        .flexible(true)
-        .trim(csv::Trim::All)
-        .from_reader(text.as_bytes());
+    let mut reader = csv::ReaderBuilder::new().flexible(true).trim(csv::Trim::All).from_reader(text.as_bytes());
     let header: Vec<String> = match reader.headers() {
         Ok(h) => h.iter().map(str::to_ascii_lowercase).collect(),
         Err(e) => {
-            parsed.bad.push(BadOutcome {
-                line: 1,
-                reason: format!("no CSV header: {e}"),
-            });
+            parsed.bad.push(BadOutcome { line: 1, reason: format!("no CSV header: {e}") });
             return parsed;
         }
     };
-    let column = |names: &[&str]| {
-        names
-            .iter()
-            .find_map(|n| header.iter().position(|h| h == n))
-    };
-    let (session, outcome, score, source) = (
-        column(SESSION_KEYS),
-        column(OUTCOME_KEYS),
-        column(SCORE_KEYS),
-        column(&["source"]),
-    );
+    let column = |names: &[&str]| names.iter().find_map(|n| header.iter().position(|h| h == n));
+    let (session, outcome, score, source) = (column(SESSION_KEYS), column(OUTCOME_KEYS), column(SCORE_KEYS), column(&["source"]));
     if session.is_none() || outcome.is_none() {
         let reason = "the CSV header needs the columns `session` and `outcome` (optional: `score`, `source`)".into();
         parsed.bad.push(BadOutcome { line: 1, reason });
@@ -131,10 +92,7 @@ fn parse_csv(text: &str, default_source: &str) -> ParsedOutcomes {
             Ok(r) => r,
             Err(e) => {
                 let line = e.position().map_or(0, |p| p.line());
-                parsed.bad.push(BadOutcome {
-                    line,
-                    reason: format!("not CSV: {e}"),
-                });
+                parsed.bad.push(BadOutcome { line, reason: format!("not CSV: {e}") });
                 continue;
             }
         };
@@ -142,18 +100,8 @@ fn parse_csv(text: &str, default_source: &str) -> ParsedOutcomes {
         if record.iter().all(str::is_empty) {
             continue;
         }
-        let get = |i: Option<usize>| {
-            i.and_then(|i| record.get(i))
-                .filter(|v| !v.is_empty())
-                .map(str::to_owned)
-        };
-        match outcome_of(
-            get(session),
-            get(outcome),
-            get(score),
-            get(source),
-            default_source,
-        ) {
+        let get = |i: Option<usize>| i.and_then(|i| record.get(i)).filter(|v| !v.is_empty()).map(str::to_owned);
+        match outcome_of(get(session), get(outcome), get(score), get(source), default_source) {
             Ok(o) => parsed.outcomes.push(o),
             Err(reason) => parsed.bad.push(BadOutcome { line, reason }),
         }
@@ -179,9 +127,7 @@ fn outcome_of(
     source: Option<String>,
     default_source: &str,
 ) -> Result<Outcome, String> {
-    let session = session
-        .filter(|s| !s.trim().is_empty())
-        .ok_or("no `session`")?;
+    let session = session.filter(|s| !s.trim().is_empty()).ok_or("no `session`")?;
     let outcome = outcome.ok_or("no `outcome` (success or failure)")?;
     let failed = match outcome.trim().to_ascii_lowercase().as_str() {
         "success" | "succeeded" | "pass" | "passed" | "true" | "good" | "1" => false,
@@ -190,13 +136,7 @@ fn outcome_of(
     };
     let score = match score {
         None => None,
-        Some(s) => Some(
-            s.trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|f| f.is_finite())
-                .ok_or_else(|| format!("score {s:?} is not a number"))?,
-        ),
+        Some(s) => Some(s.trim().parse::<f64>().ok().filter(|f| f.is_finite()).ok_or_else(|| format!("score {s:?} is not a number"))?),
     };
     Ok(Outcome {
         session: normalize_session(session.trim()).to_owned(),
@@ -218,18 +158,8 @@ mod tests {
         assert_eq!(
             parsed.outcomes,
             vec![
-                Outcome {
-                    session: "s1".into(),
-                    failed: true,
-                    score: Some(0.0),
-                    source: "file.jsonl".into()
-                },
-                Outcome {
-                    session: "s2".into(),
-                    failed: false,
-                    score: None,
-                    source: "eval".into()
-                },
+                Outcome { session: "s1".into(), failed: true, score: Some(0.0), source: "file.jsonl".into() },
+                Outcome { session: "s2".into(), failed: false, score: None, source: "eval".into() },
             ]
         );
     }
@@ -240,11 +170,7 @@ mod tests {
         let parsed = parse_outcomes(text, None, "f.csv");
         assert!(parsed.bad.is_empty(), "{:?}", parsed.bad);
         assert_eq!(
-            parsed
-                .outcomes
-                .iter()
-                .map(|o| (o.session.as_str(), o.failed, o.score))
-                .collect::<Vec<_>>(),
+            parsed.outcomes.iter().map(|o| (o.session.as_str(), o.failed, o.score)).collect::<Vec<_>>(),
             vec![("a", false, Some(1.0)), ("b", true, None)]
         );
     }
@@ -253,33 +179,15 @@ mod tests {
     fn bad_lines_are_counted_with_their_number_and_lose_nothing_else() {
         let text = "{\"session\": \"a\", \"outcome\": \"success\"}\nnot json\n{\"session\": \"b\", \"outcome\": \"maybe\"}\n[1]\n{\"outcome\": \"failure\"}\n{\"session\": \"c\", \"outcome\": false, \"score\": \"x\"}\n{\"session\": \"d\", \"outcome\": false}\n";
         let parsed = parse_outcomes(text, Some(false), "f");
-        assert_eq!(
-            parsed
-                .outcomes
-                .iter()
-                .map(|o| o.session.as_str())
-                .collect::<Vec<_>>(),
-            vec!["a", "d"]
-        );
-        assert_eq!(
-            parsed.bad.iter().map(|b| b.line).collect::<Vec<_>>(),
-            vec![2, 3, 4, 5, 6]
-        );
-        assert!(
-            parsed.bad[1].reason.contains("maybe"),
-            "{:?}",
-            parsed.bad[1]
-        );
+        assert_eq!(parsed.outcomes.iter().map(|o| o.session.as_str()).collect::<Vec<_>>(), vec!["a", "d"]);
+        assert_eq!(parsed.bad.iter().map(|b| b.line).collect::<Vec<_>>(), vec![2, 3, 4, 5, 6]);
+        assert!(parsed.bad[1].reason.contains("maybe"), "{:?}", parsed.bad[1]);
     }
 
     #[test]
     fn a_csv_without_the_needed_columns_says_which() {
         let parsed = parse_outcomes("id,result\n1,ok\n", Some(true), "f");
         assert!(parsed.outcomes.is_empty());
-        assert!(
-            parsed.bad[0].reason.contains("`session` and `outcome`"),
-            "{:?}",
-            parsed.bad
-        );
+        assert!(parsed.bad[0].reason.contains("`session` and `outcome`"), "{:?}", parsed.bad);
     }
 }

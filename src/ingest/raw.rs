@@ -42,11 +42,7 @@ impl<'a> RawObject<'a> {
     }
 
     pub fn get(&self, key: &str) -> Option<Raw<'a>> {
-        self.fields
-            .iter()
-            .rev()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| *v)
+        self.fields.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
     }
 
     pub fn contains_key(&self, key: &str) -> bool {
@@ -57,12 +53,7 @@ impl<'a> RawObject<'a> {
     pub fn json_without(&self, skip: &[&str]) -> Option<String> {
         // The last of each key wins: walk backwards, keeping each key's first sighting.
         let mut seen: HashSet<&str> = HashSet::with_capacity(self.fields.len());
-        let kept: Vec<bool> = self
-            .fields
-            .iter()
-            .rev()
-            .map(|(key, _)| seen.insert(key.as_ref()))
-            .collect();
+        let kept: Vec<bool> = self.fields.iter().rev().map(|(key, _)| seen.insert(key.as_ref())).collect();
         let mut out = String::new();
         for ((key, value), kept) in self.fields.iter().zip(kept.into_iter().rev()) {
             if !kept || skip.contains(&key.as_ref()) {
@@ -108,11 +99,7 @@ impl<'a> Raw<'a> {
             return None;
         }
         let inner = &text[1..text.len() - 1];
-        if inner.contains('\\') {
-            serde_json::from_str::<String>(text).ok().map(Cow::Owned)
-        } else {
-            Some(Cow::Borrowed(inner))
-        }
+        if inner.contains('\\') { serde_json::from_str::<String>(text).ok().map(Cow::Owned) } else { Some(Cow::Borrowed(inner)) }
     }
 
     pub fn as_bool(self) -> Option<bool> {
@@ -128,11 +115,7 @@ impl<'a> Raw<'a> {
     }
 
     pub fn as_f64(self) -> Option<f64> {
-        if self.is_number() {
-            serde_json::from_str(self.text()).ok()
-        } else {
-            None
-        }
+        if self.is_number() { serde_json::from_str(self.text()).ok() } else { None }
     }
 
     /// An integer; a fractional number is rounded.
@@ -141,12 +124,7 @@ impl<'a> Raw<'a> {
             return None;
         }
         let text = self.text();
-        text.parse::<i64>().ok().or_else(|| {
-            serde_json::from_str::<f64>(text)
-                .ok()
-                .filter(|f| f.is_finite())
-                .map(|f| f.round() as i64)
-        })
+        text.parse::<i64>().ok().or_else(|| serde_json::from_str::<f64>(text).ok().filter(|f| f.is_finite()).map(|f| f.round() as i64))
     }
 }
 

@@ -33,14 +33,8 @@ pub enum ExportError {
         "the lake was exported from stream {stream:?} with filters {old:?}, not {new:?}; \
          use the same filters, or --full to rebuild the lake's exported events with the new ones"
     )]
-    FilterChanged {
-        stream: String,
-        old: Vec<String>,
-        new: Vec<String>,
-    },
-    #[error(
-        "{source}; events up to sequence {cursor} are safely in the lake: run export again to continue"
-    )]
+    FilterChanged { stream: String, old: Vec<String>, new: Vec<String> },
+    #[error("{source}; events up to sequence {cursor} are safely in the lake: run export again to continue")]
     Interrupted {
         cursor: u64,
         #[source]
@@ -142,18 +136,9 @@ pub async fn export(
     }
     if rebuild || manifest.export.is_none() {
         // Forget what was exported before; its files go once the manifest says so.
-        retire(
-            lake,
-            manifest
-                .export
-                .as_ref()
-                .map_or(&[][..], |e| e.files.as_slice()),
-        )?;
-        manifest.export = Some(ExportState {
-            stream: opts.stream.clone(),
-            filter_subjects: opts.filter_subjects.clone(),
-            ..ExportState::default()
-        });
+        retire(lake, manifest.export.as_ref().map_or(&[][..], |e| e.files.as_slice()))?;
+        manifest.export =
+            Some(ExportState { stream: opts.stream.clone(), filter_subjects: opts.filter_subjects.clone(), ..ExportState::default() });
         manifest.save(lake)?;
         sweep_uncommitted(lake, &manifest, &lock)?;
     }
@@ -180,27 +165,14 @@ pub async fn export(
         let (tx, mut rx) = mpsc::channel::<Chunk>(opts.threads * 4);
         let receive_opts = opts.clone();
         let stop_receiving = Arc::clone(&stop);
-        let receiver = tokio::spawn(async move {
-            receive(
-                &mut messages,
-                &receive_opts,
-                stream_last_sequence,
-                &stop_receiving,
-                &tx,
-            )
-            .await
-        });
+        let receiver = tokio::spawn(async move { receive(&mut messages, &receive_opts, stream_last_sequence, &stop_receiving, &tx).await });
 
         let writer = RegisteredWriter::start(lake)?;
         let writer_id = writer.id().clone();
         let source_name = format!("nats:{}", opts.stream);
         let write_result = tokio::task::block_in_place(|| {
             let chunks = std::iter::from_fn(|| rx.blocking_recv());
-            let mut committer = Committer::new(
-                lake,
-                &mut manifest,
-                EventSink::new(lake.clone(), writer_id, opts.buffer_bytes),
-            );
+            let mut committer = Committer::new(lake, &mut manifest, EventSink::new(lake.clone(), writer_id, opts.buffer_bytes));
             let mut since_commit = 0usize;
             let mut last_commit = Instant::now();
             decode_in_order(chunks, decoder, &source_name, opts.threads, |decoded| {
@@ -226,9 +198,7 @@ pub async fn export(
                     }
                 }
                 committer.last_position = decoded.last_position;
-                if since_commit >= opts.commit_every
-                    || last_commit.elapsed() >= opts.commit_interval
-                {
+                if since_commit >= opts.commit_every || last_commit.elapsed() >= opts.commit_interval {
                     summary.files += committer.commit()?;
                     since_commit = 0;
                     last_commit = Instant::now();
@@ -245,10 +215,7 @@ pub async fn export(
         match received {
             Ok(stopped) => summary.stopped = stopped,
             Err(source) => {
-                return Err(ExportError::Interrupted {
-                    cursor: summary.cursor,
-                    source,
-                });
+                return Err(ExportError::Interrupted { cursor: summary.cursor, source });
             }
         }
     }
@@ -278,28 +245,17 @@ struct Committer<'a> {
 
 impl<'a> Committer<'a> {
     fn new(lake: &'a Lake, manifest: &'a mut Manifest, sink: EventSink) -> Self {
-        Self {
-            lake,
-            manifest,
-            sink,
-            last_position: 0,
-        }
+        Self { lake, manifest, sink, last_position: 0 }
     }
 
     /// Returns the number of files committed.
     fn commit(&mut self) -> Result<usize, LakeError> {
         let files = self.sink.flush_all()?;
-        let state = self
-            .manifest
-            .export
-            .as_mut()
-            .expect("export state is set before writing");
+        let state = self.manifest.export.as_mut().expect("export state is set before writing");
         if self.last_position <= state.cursor && files.is_empty() {
             return Ok(0);
         }
-        state
-            .files
-            .extend(files.iter().map(|f| self.lake.relative(&f.path)));
+        state.files.extend(files.iter().map(|f| self.lake.relative(&f.path)));
         state.cursor = state.cursor.max(self.last_position);
         self.manifest.save(self.lake)?;
         Ok(files.len())
@@ -326,11 +282,7 @@ async fn receive(
         if stop.load(Ordering::Relaxed) {
             break Ok(true);
         }
-        let wait = if chunk.events.is_empty() {
-            opts.idle
-        } else {
-            flush_every.min(opts.idle)
-        };
+        let wait = if chunk.events.is_empty() { opts.idle } else { flush_every.min(opts.idle) };
         match messages.next(wait).await {
             // A redelivered message (after a reconnect) is already in this run: never twice.
             Ok(Some(message)) if message.sequence <= last_sequence => {}
@@ -342,24 +294,15 @@ async fn receive(
                 chunk.last_position = message.sequence;
                 let caught_up = message.pending == 0 || message.sequence >= stream_last_sequence;
                 let line = if message.payload.len() > opts.max_event_bytes {
-                    Line::TooLong {
-                        prefix: message.payload[..opts.max_event_bytes].to_vec(),
-                        len: message.payload.len() as u64,
-                    }
+                    Line::TooLong { prefix: message.payload[..opts.max_event_bytes].to_vec(), len: message.payload.len() as u64 }
                 } else {
                     Line::Complete(message.payload.to_vec())
                 };
-                chunk.events.push(RawEvent {
-                    position: message.sequence,
-                    line,
-                    subject: Some(message.subject),
-                });
+                chunk.events.push(RawEvent { position: message.sequence, line, subject: Some(message.subject) });
                 if caught_up {
                     break Ok(false);
                 }
-                if chunk.events.len() >= opts.chunk_messages
-                    || chunk_started.elapsed() >= flush_every
-                {
+                if chunk.events.len() >= opts.chunk_messages || chunk_started.elapsed() >= flush_every {
                     if tx.send(std::mem::take(&mut chunk)).await.is_err() {
                         break Ok(true);
                     }

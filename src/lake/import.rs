@@ -36,11 +36,7 @@ pub enum ImportSource {
 impl ImportSource {
     /// `-` means standard input.
     pub fn from_arg(arg: &str) -> Self {
-        if arg == "-" {
-            Self::Stdin
-        } else {
-            Self::File(PathBuf::from(arg))
-        }
+        if arg == "-" { Self::Stdin } else { Self::File(PathBuf::from(arg)) }
     }
 
     pub fn name(&self) -> String {
@@ -124,10 +120,7 @@ pub fn import_source(
     {
         let hash = hash_file(path)?;
         if let Some(previous) = manifest.find_import(&hash) {
-            return Ok(ImportOutcome::AlreadyImported {
-                source: name,
-                previous: Box::new(previous.clone()),
-            });
+            return Ok(ImportOutcome::AlreadyImported { source: name, previous: Box::new(previous.clone()) });
         }
     }
 
@@ -149,17 +142,9 @@ pub fn import_source(
         let previous = Box::new(previous.clone());
         drop(writer);
         sweep_uncommitted(lake, &manifest, &lock)?;
-        return Ok(ImportOutcome::AlreadyImported {
-            source: name,
-            previous,
-        });
+        return Ok(ImportOutcome::AlreadyImported { source: name, previous });
     }
-    let replaced: Vec<String> = manifest
-        .imports
-        .iter()
-        .filter(|r| r.sha256 == sha256)
-        .flat_map(|r| r.files.clone())
-        .collect();
+    let replaced: Vec<String> = manifest.imports.iter().filter(|r| r.sha256 == sha256).flat_map(|r| r.files.clone()).collect();
     retire(lake, &replaced)?;
     manifest.imports.retain(|r| r.sha256 != sha256);
     manifest.imports.push(ImportRecord {
@@ -202,8 +187,7 @@ pub fn quick_fingerprint(path: &std::path::Path) -> Result<String, LakeError> {
     hasher.update(size.to_le_bytes());
     let mut buf = vec![0u8; PART as usize];
     for offset in [0, size.saturating_sub(PART)] {
-        file.seek(SeekFrom::Start(offset))
-            .map_err(|e| LakeError::io(path, e))?;
+        file.seek(SeekFrom::Start(offset)).map_err(|e| LakeError::io(path, e))?;
         let n = file.read(&mut buf).map_err(|e| LakeError::io(path, e))?;
         hasher.update(&buf[..n]);
     }
@@ -243,25 +227,13 @@ fn run_pipeline(
 ) -> Result<Counts, LakeError> {
     let chunks = LineChunks {
         lines: BoundedLines::new(
-            BufReader::with_capacity(
-                READ_BUFFER,
-                HashingReader {
-                    inner: reader,
-                    hasher: Sha256::new(),
-                },
-            ),
+            BufReader::with_capacity(READ_BUFFER, HashingReader { inner: reader, hasher: Sha256::new() }),
             opts.max_event_bytes,
         ),
         line_no: 0,
         error: None,
     };
-    let mut counts = Counts {
-        lines: 0,
-        events: 0,
-        bytes: 0,
-        quarantined: BTreeMap::new(),
-        sha256: String::new(),
-    };
+    let mut counts = Counts { lines: 0, events: 0, bytes: 0, quarantined: BTreeMap::new(), sha256: String::new() };
     let chunks = decode_in_order(chunks, decoder, source, opts.threads, |decoded| {
         counts.bytes += decoded.bytes;
         progress(decoded.bytes);
@@ -280,10 +252,7 @@ fn run_pipeline(
         Ok::<(), LakeError>(())
     })?;
     if let Some(error) = chunks.error {
-        return Err(LakeError::Read {
-            source_name: source.to_owned(),
-            error,
-        });
+        return Err(LakeError::Read { source_name: source.to_owned(), error });
     }
     counts.lines = chunks.line_no;
     counts.sha256 = hex::encode(chunks.lines.into_inner().into_inner().hasher.finalize());
@@ -301,10 +270,7 @@ impl<R: Read> Iterator for LineChunks<R> {
     type Item = Chunk;
 
     fn next(&mut self) -> Option<Chunk> {
-        let mut chunk = Chunk {
-            events: Vec::with_capacity(CHUNK_LINES),
-            ..Chunk::default()
-        };
+        let mut chunk = Chunk { events: Vec::with_capacity(CHUNK_LINES), ..Chunk::default() };
         while chunk.events.len() < CHUNK_LINES {
             let line = match self.lines.next_line() {
                 Ok(Some(line)) => line,
@@ -322,11 +288,7 @@ impl<R: Read> Iterator for LineChunks<R> {
             chunk.last_position = self.line_no;
             let blank = matches!(&line, Line::Complete(b) if b.iter().all(u8::is_ascii_whitespace));
             if !blank {
-                chunk.events.push(RawEvent {
-                    position: self.line_no,
-                    line,
-                    subject: None,
-                });
+                chunk.events.push(RawEvent { position: self.line_no, line, subject: None });
             }
         }
         (chunk.bytes > 0).then_some(chunk)

@@ -20,15 +20,8 @@ pub enum Table {
 }
 
 impl Table {
-    pub const ALL: [Table; 7] = [
-        Table::Events,
-        Table::Quarantine,
-        Table::Findings,
-        Table::Failures,
-        Table::Classifications,
-        Table::Outputs,
-        Table::Outcomes,
-    ];
+    pub const ALL: [Table; 7] =
+        [Table::Events, Table::Quarantine, Table::Findings, Table::Failures, Table::Classifications, Table::Outputs, Table::Outcomes];
 
     pub fn dir_name(self) -> &'static str {
         match self {
@@ -63,8 +56,7 @@ impl Lake {
     }
 
     pub fn partition_dir(&self, table: Table, date: &PartitionDate) -> PathBuf {
-        self.table_dir(table)
-            .join(format!("{PARTITION_COLUMN}={}", date.0))
+        self.table_dir(table).join(format!("{PARTITION_COLUMN}={}", date.0))
     }
 
     pub fn state_dir(&self) -> PathBuf {
@@ -73,10 +65,7 @@ impl Lake {
 
     /// A path relative to the lake root, as stored in state files.
     pub fn relative(&self, path: &Path) -> String {
-        path.strip_prefix(&self.root)
-            .unwrap_or(path)
-            .to_string_lossy()
-            .into_owned()
+        path.strip_prefix(&self.root).unwrap_or(path).to_string_lossy().into_owned()
     }
 }
 
@@ -88,9 +77,7 @@ impl PartitionDate {
     /// The UTC date of `ts_ms`; timestamps outside chrono's range fall back to 1970-01-01
     /// (the normalizer rejects them before they get here).
     pub fn from_millis(ts_ms: i64) -> Self {
-        let date = DateTime::<Utc>::from_timestamp_millis(ts_ms)
-            .unwrap_or_default()
-            .date_naive();
+        let date = DateTime::<Utc>::from_timestamp_millis(ts_ms).unwrap_or_default().date_naive();
         Self(date.format("%Y-%m-%d").to_string())
     }
 
@@ -125,24 +112,15 @@ mod tests {
 
     #[test]
     fn partition_dates_come_from_utc_time() {
-        assert_eq!(
-            PartitionDate::from_millis(1_767_225_603_963).as_str(),
-            "2026-01-01"
-        );
-        assert_eq!(
-            PartitionDate::from_millis(1_767_225_599_999).as_str(),
-            "2025-12-31"
-        );
+        assert_eq!(PartitionDate::from_millis(1_767_225_603_963).as_str(), "2026-01-01");
+        assert_eq!(PartitionDate::from_millis(1_767_225_599_999).as_str(), "2025-12-31");
     }
 
     #[test]
     fn part_names_are_made_of_hex_and_numbers_only() {
         let id = WriterId::random();
         let name = part_file_name(&id, 3);
-        assert!(
-            name.starts_with("part-") && name.ends_with("-00003.parquet"),
-            "{name}"
-        );
+        assert!(name.starts_with("part-") && name.ends_with("-00003.parquet"), "{name}");
         assert!(id.as_str().chars().all(|c| c.is_ascii_hexdigit()));
     }
 }

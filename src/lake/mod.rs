@@ -27,9 +27,7 @@ pub enum LakeError {
     Parquet(#[from] datafusion::parquet::errors::ParquetError),
     #[error("building record batch: {0}")]
     Arrow(#[from] datafusion::arrow::error::ArrowError),
-    #[error(
-        "state file {path} is not valid ({source}); restore it from a backup or remove the lake and import again"
-    )]
+    #[error("state file {path} is not valid ({source}); restore it from a backup or remove the lake and import again")]
     CorruptState {
         path: PathBuf,
         #[source]
@@ -80,9 +78,6 @@ impl std::fmt::Display for Damage {
 
 impl LakeError {
     pub fn io(path: &Path, source: std::io::Error) -> Self {
-        LakeError::Io {
-            path: path.to_path_buf(),
-            source,
-        }
+        LakeError::Io { path: path.to_path_buf(), source }
     }
 }

@@ -30,54 +30,29 @@ pub enum OutcomeImport {
 
 /// Imports `bytes` (read from `source`): CSV when `csv`, JSON Lines when not, guessed from
 /// the content when `None`. The same content imported again is skipped unless `force`.
-pub fn import_outcomes(
-    lake: &Lake,
-    source: &str,
-    bytes: &[u8],
-    csv: Option<bool>,
-    force: bool,
-) -> Result<OutcomeImport, LakeError> {
+pub fn import_outcomes(lake: &Lake, source: &str, bytes: &[u8], csv: Option<bool>, force: bool) -> Result<OutcomeImport, LakeError> {
     let text = std::str::from_utf8(bytes).map_err(|e| LakeError::Read {
         source_name: source.to_owned(),
-        error: std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("not UTF-8 text ({e})"),
-        ),
+        error: std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not UTF-8 text ({e})")),
     })?;
     let sha256 = hex::encode(Sha256::digest(bytes));
     let lock = WriteLock::acquire(lake)?;
     let mut manifest = Manifest::load(lake)?;
     sweep_uncommitted(lake, &manifest, &lock)?;
-    let previous = manifest
-        .outcome_imports
-        .iter()
-        .find(|r| r.sha256 == sha256)
-        .cloned();
+    let previous = manifest.outcome_imports.iter().find(|r| r.sha256 == sha256).cloned();
     if let Some(previous) = previous.clone().filter(|_| !force) {
-        return Ok(OutcomeImport::AlreadyImported {
-            previous: Box::new(previous),
-        });
+        return Ok(OutcomeImport::AlreadyImported { previous: Box::new(previous) });
     }
     let parsed = parse_outcomes(text, csv, source);
     if parsed.outcomes.is_empty() {
-        return Ok(OutcomeImport::NoOutcomes {
-            rejected: parsed.bad,
-        });
+        return Ok(OutcomeImport::NoOutcomes { rejected: parsed.bad });
     }
     let now = chrono::Utc::now();
     let registered = RegisteredWriter::start(lake)?;
     let writer = registered.id().clone();
-    let dir = lake.partition_dir(
-        Table::Outcomes,
-        &PartitionDate::from_millis(now.timestamp_millis()),
-    );
+    let dir = lake.partition_dir(Table::Outcomes, &PartitionDate::from_millis(now.timestamp_millis()));
     let batch = outcomes_batch(&parsed.outcomes, now.timestamp_millis())?;
-    let file = write_parquet_atomic(
-        &dir,
-        &part_file_name(&writer, 0),
-        OUTCOMES_SCHEMA.clone(),
-        [Ok(batch)],
-    )?;
+    let file = write_parquet_atomic(&dir, &part_file_name(&writer, 0), OUTCOMES_SCHEMA.clone(), [Ok(batch)])?;
     if let Some(previous) = &previous {
         retire(lake, &previous.files)?;
     }
@@ -96,9 +71,5 @@ pub fn import_outcomes(
     if previous.is_some() {
         sweep_uncommitted(lake, &manifest, &lock)?;
     }
-    Ok(OutcomeImport::Imported {
-        outcomes: parsed.outcomes.len() as u64,
-        rejected: parsed.bad,
-        replaced: previous.is_some(),
-    })
+    Ok(OutcomeImport::Imported { outcomes: parsed.outcomes.len() as u64, rejected: parsed.bad, replaced: previous.is_some() })
 }

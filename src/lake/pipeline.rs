@@ -100,12 +100,7 @@ where
     })
 }
 
-fn decode_chunks(
-    rx: &Mutex<Receiver<(u64, Chunk)>>,
-    decoder: &Decoder,
-    source: &str,
-    tx: &SyncSender<(u64, Decoded)>,
-) {
+fn decode_chunks(rx: &Mutex<Receiver<(u64, Chunk)>>, decoder: &Decoder, source: &str, tx: &SyncSender<(u64, Decoded)>) {
     loop {
         let received = rx.lock().expect("chunk queue").recv();
         let Ok((index, chunk)) = received else { return };
@@ -113,17 +108,11 @@ fn decode_chunks(
             .events
             .into_iter()
             .map(|raw| match raw.line {
-                Line::Complete(bytes) => {
-                    decoder.decode(&bytes, source, raw.position, raw.subject.as_deref())
-                }
+                Line::Complete(bytes) => decoder.decode(&bytes, source, raw.position, raw.subject.as_deref()),
                 too_long => decoder.decode_line(too_long, source, raw.position),
             })
             .collect();
-        let decoded = Decoded {
-            results,
-            bytes: chunk.bytes,
-            last_position: chunk.last_position,
-        };
+        let decoded = Decoded { results, bytes: chunk.bytes, last_position: chunk.last_position };
         if tx.send((index, decoded)).is_err() {
             return;
         }

@@ -14,9 +14,7 @@ use datafusion::arrow::datatypes::UInt64Type;
 use datafusion::parquet::arrow::ProjectionMask;
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use super::state::{
-    AnalysisRecord, ExportState, ImportRecord, Manifest, OutcomeImportRecord, WriteLock, data_files,
-};
+use super::state::{AnalysisRecord, ExportState, ImportRecord, Manifest, OutcomeImportRecord, WriteLock, data_files};
 use super::writers::{gone_writer_ids, sweep_uncommitted, writer_of};
 use super::{Lake, LakeError, Table};
 
@@ -43,10 +41,7 @@ pub struct AdoptedFile {
 
 impl RepairPlan {
     pub fn is_empty(&self) -> bool {
-        !self.manifest_missing
-            && self.missing.is_empty()
-            && self.unreadable.is_empty()
-            && self.adopted.is_empty()
+        !self.manifest_missing && self.missing.is_empty() && self.unreadable.is_empty() && self.adopted.is_empty()
     }
 }
 
@@ -54,18 +49,10 @@ impl RepairPlan {
 /// lock, so that no writer is at work.
 pub fn plan_repair(lake: &Lake) -> Result<(Manifest, RepairPlan), LakeError> {
     let manifest = Manifest::load_unchecked(lake)?;
-    let committed: HashSet<String> = manifest
-        .committed_files()
-        .into_iter()
-        .map(str::to_owned)
-        .collect();
+    let committed: HashSet<String> = manifest.committed_files().into_iter().map(str::to_owned).collect();
     let mut plan = RepairPlan {
         manifest_missing: !manifest.exists,
-        missing: committed
-            .iter()
-            .filter(|f| !lake.root().join(f).is_file())
-            .cloned()
-            .collect(),
+        missing: committed.iter().filter(|f| !lake.root().join(f).is_file()).cloned().collect(),
         ..RepairPlan::default()
     };
     plan.missing.sort();
@@ -73,23 +60,21 @@ pub fn plan_repair(lake: &Lake) -> Result<(Manifest, RepairPlan), LakeError> {
     for table in Table::ALL {
         for path in data_files(&lake.table_dir(table))? {
             let relative = lake.relative(&path);
-            let is_temp = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with('.'));
+            let is_temp = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'));
             let leftover = writer_of(&relative).is_some_and(|w| gone.contains(w));
-            if committed.contains(&relative) || is_temp || leftover {
+            if is_temp || leftover {
+                continue;
+            }
+            if committed.contains(&relative) {
+                if let Err(e) = read_footer(&path) {
+                    plan.unreadable.push((relative, e));
+                }
                 continue;
             }
             match read_file(&path, table) {
                 Ok((rows, exported_up_to)) => {
                     let writer = writer_of(&relative).unwrap_or("unknown").to_owned();
-                    plan.adopted.entry(writer).or_default().push(AdoptedFile {
-                        path: relative,
-                        table,
-                        rows,
-                        exported_up_to,
-                    });
+                    plan.adopted.entry(writer).or_default().push(AdoptedFile { path: relative, table, rows, exported_up_to });
                 }
                 Err(e) => plan.unreadable.push((relative, e)),
             }
@@ -107,18 +92,15 @@ pub fn unreadable_committed(lake: &Lake) -> Vec<(String, String)> {
     let mut bad: Vec<(String, String)> = manifest
         .committed_files()
         .into_iter()
-        .filter_map(|f| {
-            let file = File::open(lake.root().join(f)).map_err(|e| e.to_string());
-            let footer = file.and_then(|file| {
-                ParquetRecordBatchReaderBuilder::try_new(file)
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
-            });
-            footer.err().map(|e| (f.to_owned(), e))
-        })
+        .filter_map(|f| read_footer(&lake.root().join(f)).err().map(|e| (f.to_owned(), e)))
         .collect();
     bad.sort();
     bad
+}
+
+fn read_footer(path: &std::path::Path) -> Result<(), String> {
+    let file = File::open(path).map_err(|e| e.to_string())?;
+    ParquetRecordBatchReaderBuilder::try_new(file).map(|_| ()).map_err(|e| e.to_string())
 }
 
 /// Rows of a data file, and for an exported events file its highest stream sequence.
@@ -130,22 +112,14 @@ fn read_file(path: &std::path::Path, table: Table) -> Result<(u64, Option<u64>),
         return Ok((rows, None));
     }
     let schema = builder.parquet_schema();
-    let columns: Vec<usize> = ["stream_seq", "subject"]
-        .iter()
-        .filter_map(|name| schema.columns().iter().position(|c| c.name() == *name))
-        .collect();
+    let columns: Vec<usize> =
+        ["stream_seq", "subject"].iter().filter_map(|name| schema.columns().iter().position(|c| c.name() == *name)).collect();
     let mask = ProjectionMask::leaves(schema, columns);
-    let reader = builder
-        .with_projection(mask)
-        .build()
-        .map_err(|e| e.to_string())?;
+    let reader = builder.with_projection(mask).build().map_err(|e| e.to_string())?;
     let mut exported_up_to: Option<u64> = None;
     for batch in reader {
         let batch = batch.map_err(|e| e.to_string())?;
-        let (Some(seq), Some(subject)) = (
-            batch.column_by_name("stream_seq"),
-            batch.column_by_name("subject"),
-        ) else {
+        let (Some(seq), Some(subject)) = (batch.column_by_name("stream_seq"), batch.column_by_name("subject")) else {
             break;
         };
         let seq = seq.as_primitive::<UInt64Type>();
@@ -158,24 +132,12 @@ fn read_file(path: &std::path::Path, table: Table) -> Result<(u64, Option<u64>),
 
 /// Applies `plan` to `manifest` and saves it; `stream` names the JetStream stream that
 /// adopted exported events came from.
-pub fn apply_repair(
-    lake: &Lake,
-    mut manifest: Manifest,
-    plan: &RepairPlan,
-    stream: &str,
-    lock: &WriteLock,
-) -> Result<Manifest, LakeError> {
-    let missing: HashSet<&str> = plan.missing.iter().map(String::as_str).collect();
+pub fn apply_repair(lake: &Lake, mut manifest: Manifest, plan: &RepairPlan, stream: &str, lock: &WriteLock) -> Result<Manifest, LakeError> {
+    let missing: HashSet<&str> = plan.missing.iter().chain(plan.unreadable.iter().map(|(f, _)| f)).map(String::as_str).collect();
     let keep = |files: &mut Vec<String>| files.retain(|f| !missing.contains(f.as_str()));
     manifest.imports.iter_mut().for_each(|r| keep(&mut r.files));
-    manifest
-        .analyses
-        .iter_mut()
-        .for_each(|r| keep(&mut r.files));
-    manifest
-        .outcome_imports
-        .iter_mut()
-        .for_each(|r| keep(&mut r.files));
+    manifest.analyses.iter_mut().for_each(|r| keep(&mut r.files));
+    manifest.outcome_imports.iter_mut().for_each(|r| keep(&mut r.files));
     if let Some(export) = manifest.export.as_mut() {
         keep(&mut export.files);
     }
@@ -189,27 +151,15 @@ pub fn apply_repair(
 
     let now = chrono::Utc::now().to_rfc3339();
     for (writer, files) in &plan.adopted {
-        let of = |tables: &[Table]| -> Vec<&AdoptedFile> {
-            files.iter().filter(|f| tables.contains(&f.table)).collect()
-        };
-        let paths =
-            |files: &[&AdoptedFile]| files.iter().map(|f| f.path.clone()).collect::<Vec<_>>();
-        let rows = |files: &[&AdoptedFile], table: Table| {
-            files
-                .iter()
-                .filter(|f| f.table == table)
-                .map(|f| f.rows)
-                .sum::<u64>()
-        };
+        let of = |tables: &[Table]| -> Vec<&AdoptedFile> { files.iter().filter(|f| tables.contains(&f.table)).collect() };
+        let paths = |files: &[&AdoptedFile]| files.iter().map(|f| f.path.clone()).collect::<Vec<_>>();
+        let rows = |files: &[&AdoptedFile], table: Table| files.iter().filter(|f| f.table == table).map(|f| f.rows).sum::<u64>();
 
         let ingested = of(&[Table::Events, Table::Quarantine]);
         let exported_up_to = ingested.iter().filter_map(|f| f.exported_up_to).max();
         match exported_up_to {
             Some(cursor) => {
-                let export = manifest.export.get_or_insert_with(|| ExportState {
-                    stream: stream.to_owned(),
-                    ..ExportState::default()
-                });
+                let export = manifest.export.get_or_insert_with(|| ExportState { stream: stream.to_owned(), ..ExportState::default() });
                 export.files.extend(paths(&ingested));
                 export.cursor = export.cursor.max(cursor);
             }
@@ -228,12 +178,7 @@ pub fn apply_repair(
             }),
             None => {}
         }
-        let analysed = of(&[
-            Table::Findings,
-            Table::Failures,
-            Table::Classifications,
-            Table::Outputs,
-        ]);
+        let analysed = of(&[Table::Findings, Table::Failures, Table::Classifications, Table::Outputs]);
         if !analysed.is_empty() {
             manifest.analyses.push(AnalysisRecord {
                 run_id: format!("recovered-{writer}"),

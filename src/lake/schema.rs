@@ -3,8 +3,7 @@
 use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{
-    ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, StringBuilder,
-    TimestampMillisecondArray, UInt64Array,
+    ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, StringBuilder, TimestampMillisecondArray, UInt64Array,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::arrow::error::ArrowError;
@@ -201,14 +200,9 @@ pub fn events_batch(events: &[&Event]) -> Result<RecordBatch, ArrowError> {
     }
     let e = events;
     let columns: Vec<ArrayRef> = vec![
-        Arc::new(UInt64Array::from_iter_values(
-            e.iter().map(|e| e.stream_seq),
-        )),
+        Arc::new(UInt64Array::from_iter_values(e.iter().map(|e| e.stream_seq))),
         text(e, |e| Some(&e.id)),
-        Arc::new(
-            TimestampMillisecondArray::from_iter_values(e.iter().map(|e| e.ts))
-                .with_timezone("UTC"),
-        ),
+        Arc::new(TimestampMillisecondArray::from_iter_values(e.iter().map(|e| e.ts)).with_timezone("UTC")),
         text(e, |e| Some(&e.agent)),
         text(e, |e| Some(&e.session)),
         text(e, |e| Some(&e.event_type)),
@@ -250,9 +244,7 @@ pub fn events_batch(events: &[&Event]) -> Result<RecordBatch, ArrowError> {
 
 /// Outcomes imported at `imported_at` (ms) as one record batch.
 pub fn outcomes_batch(outcomes: &[Outcome], imported_at: i64) -> Result<RecordBatch, ArrowError> {
-    let text = |f: &dyn Fn(&Outcome) -> &str| -> ArrayRef {
-        Arc::new(outcomes.iter().map(|o| Some(f(o))).collect::<StringArray>())
-    };
+    let text = |f: &dyn Fn(&Outcome) -> &str| -> ArrayRef { Arc::new(outcomes.iter().map(|o| Some(f(o))).collect::<StringArray>()) };
     RecordBatch::try_new(
         OUTCOMES_SCHEMA.clone(),
         vec![
@@ -260,36 +252,24 @@ pub fn outcomes_batch(outcomes: &[Outcome], imported_at: i64) -> Result<RecordBa
             text(&|o| o.outcome()),
             Arc::new(outcomes.iter().map(|o| o.score).collect::<Float64Array>()),
             text(&|o| &o.source),
-            Arc::new(
-                TimestampMillisecondArray::from_iter_values(outcomes.iter().map(|_| imported_at))
-                    .with_timezone("UTC"),
-            ),
+            Arc::new(TimestampMillisecondArray::from_iter_values(outcomes.iter().map(|_| imported_at)).with_timezone("UTC")),
         ],
     )
 }
 
 /// Quarantined lines as one record batch.
 pub fn quarantine_batch(lines: &[QuarantinedLine]) -> Result<RecordBatch, ArrowError> {
-    let text = |f: &dyn Fn(&QuarantinedLine) -> &str| -> ArrayRef {
-        Arc::new(lines.iter().map(|l| Some(f(l))).collect::<StringArray>())
-    };
+    let text = |f: &dyn Fn(&QuarantinedLine) -> &str| -> ArrayRef { Arc::new(lines.iter().map(|l| Some(f(l))).collect::<StringArray>()) };
     RecordBatch::try_new(
         QUARANTINE_SCHEMA.clone(),
         vec![
             text(&|l| &l.source),
-            Arc::new(UInt64Array::from_iter_values(
-                lines.iter().map(|l| l.position),
-            )),
+            Arc::new(UInt64Array::from_iter_values(lines.iter().map(|l| l.position))),
             text(&|l| l.reason.as_str()),
             text(&|l| &l.detail),
             text(&|l| &l.raw),
-            Arc::new(UInt64Array::from_iter_values(
-                lines.iter().map(|l| l.raw_bytes),
-            )),
-            Arc::new(
-                TimestampMillisecondArray::from_iter_values(lines.iter().map(|l| l.quarantined_at))
-                    .with_timezone("UTC"),
-            ),
+            Arc::new(UInt64Array::from_iter_values(lines.iter().map(|l| l.raw_bytes))),
+            Arc::new(TimestampMillisecondArray::from_iter_values(lines.iter().map(|l| l.quarantined_at)).with_timezone("UTC")),
         ],
     )
 }

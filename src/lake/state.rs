@@ -127,27 +127,13 @@ impl Manifest {
     /// may read or write it as if it were whole.
     pub fn load(lake: &Lake) -> Result<Self, LakeError> {
         let manifest = Self::load_unchecked(lake)?;
-        let missing: Vec<String> = manifest
-            .committed_files()
-            .into_iter()
-            .filter(|f| !lake.root().join(f).is_file())
-            .map(str::to_owned)
-            .collect();
+        let missing: Vec<String> =
+            manifest.committed_files().into_iter().filter(|f| !lake.root().join(f).is_file()).map(str::to_owned).collect();
         if !missing.is_empty() {
-            return Err(LakeError::Damaged {
-                lake: lake.root().to_path_buf(),
-                problem: Damage::MissingFiles(missing),
-            });
+            return Err(LakeError::Damaged { lake: lake.root().to_path_buf(), problem: Damage::MissingFiles(missing) });
         }
-        if !manifest.exists
-            && Table::ALL
-                .iter()
-                .any(|t| data_files(&lake.table_dir(*t)).is_ok_and(|f| !f.is_empty()))
-        {
-            return Err(LakeError::Damaged {
-                lake: lake.root().to_path_buf(),
-                problem: Damage::NoManifest,
-            });
+        if !manifest.exists && Table::ALL.iter().any(|t| data_files(&lake.table_dir(*t)).is_ok_and(|f| !f.is_empty())) {
+            return Err(LakeError::Damaged { lake: lake.root().to_path_buf(), problem: Damage::NoManifest });
         }
         Ok(manifest)
     }
@@ -156,13 +142,10 @@ impl Manifest {
     pub fn load_unchecked(lake: &Lake) -> Result<Self, LakeError> {
         let path = lake.state_dir().join(MANIFEST);
         match fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map(|m| Self { exists: true, ..m })
-                .map_err(|e| LakeError::CorruptState { path, source: e }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self {
-                version: 1,
-                ..Self::default()
-            }),
+            Ok(bytes) => {
+                serde_json::from_slice(&bytes).map(|m| Self { exists: true, ..m }).map_err(|e| LakeError::CorruptState { path, source: e })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self { version: 1, ..Self::default() }),
             Err(e) => Err(LakeError::io(&path, e)),
         }
     }
@@ -177,34 +160,16 @@ impl Manifest {
 
     /// Every committed data file, relative to the lake root.
     pub fn committed_files(&self) -> HashSet<&str> {
-        let exported = self
-            .export
-            .iter()
-            .flat_map(|e| e.files.iter().map(String::as_str));
-        let analysed = self
-            .analyses
-            .iter()
-            .flat_map(|a| a.files.iter().map(String::as_str));
-        let outcomes = self
-            .outcome_imports
-            .iter()
-            .flat_map(|o| o.files.iter().map(String::as_str));
-        self.imports
-            .iter()
-            .flat_map(|r| r.files.iter().map(String::as_str))
-            .chain(exported)
-            .chain(analysed)
-            .chain(outcomes)
-            .collect()
+        let exported = self.export.iter().flat_map(|e| e.files.iter().map(String::as_str));
+        let analysed = self.analyses.iter().flat_map(|a| a.files.iter().map(String::as_str));
+        let outcomes = self.outcome_imports.iter().flat_map(|o| o.files.iter().map(String::as_str));
+        self.imports.iter().flat_map(|r| r.files.iter().map(String::as_str)).chain(exported).chain(analysed).chain(outcomes).collect()
     }
 }
 
 /// Writes `value` as JSON to `path` atomically (temp file, fsync, rename, fsync dir).
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), LakeError> {
-    write_atomic(
-        path,
-        &serde_json::to_vec_pretty(value).expect("state serializes"),
-    )
+    write_atomic(path, &serde_json::to_vec_pretty(value).expect("state serializes"))
 }
 
 /// Writes `bytes` to `path` atomically (temp file, fsync, rename, fsync dir).
@@ -215,9 +180,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LakeError> {
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
     let mut file = File::create(&tmp).map_err(|e| LakeError::io(&tmp, e))?;
-    file.write_all(bytes)
-        .and_then(|_| file.sync_all())
-        .map_err(|e| LakeError::io(&tmp, e))?;
+    file.write_all(bytes).and_then(|_| file.sync_all()).map_err(|e| LakeError::io(&tmp, e))?;
     fs::rename(&tmp, path).map_err(|e| LakeError::io(path, e))?;
     sync_dir(dir)
 }
@@ -233,12 +196,7 @@ impl WriteLock {
         let dir = lake.state_dir();
         fs::create_dir_all(&dir).map_err(|e| LakeError::io(&dir, e))?;
         let path = dir.join(LOCK);
-        let file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| LakeError::io(&path, e))?;
+        let file = File::options().create(true).truncate(false).write(true).open(&path).map_err(|e| LakeError::io(&path, e))?;
         match file.try_lock() {
             Ok(()) => Ok(Self { _file: file }),
             Err(fs::TryLockError::WouldBlock) => Err(LakeError::Locked(lake.root().to_path_buf())),
@@ -262,10 +220,7 @@ pub fn data_files(table_dir: &Path) -> Result<Vec<PathBuf>, LakeError> {
         }
         for entry in fs::read_dir(&partition).map_err(|e| LakeError::io(&partition, e))? {
             let path = entry.map_err(|e| LakeError::io(&partition, e))?.path();
-            let name = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
             let is_data = name.ends_with(".parquet") && !name.starts_with('.');
             let is_temp = name.starts_with('.') && name.ends_with(".tmp");
             if is_data || is_temp {

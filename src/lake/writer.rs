@@ -49,9 +49,7 @@ const NO_DICTIONARY: &[&str] = &[
 /// The settings of every Parquet file the lake writes.
 pub fn writer_properties() -> WriterProperties {
     let mut builder = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(
-            ZstdLevel::try_new(1).expect("valid zstd level"),
-        ))
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).expect("valid zstd level")))
         .set_max_row_group_row_count(Some(BATCH_ROWS * 2))
         .set_dictionary_enabled(true)
         .set_statistics_enabled(EnabledStatistics::Page)
@@ -93,18 +91,11 @@ pub fn write_parquet_atomic(
     }
     let file = writer.into_inner()?;
     file.sync_all().map_err(|e| LakeError::io(&tmp_path, e))?;
-    let bytes = file
-        .metadata()
-        .map_err(|e| LakeError::io(&tmp_path, e))?
-        .len();
+    let bytes = file.metadata().map_err(|e| LakeError::io(&tmp_path, e))?.len();
     drop(file);
     fs::rename(&tmp_path, &final_path).map_err(|e| LakeError::io(&final_path, e))?;
     sync_dir(dir)?;
-    Ok(WrittenFile {
-        path: final_path,
-        rows,
-        bytes,
-    })
+    Ok(WrittenFile { path: final_path, rows, bytes })
 }
 
 /// One Parquet file written on its own thread from batches handed to it as they are
@@ -118,9 +109,7 @@ pub struct BatchFileWriter {
 impl BatchFileWriter {
     pub fn start(dir: PathBuf, name: String, schema: SchemaRef) -> Self {
         let (tx, rx) = sync_channel::<RecordBatch>(4);
-        let handle = thread::spawn(move || {
-            write_parquet_atomic(&dir, &name, schema, rx.into_iter().map(Ok))
-        });
+        let handle = thread::spawn(move || write_parquet_atomic(&dir, &name, schema, rx.into_iter().map(Ok)));
         Self { tx, handle }
     }
 
@@ -136,10 +125,7 @@ impl BatchFileWriter {
     /// The file written, or none when no row was.
     pub fn finish(self) -> Result<Option<WrittenFile>, LakeError> {
         drop(self.tx);
-        let file = self
-            .handle
-            .join()
-            .expect("the Parquet writer thread does not panic")?;
+        let file = self.handle.join().expect("the Parquet writer thread does not panic")?;
         if file.rows > 0 {
             return Ok(Some(file));
         }
@@ -150,9 +136,7 @@ impl BatchFileWriter {
 
 /// Makes a rename in `dir` durable.
 pub fn sync_dir(dir: &Path) -> Result<(), LakeError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| LakeError::io(dir, e))
+    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| LakeError::io(dir, e))
 }
 
 /// Buffers events per date partition and writes each partition's rows sorted by
@@ -204,11 +188,7 @@ impl BackgroundWriter {
 }
 
 /// Writes events sorted by (agent, session, ts) as one Parquet file.
-fn write_sorted_events(
-    dir: &Path,
-    name: &str,
-    events: EventBuffer,
-) -> Result<WrittenFile, LakeError> {
+fn write_sorted_events(dir: &Path, name: &str, events: EventBuffer) -> Result<WrittenFile, LakeError> {
     // Sorting indices moves 4 bytes per swap instead of a whole event.
     let mut order: Vec<u32> = (0..events.len() as u32).collect();
     order.sort_unstable_by(|&a, &b| {
@@ -238,10 +218,7 @@ impl EventSink {
 
     pub fn push(&mut self, event: Event) -> Result<(), LakeError> {
         let size = event.approx_bytes();
-        let (events, bytes) = self
-            .partitions
-            .entry(event.ts.div_euclid(DAY_MS))
-            .or_default();
+        let (events, bytes) = self.partitions.entry(event.ts.div_euclid(DAY_MS)).or_default();
         events.push(Box::new(event));
         *bytes += size;
         self.buffered_bytes += size;
@@ -273,11 +250,7 @@ impl EventSink {
     }
 
     fn flush_largest(&mut self) -> Result<(), LakeError> {
-        let largest = self
-            .partitions
-            .iter()
-            .max_by_key(|(_, (_, bytes))| *bytes)
-            .map(|(d, _)| *d);
+        let largest = self.partitions.iter().max_by_key(|(_, (_, bytes))| *bytes).map(|(d, _)| *d);
         match largest {
             Some(day) => self.flush(day),
             None => Ok(()),
@@ -292,9 +265,7 @@ impl EventSink {
         if events.is_empty() {
             return Ok(());
         }
-        let dir = self
-            .lake
-            .partition_dir(Table::Events, &PartitionDate::from_millis(day * DAY_MS));
+        let dir = self.lake.partition_dir(Table::Events, &PartitionDate::from_millis(day * DAY_MS));
         let name = self.next_name();
         let writes = self.writes.get_or_insert_with(BackgroundWriter::start);
         if writes.tx.send((dir, name, events)).is_err() {
@@ -305,12 +276,7 @@ impl EventSink {
                 .expect("writer")
                 .finish()
                 .err()
-                .unwrap_or_else(|| {
-                    LakeError::io(
-                        self.lake.root(),
-                        std::io::Error::other("the file writer stopped"),
-                    )
-                }));
+                .unwrap_or_else(|| LakeError::io(self.lake.root(), std::io::Error::other("the file writer stopped"))));
         }
         Ok(())
     }
@@ -324,13 +290,7 @@ impl EventSink {
         let dir = self.lake.partition_dir(Table::Quarantine, &date);
         let name = self.next_name();
         let batch = quarantine_batch(&lines).map_err(LakeError::from);
-        write_parquet_atomic(
-            &dir,
-            &name,
-            Arc::clone(&super::schema::QUARANTINE_SCHEMA),
-            [batch],
-        )
-        .map(Some)
+        write_parquet_atomic(&dir, &name, Arc::clone(&super::schema::QUARANTINE_SCHEMA), [batch]).map(Some)
     }
 
     fn next_name(&mut self) -> String {

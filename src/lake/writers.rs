@@ -43,11 +43,7 @@ impl RegisteredWriter {
         file.lock().map_err(|e| LakeError::io(&tmp, e))?;
         fs::rename(&tmp, &marker).map_err(|e| LakeError::io(&marker, e))?;
         sync_dir(&dir)?;
-        Ok(Self {
-            id,
-            marker,
-            _lock: file,
-        })
+        Ok(Self { id, marker, _lock: file })
     }
 
     pub fn id(&self) -> &WriterId {
@@ -78,11 +74,7 @@ pub fn retire(lake: &Lake, files: &[String]) -> Result<(), LakeError> {
 
 /// Deletes the data files (and temp files) of writers that are gone and that `manifest`
 /// does not name, then their markers. Returns what was deleted.
-pub fn sweep_uncommitted(
-    lake: &Lake,
-    manifest: &Manifest,
-    _lock: &WriteLock,
-) -> Result<Vec<PathBuf>, LakeError> {
+pub fn sweep_uncommitted(lake: &Lake, manifest: &Manifest, _lock: &WriteLock) -> Result<Vec<PathBuf>, LakeError> {
     let gone = gone_writers(lake)?;
     if gone.is_empty() {
         return Ok(Vec::new());
@@ -92,9 +84,7 @@ pub fn sweep_uncommitted(
     for table in Table::ALL {
         for path in data_files(&lake.table_dir(table))? {
             let relative = lake.relative(&path);
-            let of_gone = file_name(&path)
-                .and_then(writer_of)
-                .is_some_and(|id| gone.iter().any(|(g, _)| g == id));
+            let of_gone = file_name(&path).and_then(writer_of).is_some_and(|id| gone.iter().any(|(g, _)| g == id));
             if of_gone && !committed.contains(relative.as_str()) {
                 fs::remove_file(&path).map_err(|e| LakeError::io(&path, e))?;
                 removed.push(path);
@@ -129,10 +119,7 @@ fn gone_writers(lake: &Lake) -> Result<Vec<(String, GoneMarker)>, LakeError> {
     let mut gone = Vec::new();
     for entry in entries {
         let path = entry.map_err(|e| LakeError::io(&dir, e))?.path();
-        let Some(id) = file_name(&path)
-            .filter(|n| is_writer_id(n))
-            .map(str::to_owned)
-        else {
+        let Some(id) = file_name(&path).filter(|n| is_writer_id(n)).map(str::to_owned) else {
             continue;
         };
         let file = File::open(&path).map_err(|e| LakeError::io(&path, e))?;
@@ -157,10 +144,7 @@ fn is_writer_id(name: &str) -> bool {
 /// `.part-<id>-00001.parquet.tmp`), from a name or a relative path.
 pub fn writer_of(file: &str) -> Option<&str> {
     let name = file.rsplit('/').next()?;
-    let rest = name
-        .strip_prefix('.')
-        .unwrap_or(name)
-        .strip_prefix("part-")?;
+    let rest = name.strip_prefix('.').unwrap_or(name).strip_prefix("part-")?;
     let id = rest.get(..16)?;
     (is_writer_id(id) && rest[16..].starts_with('-')).then_some(id)
 }
@@ -171,14 +155,8 @@ mod tests {
 
     #[test]
     fn writer_ids_come_from_data_and_temp_file_names_only() {
-        assert_eq!(
-            writer_of("events/date=2026-01-01/part-0123456789abcdef-00001.parquet"),
-            Some("0123456789abcdef")
-        );
-        assert_eq!(
-            writer_of(".part-0123456789abcdef-00002.parquet.tmp"),
-            Some("0123456789abcdef")
-        );
+        assert_eq!(writer_of("events/date=2026-01-01/part-0123456789abcdef-00001.parquet"), Some("0123456789abcdef"));
+        assert_eq!(writer_of(".part-0123456789abcdef-00002.parquet.tmp"), Some("0123456789abcdef"));
         assert_eq!(writer_of("part-xyz-00001.parquet"), None);
         assert_eq!(writer_of("notes.parquet"), None);
     }
@@ -188,25 +166,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let lake = Lake::new(dir.path());
         let writer = RegisteredWriter::start(&lake).unwrap();
-        assert!(
-            gone_writers(&lake).unwrap().is_empty(),
-            "a locked marker is a live writer"
-        );
-        let file = format!(
-            "events/date=2026-01-01/part-{}-00001.parquet",
-            writer.id().as_str()
-        );
+        assert!(gone_writers(&lake).unwrap().is_empty(), "a locked marker is a live writer");
+        let file = format!("events/date=2026-01-01/part-{}-00001.parquet", writer.id().as_str());
         drop(writer);
-        assert_eq!(
-            gone_writers(&lake).unwrap().len(),
-            1,
-            "a dropped writer is gone"
-        );
+        assert_eq!(gone_writers(&lake).unwrap().len(), 1, "a dropped writer is gone");
         retire(&lake, &[file]).unwrap();
-        assert_eq!(
-            gone_writers(&lake).unwrap().len(),
-            1,
-            "retiring a gone writer again changes nothing"
-        );
+        assert_eq!(gone_writers(&lake).unwrap().len(), 1, "retiring a gone writer again changes nothing");
     }
 }

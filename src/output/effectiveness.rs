@@ -23,17 +23,12 @@ pub struct RuleEffectiveness {
     pub status: String,
 }
 
-pub async fn rule_effectiveness(
-    ctx: &SessionContext,
-) -> Result<Vec<RuleEffectiveness>, datafusion::error::DataFusionError> {
+pub async fn rule_effectiveness(ctx: &SessionContext) -> Result<Vec<RuleEffectiveness>, datafusion::error::DataFusionError> {
     let sql = "SELECT rule_id, type, signal, created_run_id, CAST(failures_before AS BIGINT), CAST(failures_after AS DOUBLE), \
                CAST(runs_after AS BIGINT), CAST(effectiveness AS DOUBLE), status FROM rule_effectiveness ORDER BY rule_id";
     let mut rules = Vec::new();
     for batch in ctx.sql(sql).await?.collect().await? {
-        let text: Vec<_> = [0, 1, 2, 3, 8]
-            .iter()
-            .map(|&i| cast(batch.column(i), &DataType::Utf8))
-            .collect::<Result<_, _>>()?;
+        let text: Vec<_> = [0, 1, 2, 3, 8].iter().map(|&i| cast(batch.column(i), &DataType::Utf8)).collect::<Result<_, _>>()?;
         let t: Vec<_> = text.iter().map(|a| a.as_string::<i32>()).collect();
         let before = batch.column(4).as_primitive::<Int64Type>();
         let after = batch.column(5).as_primitive::<Float64Type>();

@@ -16,14 +16,11 @@ pub const PATTERNS_FILE: &str = "cortex-patterns.json";
 /// Writes the three files into `dir` (each atomically); returns their paths.
 pub fn write_artifacts(dir: &Path, outputs: &[GeneratedOutput]) -> Result<Vec<PathBuf>, LakeError> {
     let of = |t: ActionType| outputs.iter().filter(move |o| o.output_type == t);
-    let mut soul =
-        String::from("# Rules from trace analysis\n\nAdd these to the agent's SOUL.md.\n\n");
+    let mut soul = String::from("# Rules from trace analysis\n\nAdd these to the agent's SOUL.md.\n\n");
     for rule in of(ActionType::SoulRule) {
         soul.push_str(&format!("- {}\n", rule.content));
     }
-    let policies: Vec<Value> = of(ActionType::GovernancePolicy)
-        .filter_map(|p| serde_json::from_str(&p.content).ok())
-        .collect();
+    let policies: Vec<Value> = of(ActionType::GovernancePolicy).filter_map(|p| serde_json::from_str(&p.content).ok()).collect();
     let patterns: Vec<Value> = of(ActionType::CortexPattern)
         .map(|p| json!({"id": p.id, "pattern": p.content, "signal": p.signal, "confidence": p.confidence, "sourceFindings": p.source_findings}))
         .collect();

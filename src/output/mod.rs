@@ -38,17 +38,9 @@ pub type Classified<'a> = (&'a Finding, &'a Classification);
 
 /// Every artifact from `classified`, and warnings about what was dropped.
 pub fn generate_outputs(classified: &[Classified]) -> (Vec<GeneratedOutput>, Vec<String>) {
-    let of = |t: ActionType| -> Vec<Classified> {
-        classified
-            .iter()
-            .filter(|(_, c)| c.action_type == t)
-            .copied()
-            .collect()
-    };
+    let of = |t: ActionType| -> Vec<Classified> { classified.iter().filter(|(_, c)| c.action_type == t).copied().collect() };
     let mut outputs = soul::soul_rules(&of(ActionType::SoulRule));
-    outputs.extend(policy::governance_policies(&of(
-        ActionType::GovernancePolicy,
-    )));
+    outputs.extend(policy::governance_policies(&of(ActionType::GovernancePolicy)));
     let (patterns, warnings) = patterns::cortex_patterns(&of(ActionType::CortexPattern));
     outputs.extend(patterns);
     (outputs, warnings)
@@ -60,11 +52,7 @@ fn output_id(output_type: ActionType, key: &str) -> String {
 }
 
 /// A one-finding output.
-fn single(
-    output_type: ActionType,
-    (finding, class): Classified,
-    content: String,
-) -> GeneratedOutput {
+fn single(output_type: ActionType, (finding, class): Classified, content: String) -> GeneratedOutput {
     GeneratedOutput {
         id: output_id(output_type, &content),
         output_type,

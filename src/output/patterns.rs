@@ -28,17 +28,10 @@ fn as_regex(text: &str) -> String {
         && let Some(end) = rest.rfind('/')
     {
         let (body, flags) = (&rest[..end], &rest[end + 1..]);
-        let flags: String = flags
-            .chars()
-            .filter(|c| matches!(c, 'i' | 'm' | 's' | 'x' | 'u'))
-            .collect();
+        let flags: String = flags.chars().filter(|c| matches!(c, 'i' | 'm' | 's' | 'x' | 'u')).collect();
         if flags.len() == rest[end + 1..].len() {
             let flags: String = flags.chars().filter(|c| *c != 'u').collect();
-            return if flags.is_empty() {
-                body.to_owned()
-            } else {
-                format!("(?{flags}){body}")
-            };
+            return if flags.is_empty() { body.to_owned() } else { format!("(?{flags}){body}") };
         }
     }
     text.to_owned()

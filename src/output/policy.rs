@@ -7,12 +7,7 @@ use serde_json::Value;
 use super::{Classified, GeneratedOutput, single};
 use crate::classify::ActionType;
 
-pub const VALID_HOOKS: [&str; 4] = [
-    "before_tool_call",
-    "message_sending",
-    "before_agent_start",
-    "session_start",
-];
+pub const VALID_HOOKS: [&str; 4] = ["before_tool_call", "message_sending", "before_agent_start", "session_start"];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -60,11 +55,7 @@ pub struct Rule {
 /// Conditions by `type`; the fields of each are checked by openclaw-governance itself,
 /// so only the ones generated here are spelled out.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(
-    tag = "type",
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase"
-)]
+#[serde(tag = "type", rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum Condition {
     Tool {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -109,25 +100,18 @@ pub enum Effect {
 impl Policy {
     /// Parses and checks a policy as openclaw-governance would load it.
     pub fn validate_json(json: &str) -> Result<Policy, String> {
-        let policy: Policy =
-            serde_json::from_str(json).map_err(|e| format!("not a Policy: {e}"))?;
+        let policy: Policy = serde_json::from_str(json).map_err(|e| format!("not a Policy: {e}"))?;
         policy.validate()?;
         Ok(policy)
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        if self.id.trim().is_empty()
-            || self.name.trim().is_empty()
-            || self.version.trim().is_empty()
-        {
+        if self.id.trim().is_empty() || self.name.trim().is_empty() || self.version.trim().is_empty() {
             return Err("id, name and version must not be empty".into());
         }
         for hook in self.scope.hooks.iter().flatten() {
             if !VALID_HOOKS.contains(&hook.as_str()) {
-                return Err(format!(
-                    "unknown hook `{hook}` (valid: {})",
-                    VALID_HOOKS.join(", ")
-                ));
+                return Err(format!("unknown hook `{hook}` (valid: {})", VALID_HOOKS.join(", ")));
             }
         }
         if self.rules.is_empty() {
@@ -162,46 +146,27 @@ pub fn governance_policies(findings: &[Classified]) -> Vec<GeneratedOutput> {
         .iter()
         .map(|&(finding, class)| {
             let short = finding.finding_id.get(..8).unwrap_or(&finding.finding_id);
-            let slug: String = finding
-                .signal
-                .to_lowercase()
-                .chars()
-                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-                .collect();
+            let slug: String = finding.signal.to_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
             let evidence: Value = serde_json::from_str(&finding.evidence).unwrap_or(Value::Null);
             let hooks = hooks_for_signal(&finding.signal);
             let condition = match evidence.get("toolName").and_then(Value::as_str) {
-                Some(tool) if hooks[0] == "before_tool_call" => Condition::Tool {
-                    name: Some(tool.to_owned()),
-                    params: None,
-                },
-                _ => Condition::Agent {
-                    id: Some(finding.agent.clone()),
-                },
+                Some(tool) if hooks[0] == "before_tool_call" => Condition::Tool { name: Some(tool.to_owned()), params: None },
+                _ => Condition::Agent { id: Some(finding.agent.clone()) },
             };
             let policy = Policy {
                 id: format!("trace-gen-{slug}-{short}"),
-                name: format!(
-                    "Auto: {}",
-                    finding.summary.chars().take(60).collect::<String>()
-                ),
+                name: format!("Auto: {}", finding.summary.chars().take(60).collect::<String>()),
                 version: "1.0.0".into(),
                 description: Some(format!(
                     "Auto-generated from trace analysis finding {}. Root cause: {}",
                     finding.finding_id, class.root_cause
                 )),
-                scope: Scope {
-                    agents: Some(vec![finding.agent.clone()]),
-                    hooks: Some(hooks),
-                    ..Scope::default()
-                },
+                scope: Scope { agents: Some(vec![finding.agent.clone()]), hooks: Some(hooks), ..Scope::default() },
                 rules: vec![Rule {
                     id: format!("rule-{short}"),
                     description: Some(class.action_text.clone()),
                     conditions: vec![condition],
-                    effect: Effect::Audit {
-                        level: Some("standard".into()),
-                    },
+                    effect: Effect::Audit { level: Some("standard".into()) },
                     min_trust: None,
                     max_trust: None,
                 }],

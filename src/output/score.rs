@@ -64,13 +64,7 @@ const COVERAGE_SQL: &str = "SELECT \
 
 pub async fn signal_scores(ctx: &SessionContext) -> Result<Scores, ScoreError> {
     let coverage = query_json(ctx, COVERAGE_SQL).await?;
-    let count = |key: &str| {
-        coverage
-            .first()
-            .and_then(|row| row.get(key))
-            .and_then(serde_json::Value::as_u64)
-            .unwrap_or(0)
-    };
+    let count = |key: &str| coverage.first().and_then(|row| row.get(key)).and_then(serde_json::Value::as_u64).unwrap_or(0);
     if count("outcomes") == 0 {
         return Err(ScoreError::NoOutcomes);
     }
@@ -82,11 +76,7 @@ pub async fn signal_scores(ctx: &SessionContext) -> Result<Scores, ScoreError> {
     signals.sort_by(|a, b| {
         let key = |s: &SignalScore| (s.signal != "(any)", s.failed_flagged == 0);
         let lift = |s: &SignalScore| s.lift.unwrap_or(f64::INFINITY);
-        key(a)
-            .cmp(&key(b))
-            .then(lift(b).total_cmp(&lift(a)))
-            .then(b.failed_flagged.cmp(&a.failed_flagged))
-            .then(a.signal.cmp(&b.signal))
+        key(a).cmp(&key(b)).then(lift(b).total_cmp(&lift(a))).then(b.failed_flagged.cmp(&a.failed_flagged)).then(a.signal.cmp(&b.signal))
     });
     let (failed, succeeded) = signals.first().map_or((0, 0), |s| (s.failed, s.succeeded));
     Ok(Scores {
@@ -102,30 +92,20 @@ pub async fn signal_scores(ctx: &SessionContext) -> Result<Scores, ScoreError> {
 impl Scores {
     /// The scores as a table for the terminal.
     pub fn to_terminal(&self) -> String {
-        let mut out = format!(
-            "{} sessions with a known outcome: {} failed, {} succeeded",
-            self.sessions_scored, self.failed, self.succeeded
-        );
+        let mut out =
+            format!("{} sessions with a known outcome: {} failed, {} succeeded", self.sessions_scored, self.failed, self.succeeded);
         if self.sessions_without_outcome > 0 {
-            out.push_str(&format!(
-                "; {} sessions without an outcome not scored",
-                self.sessions_without_outcome
-            ));
+            out.push_str(&format!("; {} sessions without an outcome not scored", self.sessions_without_outcome));
         }
         if self.outcomes_without_events > 0 {
-            out.push_str(&format!(
-                "; {} outcomes name sessions the lake has no events of",
-                self.outcomes_without_events
-            ));
+            out.push_str(&format!("; {} outcomes name sessions the lake has no events of", self.outcomes_without_events));
         }
         out.push_str("\n\n");
         out.push_str(&format!(
             "{:<26} {:>18} {:>18} {:>7} {:>17}\n",
             "signal", "failed flagged", "succeeded flagged", "lift", "findings/session"
         ));
-        let share = |n: u64, of: u64, rate: Option<f64>| {
-            format!("{n}/{of} {:>5.1} %", rate.unwrap_or(0.0) * 100.0)
-        };
+        let share = |n: u64, of: u64, rate: Option<f64>| format!("{n}/{of} {:>5.1} %", rate.unwrap_or(0.0) * 100.0);
         for s in &self.signals {
             let lift = match (s.lift, s.failed_flagged) {
                 (Some(l), _) => format!("{l:.2}"),

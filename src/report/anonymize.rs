@@ -10,14 +10,10 @@ use serde_json::value::RawValue;
 
 use super::LakeReport;
 
-static IPV4: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b\d{1,3}(?:\.\d{1,3}){3}\b").expect("valid"));
-static IPV6: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\b(?:[0-9a-fA-F]{1,4}:){2,7}[0-9a-fA-F]{1,4}\b|::1\b").expect("valid")
-});
-static PATH: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:~|\.{1,2})?(?:/[\w.@+-]+){2,}/?|[A-Za-z]:\\(?:[\w.@+ -]+\\?)+").expect("valid")
-});
+static IPV4: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b\d{1,3}(?:\.\d{1,3}){3}\b").expect("valid"));
+static IPV6: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b(?:[0-9a-fA-F]{1,4}:){2,7}[0-9a-fA-F]{1,4}\b|::1\b").expect("valid"));
+static PATH: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?:~|\.{1,2})?(?:/[\w.@+-]+){2,}/?|[A-Za-z]:\\(?:[\w.@+ -]+\\?)+").expect("valid"));
 static HOST: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:com|net|org|io|dev|local|internal|lan|de|uk|eu|us|ai|app|cloud|co|info|biz|xyz|[a-z]{2})\b")
         .expect("valid")
@@ -25,15 +21,7 @@ static HOST: LazyLock<Regex> = LazyLock::new(|| {
 static QUOTED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"'[^']*'").expect("valid"));
 
 /// Evidence keys whose values are what a user or agent said.
-const CONTENT_KEYS: [&str; 7] = [
-    "userMessage",
-    "userCorrection",
-    "agentMessage",
-    "agentClaim",
-    "content",
-    "message",
-    "text",
-];
+const CONTENT_KEYS: [&str; 7] = ["userMessage", "userCorrection", "agentMessage", "agentClaim", "content", "message", "text"];
 
 #[derive(Debug, Default)]
 struct Names {
@@ -44,17 +32,11 @@ struct Names {
 impl Names {
     fn agent(&mut self, name: &str) -> String {
         let next = self.agents.len() + 1;
-        self.agents
-            .entry(name.to_owned())
-            .or_insert_with(|| format!("agent-{next}"))
-            .clone()
+        self.agents.entry(name.to_owned()).or_insert_with(|| format!("agent-{next}")).clone()
     }
     fn session(&mut self, id: &str) -> String {
         let next = self.sessions.len() + 1;
-        self.sessions
-            .entry(id.to_owned())
-            .or_insert_with(|| format!("session-{next}"))
-            .clone()
+        self.sessions.entry(id.to_owned()).or_insert_with(|| format!("session-{next}")).clone()
     }
     /// Known names and ids inside free text, then paths, IPs and hostnames.
     fn scrub(&self, text: &str) -> String {
@@ -129,10 +111,7 @@ pub fn anonymize(report: &mut LakeReport) {
     for events in report.transcripts.values_mut() {
         for e in events {
             if e.event_type == "msg.in" {
-                e.content = e
-                    .content
-                    .as_ref()
-                    .map(|_| "[user message removed]".to_owned());
+                e.content = e.content.as_ref().map(|_| "[user message removed]".to_owned());
             } else {
                 e.content = e.content.as_deref().map(|c| names.scrub(c));
             }

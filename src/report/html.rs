@@ -15,9 +15,7 @@ pub fn render(report: &LakeReport) -> String {
     let r = &report.report;
     let data = json!({ "charts": report.charts, "signals": r.signal_stats });
     // `</` inside a script element would end it early.
-    let data = serde_json::to_string(&data)
-        .expect("report data serializes")
-        .replace("</", "<\\/");
+    let data = serde_json::to_string(&data).expect("report data serializes").replace("</", "<\\/");
     let mut page = String::new();
     let _ = write!(
         page,
@@ -38,19 +36,14 @@ pub fn render(report: &LakeReport) -> String {
         ("tools", "Top failing tools"),
         ("chain-lengths", "Chain length distribution"),
     ] {
-        let _ = writeln!(
-            page,
-            "<figure><figcaption>{title}</figcaption><div class=\"chart\" id=\"chart-{id}\"></div></figure>"
-        );
+        let _ = writeln!(page, "<figure><figcaption>{title}</figcaption><div class=\"chart\" id=\"chart-{id}\"></div></figure>");
     }
     page.push_str("</section>\n");
     findings_table(&mut page, report);
     outputs_section(&mut page, report);
     transcripts_section(&mut page, report);
-    let _ = write!(
-        page,
-        "<script type=\"application/json\" id=\"report-data\">{data}</script>\n<script>{SCRIPT}</script>\n</body></html>\n"
-    );
+    let _ =
+        write!(page, "<script type=\"application/json\" id=\"report-data\">{data}</script>\n<script>{SCRIPT}</script>\n</body></html>\n");
     page
 }
 
@@ -71,13 +64,8 @@ fn findings_table(page: &mut String, report: &LakeReport) {
     }
     page.push_str("<table class=\"findings\"><thead><tr><th>severity</th><th>signal</th><th>agent</th><th>session</th><th>occurred</th><th>summary</th><th>fix</th><th>chain</th></tr></thead><tbody>\n");
     for f in &r.findings {
-        let fix = f.classification.as_ref().map_or(String::new(), |c| {
-            format!(
-                "<b>{}</b> {}",
-                c.action_type.as_str(),
-                escape(&c.action_text)
-            )
-        });
+        let fix =
+            f.classification.as_ref().map_or(String::new(), |c| format!("<b>{}</b> {}", c.action_type.as_str(), escape(&c.action_text)));
         let link = if report.transcripts.contains_key(&f.chain_id) {
             format!("<a href=\"#chain-{0}\">{0}</a>", escape(&f.chain_id))
         } else {
@@ -102,21 +90,14 @@ fn outputs_section(page: &mut String, report: &LakeReport) {
     if !r.generated_outputs.is_empty() {
         page.push_str("<section><h2>Generated fixes</h2><ul class=\"outputs\">\n");
         for o in &r.generated_outputs {
-            let _ = writeln!(
-                page,
-                "<li><b>{}</b> <pre>{}</pre></li>",
-                o.output_type.as_str(),
-                escape(&o.content)
-            );
+            let _ = writeln!(page, "<li><b>{}</b> <pre>{}</pre></li>", o.output_type.as_str(), escape(&o.content));
         }
         page.push_str("</ul></section>\n");
     }
     if !r.rule_effectiveness.is_empty() {
         page.push_str("<section><h2>Rule effectiveness</h2><table><thead><tr><th>rule</th><th>type</th><th>signal</th><th>failures before</th><th>after (per run)</th><th>runs after</th><th>effectiveness</th><th>status</th></tr></thead><tbody>\n");
         for e in &r.rule_effectiveness {
-            let eff = e
-                .effectiveness
-                .map_or("–".to_owned(), |p| format!("{p:.1} %"));
+            let eff = e.effectiveness.map_or("–".to_owned(), |p| format!("{p:.1} %"));
             let _ = writeln!(
                 page,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{eff}</td><td>{}</td></tr>",
@@ -151,10 +132,7 @@ fn transcripts_section(page: &mut String, report: &LakeReport) {
 }
 
 fn iso(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .unwrap_or_default()
-        .format("%Y-%m-%d %H:%M")
-        .to_string()
+    chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default().format("%Y-%m-%d %H:%M").to_string()
 }
 
 pub fn escape(text: &str) -> String {

@@ -14,10 +14,7 @@ use serde_json::Value;
 use crate::classify::stage::chain_transcripts;
 use crate::classify::{ActionType, Classification, FindingVerdict, TranscriptEvent};
 use crate::config::Config;
-use crate::detect::analyze::{
-    Analysis, CHAIN_STATS_QUERY, ChainStats, Slice, build_chains, chain_stats_of,
-    define_analysis_events,
-};
+use crate::detect::analyze::{Analysis, CHAIN_STATS_QUERY, ChainStats, Slice, build_chains, chain_stats_of, define_analysis_events};
 use crate::detect::bucket_plans::BucketPlans;
 use crate::detect::buckets::Buckets;
 use crate::detect::report::{AnalysisReport, FindingCounts};
@@ -59,8 +56,7 @@ const FINDINGS_SQL: &str = "SELECT finding_id, run_id, signal, severity, chain_i
      ORDER BY CASE severity WHEN 'critical' THEN 0 WHEN 'high' THEN 1 WHEN 'medium' THEN 2 ELSE 3 END, occurred_at, finding_id";
 
 /// Every finding counted per signal, severity and agent (the signal statistics).
-const FINDING_COUNTS_SQL: &str =
-    "SELECT signal, severity, agent, count(*) AS n FROM findings GROUP BY 1, 2, 3";
+const FINDING_COUNTS_SQL: &str = "SELECT signal, severity, agent, count(*) AS n FROM findings GROUP BY 1, 2, 3";
 
 const CHART_SQL: [&str; 2] = [
     "SELECT agent, severity, count(*) AS count FROM findings GROUP BY 1, 2 ORDER BY 1, 2",
@@ -78,12 +74,7 @@ const CHAIN_LENGTHS_SQL: &str = "SELECT CASE WHEN n_events <= 2 THEN '2' WHEN n_
 
 /// Reads the report from the lake: findings (most severe first, at most `max_findings`),
 /// the latest verdict per finding, the latest run's artifacts, rule effectiveness.
-pub async fn lake_report(
-    lake: &Lake,
-    config: &Config,
-    redactor: Redactor,
-    max_findings: usize,
-) -> Result<LakeReport, DetectError> {
+pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_findings: usize) -> Result<LakeReport, DetectError> {
     let engine = EngineOptions::from_config(config)?;
     let params = &engine.sql_params;
     let ctx = open_session(lake, redactor, &engine).await?;
@@ -91,18 +82,12 @@ pub async fn lake_report(
 
     let mut findings: Vec<Finding> = Vec::new();
     for row in query_json(&ctx, &format!("{FINDINGS_SQL} LIMIT {max_findings}")).await? {
-        findings
-            .push(serde_json::from_value(row).map_err(|e| DetectError::FindingRow(e.to_string()))?);
+        findings.push(serde_json::from_value(row).map_err(|e| DetectError::FindingRow(e.to_string()))?);
     }
     let mut counts = FindingCounts::default();
     for row in query_json(&ctx, FINDING_COUNTS_SQL).await? {
         let text = |k: &str| row[k].as_str().unwrap_or_default().to_owned();
-        counts.add(
-            &text("signal"),
-            &text("severity"),
-            &text("agent"),
-            row["n"].as_u64().unwrap_or(0) as usize,
-        );
+        counts.add(&text("signal"), &text("severity"), &text("agent"), row["n"].as_u64().unwrap_or(0) as usize);
     }
     let verdicts = latest_verdicts(&ctx).await?;
     let outputs = latest_outputs(&ctx, manifest.analyses.last().map(|a| a.run_id.as_str())).await?;
@@ -112,22 +97,14 @@ pub async fn lake_report(
     }
     let (stats, lengths) = chain_lengths(&ctx, params).await?;
     charts_data.push(lengths);
-    let [over_time, by_agent, tools, lengths] =
-        <[Vec<Value>; 4]>::try_from(charts_data).expect("four charts");
+    let [over_time, by_agent, tools, lengths] = <[Vec<Value>; 4]>::try_from(charts_data).expect("four charts");
     // Transcripts need only the chains of the findings shown.
     let sessions: Vec<String> = findings.iter().map(|f| f.session.clone()).collect();
     define_analysis_events(&ctx, None, 0, &Slice::Sessions(&sessions)).await?;
     build_chains(&ctx, params).await?;
-    let transcripts = chain_transcripts(&ctx, &findings)
-        .await?
-        .into_iter()
-        .collect();
+    let transcripts = chain_transcripts(&ctx, &findings).await?.into_iter().collect();
     let analysis = Analysis {
-        run_id: manifest
-            .analyses
-            .last()
-            .map(|a| a.run_id.clone())
-            .unwrap_or_default(),
+        run_id: manifest.analyses.last().map(|a| a.run_id.clone()).unwrap_or_default(),
         started_at: 0,
         completed_at: chrono::Utc::now().timestamp_millis(),
         events_processed: stats.events,
@@ -147,21 +124,14 @@ pub async fn lake_report(
     let report = AnalysisReport::assemble(analysis);
     Ok(LakeReport {
         report,
-        charts: Charts {
-            findings_over_time: over_time,
-            by_agent_severity: by_agent,
-            failing_tools: tools,
-            chain_lengths: lengths,
-        },
+        charts: Charts { findings_over_time: over_time, by_agent_severity: by_agent, failing_tools: tools, chain_lengths: lengths },
         transcripts,
     })
 }
 
 /// Findings per signal in time buckets sized to the span: 10 minutes up to 6 hours,
 /// hours up to 3 days, days beyond.
-async fn findings_over_time(
-    ctx: &datafusion::prelude::SessionContext,
-) -> Result<Vec<Value>, DetectError> {
+async fn findings_over_time(ctx: &datafusion::prelude::SessionContext) -> Result<Vec<Value>, DetectError> {
     let span = query_json(ctx, "SELECT CAST(max(occurred_at) AS BIGINT) - CAST(min(occurred_at) AS BIGINT) AS ms FROM findings").await?;
     let span_ms = span.first().and_then(|r| r["ms"].as_i64()).unwrap_or(0);
     let (width, label) = match span_ms {
@@ -179,59 +149,39 @@ async fn findings_over_time(
 
 /// Chain counts and the chain length histogram over the whole lake, in buckets of sessions
 /// as the analysis does, so memory stays bounded.
-async fn chain_lengths(
-    ctx: &datafusion::prelude::SessionContext,
-    params: &SqlParams,
-) -> Result<(ChainStats, Vec<Value>), DetectError> {
+async fn chain_lengths(ctx: &datafusion::prelude::SessionContext, params: &SqlParams) -> Result<(ChainStats, Vec<Value>), DetectError> {
     define_analysis_events(ctx, None, 0, &Slice::All).await?;
     let buckets = Buckets::split(ctx, 0).await?;
     let plans = std::sync::Arc::new(BucketPlans::new(ctx, params, buckets.schema()).await?);
-    let queries = std::sync::Arc::new([
-        plans.plan(CHAIN_STATS_QUERY).await?,
-        plans.plan(CHAIN_LENGTHS_SQL).await?,
-    ]);
+    let queries = std::sync::Arc::new([plans.plan(CHAIN_STATS_QUERY).await?, plans.plan(CHAIN_LENGTHS_SQL).await?]);
     let mut stats = ChainStats::default();
     let mut histogram: BTreeMap<usize, i64> = BTreeMap::new();
     buckets
         .run(ctx, |events| {
-            let (plans, queries) = (
-                std::sync::Arc::clone(&plans),
-                std::sync::Arc::clone(&queries),
-            );
+            let (plans, queries) = (std::sync::Arc::clone(&plans), std::sync::Arc::clone(&queries));
             async move {
                 let chains = plans.chains(events.read()?).await?;
                 let [counts, lengths] = &*queries;
                 let counted = chain_stats_of(&plans.query(counts, &chains).await?);
-                Ok((
-                    counted,
-                    batches_json(&plans.query(lengths, &chains).await?)?,
-                ))
+                Ok((counted, batches_json(&plans.query(lengths, &chains).await?)?))
             }
         })
         .try_for_each(|(counted, rows)| {
             stats.add(counted);
             for row in rows {
                 let label = row["bucket"].as_str().unwrap_or_default();
-                let position = LENGTH_BUCKETS
-                    .iter()
-                    .position(|b| *b == label)
-                    .unwrap_or(LENGTH_BUCKETS.len() - 1);
+                let position = LENGTH_BUCKETS.iter().position(|b| *b == label).unwrap_or(LENGTH_BUCKETS.len() - 1);
                 *histogram.entry(position).or_default() += row["chains"].as_i64().unwrap_or(0);
             }
             std::future::ready(Ok(()))
         })
         .await?;
-    let rows = histogram
-        .into_iter()
-        .map(|(i, chains)| serde_json::json!({"bucket": LENGTH_BUCKETS[i], "chains": chains}))
-        .collect();
+    let rows = histogram.into_iter().map(|(i, chains)| serde_json::json!({"bucket": LENGTH_BUCKETS[i], "chains": chains})).collect();
     Ok((stats, rows))
 }
 
 /// The most recent classification of each finding.
-async fn latest_verdicts(
-    ctx: &datafusion::prelude::SessionContext,
-) -> Result<Vec<FindingVerdict>, DetectError> {
+async fn latest_verdicts(ctx: &datafusion::prelude::SessionContext) -> Result<Vec<FindingVerdict>, DetectError> {
     let sql = "SELECT finding_id, model, root_cause, action_type, action_text, confidence FROM \
         (SELECT *, row_number() OVER (PARTITION BY finding_id ORDER BY classified_at DESC) AS n FROM classifications \
          WHERE action_type IS NOT NULL) WHERE n = 1";
@@ -240,8 +190,7 @@ async fn latest_verdicts(
         .into_iter()
         .map(|row| {
             let text = |k: &str| row[k].as_str().unwrap_or_default().to_owned();
-            let action_type =
-                ActionType::parse(&text("action_type")).unwrap_or(ActionType::ManualReview);
+            let action_type = ActionType::parse(&text("action_type")).unwrap_or(ActionType::ManualReview);
             FindingVerdict {
                 finding_id: text("finding_id"),
                 triage: None,
@@ -259,10 +208,7 @@ async fn latest_verdicts(
 }
 
 /// The artifacts of run `run_id`.
-async fn latest_outputs(
-    ctx: &datafusion::prelude::SessionContext,
-    run_id: Option<&str>,
-) -> Result<Vec<GeneratedOutput>, DetectError> {
+async fn latest_outputs(ctx: &datafusion::prelude::SessionContext, run_id: Option<&str>) -> Result<Vec<GeneratedOutput>, DetectError> {
     let Some(run_id) = run_id else {
         return Ok(Vec::new());
     };
@@ -284,11 +230,7 @@ async fn latest_outputs(
                 observation_count: row["observation_count"].as_u64().unwrap_or(0) as usize,
                 confidence: row["confidence"].as_f64().unwrap_or(0.0),
                 signal: text("signal"),
-                agents: text("agents")
-                    .split(',')
-                    .filter(|a| !a.is_empty())
-                    .map(str::to_owned)
-                    .collect(),
+                agents: text("agents").split(',').filter(|a| !a.is_empty()).map(str::to_owned).collect(),
             }
         })
         .collect())

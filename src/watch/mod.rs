@@ -73,9 +73,7 @@ pub async fn watch(
 ) -> Result<WatchStats, WatchError> {
     let source = NatsSource::connect(nats).await?;
     let window_ms = i64::try_from(opts.window.as_millis()).unwrap_or(i64::MAX);
-    let start = chrono::Utc::now()
-        .timestamp_millis()
-        .saturating_sub(window_ms);
+    let start = chrono::Utc::now().timestamp_millis().saturating_sub(window_ms);
     let mut messages = source.messages(StartAt::Time(start), &[]).await?;
     let decoder = Decoder::new(redactor.clone());
     let engine = EngineOptions::from_config(config)?;
@@ -95,12 +93,7 @@ pub async fn watch(
             next = messages.next(opts.interval) => next?,
         };
         if let Some(message) = &next {
-            match decoder.decode(
-                &message.payload,
-                "nats",
-                message.sequence,
-                Some(&message.subject),
-            ) {
+            match decoder.decode(&message.payload, "nats", message.sequence, Some(&message.subject)) {
                 Ok(event) => window.push(event),
                 Err(_) => stats.quarantined += 1,
             }
@@ -120,10 +113,7 @@ pub async fn watch(
         let ctx = memory_session(vec![batch], redactor.clone(), &engine).await?;
         build_chains(&ctx, params).await?;
         let (findings, _) = run_detectors(&ctx, &detectors, config, params).await?;
-        for finding in findings
-            .iter()
-            .filter(|f| severity_rank(&f.severity) >= severity_rank(&opts.min_severity))
-        {
+        for finding in findings.iter().filter(|f| severity_rank(&f.severity) >= severity_rank(&opts.min_severity)) {
             if sent.contains(&finding.finding_id) {
                 continue;
             }

@@ -16,11 +16,8 @@ pub struct SentAlerts {
 impl SentAlerts {
     /// The ids in `path` (a missing file: none yet).
     pub fn load(path: Option<PathBuf>) -> Self {
-        let ids = path
-            .as_ref()
-            .and_then(|p| std::fs::read(p).ok())
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .unwrap_or_default();
+        let ids =
+            path.as_ref().and_then(|p| std::fs::read(p).ok()).and_then(|bytes| serde_json::from_slice(&bytes).ok()).unwrap_or_default();
         Self { path, ids }
     }
 

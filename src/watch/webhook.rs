@@ -23,11 +23,7 @@ pub struct Webhook {
 
 impl Webhook {
     pub fn new(url: &str) -> Self {
-        Self {
-            http: reqwest::Client::new(),
-            url: url.to_owned(),
-            attempts: 4,
-        }
+        Self { http: reqwest::Client::new(), url: url.to_owned(), attempts: 4 }
     }
 
     /// Sends `finding`; a 2xx answer within the attempts is success.
@@ -42,23 +38,12 @@ impl Webhook {
             if attempt > 0 {
                 tokio::time::sleep(Duration::from_millis(250) * 2u32.pow(attempt - 1)).await;
             }
-            match self
-                .http
-                .post(&self.url)
-                .timeout(Duration::from_secs(10))
-                .json(&body)
-                .send()
-                .await
-            {
+            match self.http.post(&self.url).timeout(Duration::from_secs(10)).json(&body).send().await {
                 Ok(response) if response.status().is_success() => return Ok(()),
                 Ok(response) => reason = format!("answered {}", response.status()),
                 Err(e) => reason = e.to_string(),
             }
         }
-        Err(WebhookError {
-            url: self.url.clone(),
-            finding: finding.finding_id.clone(),
-            reason,
-        })
+        Err(WebhookError { url: self.url.clone(), finding: finding.finding_id.clone(), reason })
     }
 }

@@ -18,9 +18,7 @@ pub fn write_config(dir: &Path, text: &str) -> String {
 }
 
 pub fn analyze_json(lake: &str, config: &str, extra: &[&str]) -> Value {
-    let mut args = vec![
-        "analyze", "--lake", lake, "--config", config, "--format", "json",
-    ];
+    let mut args = vec!["analyze", "--lake", lake, "--config", config, "--format", "json"];
     args.extend_from_slice(extra);
     serde_json::from_str(&tracelake_ok(&args)).expect("a JSON report")
 }
@@ -28,9 +26,7 @@ pub fn analyze_json(lake: &str, config: &str, extra: &[&str]) -> Value {
 pub fn counts(report: &Value) -> BTreeMap<String, u64> {
     let mut counts = BTreeMap::new();
     for f in report["findings"].as_array().unwrap() {
-        *counts
-            .entry(f["signal"]["signal"].as_str().unwrap().to_owned())
-            .or_default() += 1;
+        *counts.entry(f["signal"]["signal"].as_str().unwrap().to_owned()).or_default() += 1;
     }
     counts
 }
@@ -39,25 +35,14 @@ pub fn counts(report: &Value) -> BTreeMap<String, u64> {
 fn finds_exactly_what_the_generator_injected() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("g.jsonl");
-    tracelake_ok(&[
-        "generate",
-        "--events",
-        "12000",
-        "--seed",
-        "99",
-        "--output",
-        input.to_str().unwrap(),
-    ]);
+    tracelake_ok(&["generate", "--events", "12000", "--seed", "99", "--output", input.to_str().unwrap()]);
     let lake = dir.path().join("lake").display().to_string();
     tracelake_ok(&["import", "--lake", &lake, input.to_str().unwrap()]);
     let config = write_config(dir.path(), ALL_FINDINGS);
     let report = analyze_json(&lake, &config, &["--full"]);
 
-    let expected: Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("g.jsonl.expected.json")).unwrap())
-            .unwrap();
-    let expected_counts: BTreeMap<String, u64> =
-        serde_json::from_value(expected["findings"].clone()).unwrap();
+    let expected: Value = serde_json::from_slice(&std::fs::read(dir.path().join("g.jsonl.expected.json")).unwrap()).unwrap();
+    let expected_counts: BTreeMap<String, u64> = serde_json::from_value(expected["findings"].clone()).unwrap();
     assert_eq!(counts(&report), expected_counts);
     let mut severities: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     for f in report["findings"].as_array().unwrap() {
@@ -67,51 +52,25 @@ fn finds_exactly_what_the_generator_injected() {
             .entry(f["signal"]["severity"].as_str().unwrap().to_owned())
             .or_default() += 1;
     }
-    assert_eq!(
-        serde_json::to_value(&severities).unwrap(),
-        expected["severities"]
-    );
+    assert_eq!(serde_json::to_value(&severities).unwrap(), expected["severities"]);
 
     // The report's shape (spec §10.4), with the raw event ids of each finding's range.
     assert_eq!(report["version"], 1);
     assert!(report["generatedAt"].as_str().unwrap().ends_with('Z'));
-    assert_eq!(
-        report["stats"]["findingsDetected"].as_u64().unwrap() as usize,
-        report["findings"].as_array().unwrap().len()
-    );
+    assert_eq!(report["stats"]["findingsDetected"].as_u64().unwrap() as usize, report["findings"].as_array().unwrap().len());
     let f = &report["findings"][0];
-    for key in [
-        "id",
-        "chainId",
-        "agent",
-        "session",
-        "detectedAt",
-        "occurredAt",
-        "startEventId",
-        "endEventId",
-    ] {
+    for key in ["id", "chainId", "agent", "session", "detectedAt", "occurredAt", "startEventId", "endEventId"] {
         assert!(!f[key].is_null(), "finding lacks {key}: {f}");
     }
-    assert!(
-        f["signal"]["eventRange"]["start"].as_i64().unwrap()
-            <= f["signal"]["eventRange"]["end"].as_i64().unwrap()
-    );
+    assert!(f["signal"]["eventRange"]["start"].as_i64().unwrap() <= f["signal"]["eventRange"]["end"].as_i64().unwrap());
 }
 
 #[test]
 fn default_config_keeps_unverified_claims_off_and_caps_findings() {
     let dir = tempfile::tempdir().unwrap();
     let lake = dir.path().join("lake").display().to_string();
-    tracelake_ok(&[
-        "import",
-        "--lake",
-        &lake,
-        concat!(env!("CARGO_MANIFEST_DIR"), "/data/sample.events.jsonl"),
-    ]);
-    let report: Value = serde_json::from_str(&tracelake_ok(&[
-        "analyze", "--lake", &lake, "--full", "--format", "json",
-    ]))
-    .unwrap();
+    tracelake_ok(&["import", "--lake", &lake, concat!(env!("CARGO_MANIFEST_DIR"), "/data/sample.events.jsonl")]);
+    let report: Value = serde_json::from_str(&tracelake_ok(&["analyze", "--lake", &lake, "--full", "--format", "json"])).unwrap();
     assert!(!counts(&report).contains_key("SIG-UNVERIFIED-CLAIM"));
 
     let config = write_config(
@@ -121,12 +80,7 @@ fn default_config_keeps_unverified_claims_off_and_caps_findings() {
     let capped = analyze_json(&lake, &config, &["--full"]);
     let findings = capped["findings"].as_array().unwrap();
     assert_eq!(findings.len(), 10);
-    assert!(
-        findings
-            .iter()
-            .all(|f| f["signal"]["severity"] == "critical"),
-        "the most severe are kept"
-    );
+    assert!(findings.iter().all(|f| f["signal"]["severity"] == "critical"), "the most severe are kept");
     let all = analyze_json(
         &lake,
         &write_config(
@@ -136,82 +90,34 @@ fn default_config_keeps_unverified_claims_off_and_caps_findings() {
         &["--full"],
     );
     assert!(!counts(&all).contains_key("SIG-CORRECTION"));
-    let tool_fails: Vec<&Value> = all["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["signal"]["signal"] == "SIG-TOOL-FAIL")
-        .collect();
-    assert!(
-        !tool_fails.is_empty()
-            && tool_fails
-                .iter()
-                .all(|f| f["signal"]["severity"] == "critical")
-    );
+    let tool_fails: Vec<&Value> = all["findings"].as_array().unwrap().iter().filter(|f| f["signal"]["signal"] == "SIG-TOOL-FAIL").collect();
+    assert!(!tool_fails.is_empty() && tool_fails.iter().all(|f| f["signal"]["severity"] == "critical"));
 }
 
 #[test]
 fn incremental_runs_report_each_finding_once() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("g.jsonl");
-    tracelake_ok(&[
-        "generate",
-        "--events",
-        "6000",
-        "--seed",
-        "5",
-        "--output",
-        input.to_str().unwrap(),
-    ]);
-    let lines: Vec<String> = std::fs::read_to_string(&input)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect();
+    tracelake_ok(&["generate", "--events", "6000", "--seed", "5", "--output", input.to_str().unwrap()]);
+    let lines: Vec<String> = std::fs::read_to_string(&input).unwrap().lines().map(str::to_owned).collect();
     let (first, second) = lines.split_at(3500);
     std::fs::write(dir.path().join("a.jsonl"), first.join("\n") + "\n").unwrap();
     std::fs::write(dir.path().join("b.jsonl"), second.join("\n") + "\n").unwrap();
     let lake = dir.path().join("lake").display().to_string();
     let config = write_config(dir.path(), ALL_FINDINGS);
 
-    tracelake_ok(&[
-        "import",
-        "--lake",
-        &lake,
-        dir.path().join("a.jsonl").to_str().unwrap(),
-    ]);
+    tracelake_ok(&["import", "--lake", &lake, dir.path().join("a.jsonl").to_str().unwrap()]);
     let run1 = analyze_json(&lake, &config, &[]);
-    tracelake_ok(&[
-        "import",
-        "--lake",
-        &lake,
-        dir.path().join("b.jsonl").to_str().unwrap(),
-    ]);
+    tracelake_ok(&["import", "--lake", &lake, dir.path().join("b.jsonl").to_str().unwrap()]);
     let run2 = analyze_json(&lake, &config, &[]);
     let run3 = analyze_json(&lake, &config, &[]);
-    assert_eq!(
-        run3["findings"].as_array().unwrap().len(),
-        0,
-        "nothing new, nothing reported"
-    );
+    assert_eq!(run3["findings"].as_array().unwrap().len(), 0, "nothing new, nothing reported");
 
-    let ids = |r: &Value| -> Vec<String> {
-        r["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| f["id"].as_str().unwrap().to_owned())
-            .collect()
-    };
+    let ids =
+        |r: &Value| -> Vec<String> { r["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap().to_owned()).collect() };
     let (ids1, ids2) = (ids(&run1), ids(&run2));
-    assert!(
-        ids1.iter().all(|id| !ids2.contains(id)),
-        "a finding reported twice"
-    );
-    assert_eq!(
-        run2["processingState"]["totalFindings"].as_u64().unwrap() as usize,
-        ids1.len() + ids2.len()
-    );
+    assert!(ids1.iter().all(|id| !ids2.contains(id)), "a finding reported twice");
+    assert_eq!(run2["processingState"]["totalFindings"].as_u64().unwrap() as usize, ids1.len() + ids2.len());
 
     let full_dir = tempfile::tempdir().unwrap();
     let full_lake = full_dir.path().join("lake").display().to_string();
@@ -221,19 +127,10 @@ fn incremental_runs_report_each_finding_once() {
     all.sort();
     let mut expected = ids(&full);
     expected.sort();
-    assert_eq!(
-        all, expected,
-        "two incremental runs find what one full run finds"
-    );
+    assert_eq!(all, expected, "two incremental runs find what one full run finds");
 
-    let stored = tracelake_ok(&[
-        "sql",
-        "--lake",
-        &lake,
-        "--format",
-        "csv",
-        "SELECT count(*) AS n, count(DISTINCT finding_id) AS ids FROM findings",
-    ]);
+    let stored =
+        tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", "SELECT count(*) AS n, count(DISTINCT finding_id) AS ids FROM findings"]);
     assert_eq!(stored, format!("n,ids\n{0},{0}\n", all.len()));
 }
 
@@ -241,12 +138,7 @@ fn incremental_runs_report_each_finding_once() {
 fn user_detectors_run_and_broken_ones_are_named_and_skipped() {
     let dir = tempfile::tempdir().unwrap();
     let lake = dir.path().join("lake").display().to_string();
-    tracelake_ok(&[
-        "import",
-        "--lake",
-        &lake,
-        concat!(env!("CARGO_MANIFEST_DIR"), "/data/sample.events.jsonl"),
-    ]);
+    tracelake_ok(&["import", "--lake", &lake, concat!(env!("CARGO_MANIFEST_DIR"), "/data/sample.events.jsonl")]);
     let detectors = dir.path().join("detectors");
     std::fs::create_dir(&detectors).unwrap();
     std::fs::write(
@@ -271,20 +163,12 @@ fn user_detectors_run_and_broken_ones_are_named_and_skipped() {
         detectors.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{out:?}");
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("detector broken.sql skipped"),
-        "{out:?}"
-    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("detector broken.sql skipped"), "{out:?}");
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     // The generator calls `deploy` once in every hallucination session, and nowhere else.
-    let expected: Value = serde_json::from_slice(
-        &std::fs::read(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/data/sample.events.jsonl.expected.json"
-        ))
-        .unwrap(),
-    )
-    .unwrap();
+    let expected: Value =
+        serde_json::from_slice(&std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/data/sample.events.jsonl.expected.json")).unwrap())
+            .unwrap();
     let deploys = expected["findings"]["SIG-HALLUCINATION"].as_u64().unwrap() as usize;
     assert!(deploys > 0);
     assert_eq!(
@@ -298,12 +182,7 @@ fn user_detectors_run_and_broken_ones_are_named_and_skipped() {
 fn fail_on_exits_3_and_output_writes_a_file() {
     let dir = tempfile::tempdir().unwrap();
     let lake = dir.path().join("lake").display().to_string();
-    tracelake_ok(&[
-        "import",
-        "--lake",
-        &lake,
-        concat!(env!("CARGO_MANIFEST_DIR"), "/data/sample.events.jsonl"),
-    ]);
+    tracelake_ok(&["import", "--lake", &lake, concat!(env!("CARGO_MANIFEST_DIR"), "/data/sample.events.jsonl")]);
     let md = dir.path().join("report.md");
     let out = tracelake(&[
         "analyze",
@@ -319,16 +198,22 @@ fn fail_on_exits_3_and_output_writes_a_file() {
     ]);
     assert_eq!(out.status.code(), Some(3));
     let text = std::fs::read_to_string(&md).unwrap();
-    assert!(
-        text.starts_with("# Trace analysis") && text.contains("| critical | SIG-HALLUCINATION |"),
-        "{text}"
-    );
+    assert!(text.starts_with("# Trace analysis") && text.contains("| critical | SIG-HALLUCINATION |"), "{text}");
 
     let quiet = dir.path().join("quiet");
     let lake2 = quiet.join("lake").display().to_string();
     std::fs::create_dir(&quiet).unwrap();
     let input = quiet.join("clean.jsonl");
-    std::fs::write(&input, [json!({"id": "a", "ts": 1_767_225_600_000_i64, "agent": "m", "session": "s", "type": "msg.in", "payload": {"content": "hi"}}), json!({"id": "b", "ts": 1_767_225_601_000_i64, "agent": "m", "session": "s", "type": "msg.out", "payload": {"content": "hello"}})].map(|v| v.to_string()).join("\n")).unwrap();
+    std::fs::write(
+        &input,
+        [
+            json!({"id": "a", "ts": 1_767_225_600_000_i64, "agent": "m", "session": "s", "type": "msg.in", "payload": {"content": "hi"}}),
+            json!({"id": "b", "ts": 1_767_225_601_000_i64, "agent": "m", "session": "s", "type": "msg.out", "payload": {"content": "hello"}}),
+        ]
+        .map(|v| v.to_string())
+        .join("\n"),
+    )
+    .unwrap();
     tracelake_ok(&["import", "--lake", &lake2, input.to_str().unwrap()]);
     let clean = tracelake(&["analyze", "--lake", &lake2, "--fail-on", "low"]);
     assert_eq!(clean.status.code(), Some(0), "{clean:?}");
@@ -339,74 +224,29 @@ fn analysis_in_session_buckets_finds_the_same_as_in_one_piece() {
     use tracelake::detect::{AnalyzeOptions, analyze};
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("g.jsonl");
-    tracelake_ok(&[
-        "generate",
-        "--events",
-        "12000",
-        "--seed",
-        "5",
-        "--output",
-        input.to_str().unwrap(),
-    ]);
+    tracelake_ok(&["generate", "--events", "12000", "--seed", "5", "--output", input.to_str().unwrap()]);
     let lake_dir = dir.path().join("lake");
-    tracelake_ok(&[
-        "import",
-        "--lake",
-        lake_dir.to_str().unwrap(),
-        input.to_str().unwrap(),
-    ]);
+    tracelake_ok(&["import", "--lake", lake_dir.to_str().unwrap(), input.to_str().unwrap()]);
     let lake = tracelake::lake::Lake::new(lake_dir);
     let all = tracelake::config::Config::resolve(&serde_json::from_str(ALL_FINDINGS).unwrap());
     // A cap below the findings of one bucket: the most severe of all buckets are kept.
     let capped = tracelake::config::Config::resolve(&json!({"output": {"maxFindings": 40}}));
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let run = |config: &tracelake::config::Config, bucket_events: u64| {
-        let opts = AnalyzeOptions {
-            full: true,
-            bucket_events,
-            ..AnalyzeOptions::default()
-        };
-        let analysis = runtime
-            .block_on(analyze(
-                &lake,
-                config,
-                tracelake::redact::Redactor::builtin(),
-                &opts,
-            ))
-            .unwrap();
-        let mut ids: Vec<(String, String, String)> = analysis
-            .findings
-            .iter()
-            .map(|f| (f.finding_id.clone(), f.severity.clone(), f.summary.clone()))
-            .collect();
+        let opts = AnalyzeOptions { full: true, bucket_events, ..AnalyzeOptions::default() };
+        let analysis = runtime.block_on(analyze(&lake, config, tracelake::redact::Redactor::builtin(), &opts)).unwrap();
+        let mut ids: Vec<(String, String, String)> =
+            analysis.findings.iter().map(|f| (f.finding_id.clone(), f.severity.clone(), f.summary.clone())).collect();
         ids.sort();
-        (
-            ids,
-            analysis.chains,
-            analysis.events_processed,
-            analysis.time_range,
-        )
+        (ids, analysis.chains, analysis.events_processed, analysis.time_range)
     };
     let whole = run(&all, 0);
     let bucketed = run(&all, 2500);
-    assert!(
-        whole
-            .0
-            .iter()
-            .any(|(_, _, s)| s.starts_with("Same failure repeated")),
-        "repeat failures cross buckets"
-    );
+    assert!(whole.0.iter().any(|(_, _, s)| s.starts_with("Same failure repeated")), "repeat failures cross buckets");
     assert_eq!(whole, bucketed);
 
     let whole = run(&capped, 0);
     assert_eq!(whole.0.len(), 40);
-    assert!(
-        whole
-            .0
-            .iter()
-            .all(|(_, severity, _)| severity == "critical"),
-        "{:?}",
-        whole.0
-    );
+    assert!(whole.0.iter().all(|(_, severity, _)| severity == "critical"), "{:?}", whole.0);
     assert_eq!(whole, run(&capped, 2500));
 }

@@ -19,24 +19,12 @@ fn query(lines: &str, params: SqlParams, sql: &str) -> Vec<Value> {
     let lake = Lake::new(dir.path().join("lake"));
     std::fs::create_dir_all(lake.root()).unwrap();
     if !lines.is_empty() {
-        import_source(
-            &lake,
-            &Decoder::new(Redactor::builtin()),
-            &ImportSource::File(input),
-            &ImportOptions::default(),
-            &|_| {},
-        )
-        .unwrap();
+        import_source(&lake, &Decoder::new(Redactor::builtin()), &ImportSource::File(input), &ImportOptions::default(), &|_| {}).unwrap();
     }
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let opts = EngineOptions {
-            sql_params: params,
-            ..EngineOptions::default()
-        };
-        let ctx = open_session(&lake, Redactor::builtin(), &opts)
-            .await
-            .unwrap();
+        let opts = EngineOptions { sql_params: params, ..EngineOptions::default() };
+        let ctx = open_session(&lake, Redactor::builtin(), &opts).await.unwrap();
         let mut rows = Vec::new();
         run_statements(&ctx, sql, |_, batches| {
             let mut buf = Vec::new();
@@ -45,12 +33,7 @@ fn query(lines: &str, params: SqlParams, sql: &str) -> Vec<Value> {
                 writer.write(b).unwrap();
             }
             writer.finish().unwrap();
-            rows.extend(
-                String::from_utf8(buf)
-                    .unwrap()
-                    .lines()
-                    .map(|l| serde_json::from_str::<Value>(l).unwrap()),
-            );
+            rows.extend(String::from_utf8(buf).unwrap().lines().map(|l| serde_json::from_str::<Value>(l).unwrap()));
             Ok(())
         })
         .await
@@ -73,45 +56,24 @@ fn chains_with(lines: &str, params: SqlParams) -> Vec<Value> {
 }
 
 fn sizes(chains: &[Value]) -> Vec<i64> {
-    chains
-        .iter()
-        .map(|c| c["n_events"].as_i64().unwrap())
-        .collect()
+    chains.iter().map(|c| c["n_events"].as_i64().unwrap()).collect()
 }
 
 #[test]
 fn groups_by_session_and_agent() {
     let mut t = Trace::new();
-    t.session("s1", "main")
-        .user("a")
-        .agent("b")
-        .session("s2", "main")
-        .user("c")
-        .agent("d");
+    t.session("s1", "main").user("a").agent("b").session("s2", "main").user("c").agent("d");
     let c = chains(&t);
     assert_eq!(c.len(), 2);
-    assert_eq!(
-        (c[0]["session"].as_str(), c[1]["session"].as_str()),
-        (Some("s1"), Some("s2"))
-    );
+    assert_eq!((c[0]["session"].as_str(), c[1]["session"].as_str()), (Some("s1"), Some("s2")));
 }
 
 #[test]
 fn same_session_different_agents_are_separate_chains() {
     let mut t = Trace::new();
-    t.session("s", "main")
-        .user("a")
-        .agent("b")
-        .session("s", "forge")
-        .user("c")
-        .agent("d");
+    t.session("s", "main").user("a").agent("b").session("s", "forge").user("c").agent("d");
     let c = chains(&t);
-    assert_eq!(
-        c.iter()
-            .map(|c| c["agent"].as_str().unwrap())
-            .collect::<Vec<_>>(),
-        ["main", "forge"]
-    );
+    assert_eq!(c.iter().map(|c| c["agent"].as_str().unwrap()).collect::<Vec<_>>(), ["main", "forge"]);
 }
 
 #[test]
@@ -119,37 +81,22 @@ fn orders_events_by_time() {
     let mut t = Trace::new();
     t.user("first").agent("second").user("third");
     t.events.reverse(); // published out of order
-    let rows = query(
-        &t.lines(),
-        SqlParams::default(),
-        "SELECT content FROM chain_events ORDER BY idx",
-    );
-    let texts: Vec<&str> = rows
-        .iter()
-        .map(|r| r["content"].as_str().unwrap())
-        .collect();
+    let rows = query(&t.lines(), SqlParams::default(), "SELECT content FROM chain_events ORDER BY idx");
+    let texts: Vec<&str> = rows.iter().map(|r| r["content"].as_str().unwrap()).collect();
     assert_eq!(texts, ["first", "second", "third"]);
 }
 
 #[test]
 fn session_start_begins_a_new_chain() {
     let mut t = Trace::new();
-    t.user("a")
-        .agent("b")
-        .event("session.start", json!({}))
-        .user("c")
-        .agent("d");
+    t.user("a").agent("b").event("session.start", json!({})).user("c").agent("d");
     assert_eq!(sizes(&chains(&t)), [2, 3]);
 }
 
 #[test]
 fn session_end_closes_the_chain() {
     let mut t = Trace::new();
-    t.user("a")
-        .agent("b")
-        .event("session.end", json!({}))
-        .user("c")
-        .agent("d");
+    t.user("a").agent("b").event("session.end", json!({})).user("c").agent("d");
     let c = chains(&t);
     assert_eq!(sizes(&c), [3, 2]);
     assert_eq!(c[0]["boundary_type"], "lifecycle");
@@ -172,33 +119,21 @@ fn a_gap_under_30_minutes_does_not_split() {
 #[test]
 fn run_end_then_run_start_after_5_minutes_splits() {
     let mut t = Trace::new();
-    t.user("a")
-        .event("run.end", json!({}))
-        .wait_minutes(6)
-        .event("run.start", json!({}))
-        .user("b");
+    t.user("a").event("run.end", json!({})).wait_minutes(6).event("run.start", json!({})).user("b");
     assert_eq!(sizes(&chains(&t)), [2, 2]);
 }
 
 #[test]
 fn run_end_then_run_start_within_5_minutes_does_not_split() {
     let mut t = Trace::new();
-    t.user("a")
-        .event("run.end", json!({}))
-        .wait_minutes(4)
-        .event("run.start", json!({}))
-        .user("b");
+    t.user("a").event("run.end", json!({})).wait_minutes(4).event("run.start", json!({})).user("b");
     assert_eq!(sizes(&chains(&t)), [4]);
 }
 
 #[test]
 fn chains_under_two_events_are_dropped() {
     let mut t = Trace::new();
-    t.session("s1", "main")
-        .user("alone")
-        .session("s2", "main")
-        .user("a")
-        .agent("b");
+    t.session("s1", "main").user("alone").session("s2", "main").user("a").agent("b");
     let c = chains(&t);
     assert_eq!(c.len(), 1);
     assert_eq!(c[0]["session"], "s2");
@@ -213,11 +148,7 @@ fn duplicates_within_a_second_are_removed() {
     let dup = json!({"id": "b-1", "timestamp": 1_700_000_001_700_i64, "agent": "main", "session": "agent:main:test-session",
         "type": "conversation.message.in", "payload": {"text_preview": [{"type": "text", "text": "hello"}]}});
     lines.push_str(&(dup.to_string() + "\n"));
-    let rows = query(
-        &lines,
-        SqlParams::default(),
-        "SELECT id, type FROM chain_events ORDER BY idx",
-    );
+    let rows = query(&lines, SqlParams::default(), "SELECT id, type FROM chain_events ORDER BY idx");
     assert_eq!(rows.len(), 2, "{rows:?}");
 }
 
@@ -225,18 +156,11 @@ fn duplicates_within_a_second_are_removed() {
 fn the_higher_sequence_wins_a_duplicate() {
     let a = json!({"id": "a-1", "ts": 1_700_000_001_000_i64, "agent": "main", "session": "s", "type": "tool.call", "payload": {"toolName": "exec", "params": {"command": "ls"}}});
     let b = json!({"id": "b-1", "timestamp": 1_700_000_001_400_i64, "agent": "main", "session": "agent:main:s", "type": "conversation.tool_call", "payload": {"data": {"name": "exec", "args": {"command": "ls"}}}});
-    let out = json!({"id": "o", "ts": 1_700_000_003_000_i64, "agent": "main", "session": "s", "type": "msg.out", "payload": {"content": "ok"}});
+    let out =
+        json!({"id": "o", "ts": 1_700_000_003_000_i64, "agent": "main", "session": "s", "type": "msg.out", "payload": {"content": "ok"}});
     let lines = format!("{b}\n{a}\n{out}\n");
-    let rows = query(
-        &lines,
-        SqlParams::default(),
-        "SELECT id FROM chain_events WHERE type = 'tool.call'",
-    );
-    assert_eq!(
-        rows,
-        [json!({"id": "a-1"})],
-        "line 2 (the later sequence) is kept"
-    );
+    let rows = query(&lines, SqlParams::default(), "SELECT id FROM chain_events WHERE type = 'tool.call'");
+    assert_eq!(rows, [json!({"id": "a-1"})], "line 2 (the later sequence) is kept");
 }
 
 #[test]
@@ -246,32 +170,17 @@ fn chain_ids_are_deterministic() {
     let (first, second) = (chains(&t), chains(&t));
     let id = first[0]["chain_id"].as_str().unwrap().to_owned();
     assert_eq!(id, second[0]["chain_id"].as_str().unwrap());
-    assert_eq!(
-        id,
-        tracelake::udfs::chain_id::chain_id(
-            "test-session",
-            "main",
-            first[0]["start_ms"].as_i64().unwrap()
-        )
-    );
+    assert_eq!(id, tracelake::udfs::chain_id::chain_id("test-session", "main", first[0]["start_ms"].as_i64().unwrap()));
     assert_eq!(id.len(), 16);
 }
 
 #[test]
 fn counts_per_type() {
     let mut t = Trace::new();
-    t.user("a")
-        .agent("b")
-        .tool_ok("exec", json!({"command": "ls"}))
-        .agent("c");
+    t.user("a").agent("b").tool_ok("exec", json!({"command": "ls"})).agent("c");
     let c = &chains(&t)[0];
     assert_eq!(
-        (
-            c["n_msg_in"].as_i64(),
-            c["n_msg_out"].as_i64(),
-            c["n_tool_call"].as_i64(),
-            c["n_tool_result"].as_i64()
-        ),
+        (c["n_msg_in"].as_i64(), c["n_msg_out"].as_i64(), c["n_tool_call"].as_i64(), c["n_tool_result"].as_i64()),
         (Some(1), Some(2), Some(1), Some(1))
     );
 }
@@ -282,13 +191,7 @@ fn chains_are_capped() {
     for i in 0..25 {
         t.user(&format!("message {i}"));
     }
-    let c = chains_with(
-        &t.lines(),
-        SqlParams {
-            max_chain_events: 10,
-            ..SqlParams::default()
-        },
-    );
+    let c = chains_with(&t.lines(), SqlParams { max_chain_events: 10, ..SqlParams::default() });
     assert_eq!(sizes(&c), [10, 10, 5]);
     assert!(c.iter().all(|c| c["boundary_type"] == "memory_cap"));
 }
@@ -315,30 +218,14 @@ fn session_unknown_is_a_session_like_any_other() {
     .map(|v| v.to_string() + "\n")
     .concat();
     let c = chains_with(&lines, SqlParams::default());
-    assert_eq!(
-        (
-            c[0]["agent"].as_str(),
-            c[0]["session"].as_str(),
-            c[0]["n_events"].as_i64()
-        ),
-        (Some("unknown"), Some("unknown"), Some(2))
-    );
+    assert_eq!((c[0]["agent"].as_str(), c[0]["session"].as_str(), c[0]["n_events"].as_i64()), (Some("unknown"), Some("unknown"), Some(2)));
 }
 
 #[test]
 fn the_gap_is_configurable() {
     let mut t = Trace::new();
     t.user("a").agent("b").wait_minutes(10).user("c").agent("d");
-    assert_eq!(
-        sizes(&chains_with(
-            &t.lines(),
-            SqlParams {
-                chain_gap_ms: 5 * 60_000,
-                ..SqlParams::default()
-            }
-        )),
-        [2, 2]
-    );
+    assert_eq!(sizes(&chains_with(&t.lines(), SqlParams { chain_gap_ms: 5 * 60_000, ..SqlParams::default() })), [2, 2]);
     assert_eq!(sizes(&chains(&t)), [4]);
 }
 
@@ -351,14 +238,6 @@ fn interleaved_agents_keep_their_own_chains() {
     }
     let c = chains(&t);
     assert_eq!(sizes(&c), [4, 4]);
-    let rows = query(
-        &t.lines(),
-        SqlParams::default(),
-        "SELECT agent, content FROM chain_events WHERE agent = 'forge' ORDER BY idx",
-    );
-    assert!(
-        rows.iter()
-            .enumerate()
-            .all(|(i, r)| r["content"] == format!("forge {i}"))
-    );
+    let rows = query(&t.lines(), SqlParams::default(), "SELECT agent, content FROM chain_events WHERE agent = 'forge' ORDER BY idx");
+    assert!(rows.iter().enumerate().all(|(i, r)| r["content"] == format!("forge {i}")));
 }

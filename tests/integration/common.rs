@@ -47,9 +47,7 @@ pub fn event(raw: Value) -> Event {
 
 /// The realworld sample files next to the repository.
 pub fn realworld(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data/realworld")
-        .join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/realworld").join(name)
 }
 
 /// Every `*.parquet` file below `dir`.
@@ -73,12 +71,7 @@ pub fn parquet_files(dir: &Path) -> Vec<PathBuf> {
 /// All batches of one Parquet file, read with the plain Parquet reader.
 pub fn read_parquet(path: &Path) -> Vec<RecordBatch> {
     let file = std::fs::File::open(path).unwrap();
-    ParquetRecordBatchReaderBuilder::try_new(file)
-        .unwrap()
-        .build()
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
+    ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap().map(Result::unwrap).collect()
 }
 
 /// Every string value in every column of every Parquet file below `dir`.
@@ -87,15 +80,8 @@ pub fn all_strings(dir: &Path) -> Vec<String> {
     for file in parquet_files(dir) {
         for batch in read_parquet(&file) {
             for column in batch.columns() {
-                if matches!(
-                    column.data_type(),
-                    DataType::Utf8
-                        | DataType::LargeUtf8
-                        | DataType::Utf8View
-                        | DataType::Dictionary(..)
-                ) {
-                    let text = datafusion::arrow::compute::cast(column, &DataType::Utf8)
-                        .expect("text columns cast to Utf8");
+                if matches!(column.data_type(), DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Dictionary(..)) {
+                    let text = datafusion::arrow::compute::cast(column, &DataType::Utf8).expect("text columns cast to Utf8");
                     out.extend(text.as_string::<i32>().iter().flatten().map(str::to_owned));
                 }
             }
@@ -106,17 +92,10 @@ pub fn all_strings(dir: &Path) -> Vec<String> {
 
 /// Total rows in the Parquet files below `dir`.
 pub fn parquet_rows(dir: &Path) -> usize {
-    parquet_files(dir)
-        .iter()
-        .flat_map(|f| read_parquet(f))
-        .map(|b| b.num_rows())
-        .sum()
+    parquet_files(dir).iter().flat_map(|f| read_parquet(f)).map(|b| b.num_rows()).sum()
 }
 
 /// Lines of a JSON-lines output.
 pub fn json_lines(text: &str) -> Vec<Value> {
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).expect("json line"))
-        .collect()
+    text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("json line")).collect()
 }

@@ -8,14 +8,7 @@ use std::time::{Duration, Instant};
 use crate::common::{parquet_files, parquet_rows, realworld, tracelake, tracelake_ok};
 
 fn count(lake: &str) -> String {
-    let out = tracelake_ok(&[
-        "sql",
-        "--lake",
-        lake,
-        "--format",
-        "csv",
-        "SELECT count(*) AS n FROM events",
-    ]);
+    let out = tracelake_ok(&["sql", "--lake", lake, "--format", "csv", "SELECT count(*) AS n FROM events"]);
     out.trim().trim_start_matches("n\n").to_owned()
 }
 
@@ -27,12 +20,7 @@ fn stderr_of(args: &[&str]) -> String {
 
 fn imported_lake(dir: &Path) -> (String, Vec<std::path::PathBuf>) {
     let lake = dir.join("lake").display().to_string();
-    tracelake_ok(&[
-        "import",
-        "--lake",
-        &lake,
-        realworld("tau-retail.events.jsonl").to_str().unwrap(),
-    ]);
+    tracelake_ok(&["import", "--lake", &lake, realworld("tau-retail.events.jsonl").to_str().unwrap()]);
     let files = parquet_files(&dir.join("lake"));
     (lake, files)
 }
@@ -47,45 +35,20 @@ fn a_lake_without_its_manifest_is_reported_and_never_swept() {
         vec!["sql", "--lake", &lake, "SELECT count(*) FROM events"],
         vec!["status", "--lake", &lake],
         vec!["analyze", "--lake", &lake],
-        vec![
-            "import",
-            "--lake",
-            &lake,
-            realworld("tau-airline.events.jsonl").to_str().unwrap(),
-        ],
+        vec!["import", "--lake", &lake, realworld("tau-airline.events.jsonl").to_str().unwrap()],
     ] {
         let err = stderr_of(&args);
-        assert!(
-            err.contains("damaged")
-                && err.contains("no _state/manifest.json")
-                && err.contains("tracelake repair"),
-            "{args:?}: {err}"
-        );
+        assert!(err.contains("damaged") && err.contains("no _state/manifest.json") && err.contains("tracelake repair"), "{args:?}: {err}");
     }
-    assert_eq!(
-        parquet_files(&dir.path().join("lake")),
-        files,
-        "no file was deleted"
-    );
+    assert_eq!(parquet_files(&dir.path().join("lake")), files, "no file was deleted");
 
     let refused = tracelake(&["repair", "--lake", &lake]);
-    assert!(
-        !refused.status.success(),
-        "without a terminal, repair asks for --yes"
-    );
+    assert!(!refused.status.success(), "without a terminal, repair asks for --yes");
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--yes"));
     let repaired = tracelake_ok(&["repair", "--lake", &lake, "--yes"]);
-    assert!(
-        repaired.contains("manifest.json is missing") && repaired.contains("rows)"),
-        "{repaired}"
-    );
+    assert!(repaired.contains("manifest.json is missing") && repaired.contains("rows)"), "{repaired}");
     assert_eq!(count(&lake), "3160");
-    tracelake_ok(&[
-        "import",
-        "--lake",
-        &lake,
-        realworld("tau-airline.events.jsonl").to_str().unwrap(),
-    ]);
+    tracelake_ok(&["import", "--lake", &lake, realworld("tau-airline.events.jsonl").to_str().unwrap()]);
     assert_eq!(count(&lake), "8758");
     assert!(tracelake_ok(&["repair", "--lake", &lake]).contains("nothing to repair"));
 }
@@ -94,10 +57,7 @@ fn a_lake_without_its_manifest_is_reported_and_never_swept() {
 fn a_committed_file_that_is_gone_is_named_and_nothing_else_is_deleted() {
     let dir = tempfile::tempdir().unwrap();
     let (lake, files) = imported_lake(dir.path());
-    let events: Vec<_> = files
-        .iter()
-        .filter(|f| f.to_string_lossy().contains("/events/"))
-        .collect();
+    let events: Vec<_> = files.iter().filter(|f| f.to_string_lossy().contains("/events/")).collect();
     let gone = events[0];
     std::fs::remove_file(gone).unwrap();
     let name = gone.file_name().unwrap().to_str().unwrap();
@@ -105,25 +65,13 @@ fn a_committed_file_that_is_gone_is_named_and_nothing_else_is_deleted() {
     for args in [
         vec!["sql", "--lake", &lake, "SELECT count(*) FROM events"],
         vec!["analyze", "--lake", &lake],
-        vec![
-            "import",
-            "--lake",
-            &lake,
-            realworld("tau-airline.events.jsonl").to_str().unwrap(),
-        ],
+        vec!["import", "--lake", &lake, realworld("tau-airline.events.jsonl").to_str().unwrap()],
     ] {
         let err = stderr_of(&args);
-        assert!(
-            err.contains("missing") && err.contains(name),
-            "{args:?}: {err}"
-        );
+        assert!(err.contains("missing") && err.contains(name), "{args:?}: {err}");
     }
     let left: Vec<_> = files.iter().filter(|f| *f != gone).cloned().collect();
-    assert_eq!(
-        parquet_files(&dir.path().join("lake")),
-        left,
-        "no other file was deleted"
-    );
+    assert_eq!(parquet_files(&dir.path().join("lake")), left, "no other file was deleted");
 
     let repaired = tracelake_ok(&["repair", "--lake", &lake, "--yes"]);
     assert!(repaired.contains(name), "{repaired}");
@@ -135,30 +83,16 @@ fn a_committed_file_that_is_gone_is_named_and_nothing_else_is_deleted() {
 fn a_corrupt_data_file_is_named_and_repair_moves_it_aside() {
     let dir = tempfile::tempdir().unwrap();
     let (lake, files) = imported_lake(dir.path());
-    let event_file = files
-        .iter()
-        .find(|f| f.to_string_lossy().contains("/events/"))
-        .unwrap();
+    let event_file = files.iter().find(|f| f.to_string_lossy().contains("/events/")).unwrap();
     std::fs::write(event_file, b"not parquet at all").unwrap();
     let name = event_file.file_name().unwrap().to_str().unwrap();
     let err = stderr_of(&["sql", "--lake", &lake, "SELECT count(*) FROM events"]);
     assert!(err.contains(name), "the error names the file: {err}");
     assert_eq!(err.matches(name).count(), 1, "once: {err}");
-    assert_eq!(
-        err.lines().filter(|l| !l.trim().is_empty()).count(),
-        1,
-        "one error: {err}"
-    );
+    assert_eq!(err.lines().filter(|l| !l.trim().is_empty()).count(), 1, "one error: {err}");
     let repaired = tracelake_ok(&["repair", "--lake", &lake, "--yes"]);
     assert!(repaired.contains("_state/damaged"), "{repaired}");
-    assert!(
-        dir.path()
-            .join("lake/_state/damaged")
-            .read_dir()
-            .unwrap()
-            .count()
-            == 1
-    );
+    assert!(dir.path().join("lake/_state/damaged").read_dir().unwrap().count() == 1);
     assert!(count(&lake).parse::<usize>().unwrap() < 3160);
 }
 
@@ -167,15 +101,7 @@ fn a_killed_import_leaves_nothing_readers_see_and_the_next_writer_sweeps_it() {
     let dir = tempfile::tempdir().unwrap();
     let (lake, _) = imported_lake(dir.path());
     let big = dir.path().join("big.jsonl");
-    tracelake_ok(&[
-        "generate",
-        "--events",
-        "300000",
-        "--seed",
-        "3",
-        "--output",
-        big.to_str().unwrap(),
-    ]);
+    tracelake_ok(&["generate", "--events", "300000", "--seed", "3", "--output", big.to_str().unwrap()]);
     let mut child = Command::new(env!("CARGO_BIN_EXE_tracelake"))
         .args(["import", "--lake", &lake, big.to_str().unwrap()])
         .stdout(Stdio::null())
@@ -190,85 +116,37 @@ fn a_killed_import_leaves_nothing_readers_see_and_the_next_writer_sweeps_it() {
     }
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(
-        parquet_files(&dir.path().join("lake")).len() > before,
-        "the import wrote files before it was killed"
-    );
+    assert!(parquet_files(&dir.path().join("lake")).len() > before, "the import wrote files before it was killed");
 
-    assert_eq!(
-        count(&lake),
-        "3160",
-        "a reader sees the committed state only"
-    );
-    let out = tracelake_ok(&[
-        "import",
-        "--lake",
-        &lake,
-        realworld("tau-airline.events.jsonl").to_str().unwrap(),
-    ]);
+    assert_eq!(count(&lake), "3160", "a reader sees the committed state only");
+    let out = tracelake_ok(&["import", "--lake", &lake, realworld("tau-airline.events.jsonl").to_str().unwrap()]);
     assert!(out.contains("leftover file(s)"), "{out}");
     assert_eq!(count(&lake), "8758");
-    assert_eq!(
-        parquet_rows(&dir.path().join("lake/events")),
-        8758,
-        "the killed import's files are gone"
-    );
+    assert_eq!(parquet_rows(&dir.path().join("lake/events")), 8758, "the killed import's files are gone");
 }
 
 #[test]
 fn queries_cannot_write_into_the_lake_and_detector_files_cannot_write_at_all() {
     let dir = tempfile::tempdir().unwrap();
     let (lake, files) = imported_lake(dir.path());
-    let insert = stderr_of(&[
-        "sql",
-        "--lake",
-        &lake,
-        "INSERT INTO events SELECT * FROM events LIMIT 1",
-    ]);
-    assert!(insert.contains("the lake is written only by"), "{insert}");
+    let insert = stderr_of(&["sql", "--lake", &lake, "INSERT INTO events SELECT * FROM events LIMIT 1"]);
+    assert!(insert.contains("written only by tracelake import"), "{insert}");
     let into_lake = format!("COPY (SELECT 1 AS x) TO '{lake}/events/date=2026-01-01/x.parquet'");
     let copy = stderr_of(&["sql", "--lake", &lake, &into_lake]);
-    assert!(copy.contains("the lake is written only by"), "{copy}");
-    assert_eq!(
-        parquet_files(&dir.path().join("lake")),
-        files,
-        "nothing was written into the lake"
-    );
+    assert!(copy.contains("written only by tracelake import"), "{copy}");
+    assert_eq!(parquet_files(&dir.path().join("lake")), files, "nothing was written into the lake");
     assert_eq!(count(&lake), "3160");
 
     // Elsewhere, where the user asks, `sql` may write.
     let outside = dir.path().join("out.parquet");
-    tracelake_ok(&[
-        "sql",
-        "--lake",
-        &lake,
-        &format!("COPY (SELECT 1 AS x) TO '{}'", outside.display()),
-    ]);
+    tracelake_ok(&["sql", "--lake", &lake, &format!("COPY (SELECT 1 AS x) TO '{}'", outside.display())]);
     assert!(outside.is_file());
 
     let detectors = dir.path().join("detectors");
     std::fs::create_dir(&detectors).unwrap();
     let stolen = dir.path().join("stolen.parquet");
-    std::fs::write(
-        detectors.join("sig_copy.sql"),
-        format!("COPY (SELECT * FROM events) TO '{}'", stolen.display()),
-    )
-    .unwrap();
-    let out = tracelake(&[
-        "analyze",
-        "--lake",
-        &lake,
-        "--detectors",
-        detectors.to_str().unwrap(),
-    ]);
-    assert!(
-        !stolen.exists(),
-        "a detector file wrote a file: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("sig_copy"),
-        "the detector is named: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    std::fs::write(detectors.join("sig_copy.sql"), format!("COPY (SELECT * FROM events) TO '{}'", stolen.display())).unwrap();
+    let out = tracelake(&["analyze", "--lake", &lake, "--detectors", detectors.to_str().unwrap()]);
+    assert!(!stolen.exists(), "a detector file wrote a file: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sig_copy"), "the detector is named: {}", String::from_utf8_lossy(&out.stderr));
 }

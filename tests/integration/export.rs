@@ -14,54 +14,25 @@ const STREAM: &str = "openclaw-events";
 fn generated(events: u64, seed: u64) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("g.jsonl");
-    tracelake_ok(&[
-        "generate",
-        "--events",
-        &events.to_string(),
-        "--seed",
-        &seed.to_string(),
-        "--output",
-        path.to_str().unwrap(),
-    ]);
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    tracelake_ok(&["generate", "--events", &events.to_string(), "--seed", &seed.to_string(), "--output", path.to_str().unwrap()]);
+    std::fs::read_to_string(path).unwrap().lines().map(str::to_owned).collect()
 }
 
 fn export(lake: &str, server: &NatsServer, extra: &[&str]) -> String {
     let url = server.url();
-    let mut args = vec![
-        "export",
-        "--lake",
-        lake,
-        "--nats-url",
-        &url,
-        "--stream",
-        STREAM,
-    ];
+    let mut args = vec!["export", "--lake", lake, "--nats-url", &url, "--stream", STREAM];
     args.extend_from_slice(extra);
     tracelake_ok(&args)
 }
 
 fn sql(lake: &str, query: &str) -> Vec<Value> {
-    json_lines(&tracelake_ok(&[
-        "sql", "--lake", lake, "--format", "ndjson", query,
-    ]))
+    json_lines(&tracelake_ok(&["sql", "--lake", lake, "--format", "ndjson", query]))
 }
 
 /// (rows, distinct stream sequences, distinct ids)
 fn counts(lake: &str) -> (i64, i64, i64) {
-    let r = &sql(
-        lake,
-        "SELECT count(*) AS n, count(DISTINCT stream_seq) AS seqs, count(DISTINCT id) AS ids FROM events",
-    )[0];
-    (
-        r["n"].as_i64().unwrap(),
-        r["seqs"].as_i64().unwrap(),
-        r["ids"].as_i64().unwrap(),
-    )
+    let r = &sql(lake, "SELECT count(*) AS n, count(DISTINCT stream_seq) AS seqs, count(DISTINCT id) AS ids FROM events")[0];
+    (r["n"].as_i64().unwrap(), r["seqs"].as_i64().unwrap(), r["ids"].as_i64().unwrap())
 }
 
 #[test]
@@ -73,43 +44,24 @@ fn exports_both_schemas_then_only_new_events() {
     let lake = dir.path().join("lake").display().to_string();
 
     let first = export(&lake, &server, &[]);
-    assert!(
-        first.contains("exported 2000 events, 0 quarantined")
-            && first.contains("cursor 2000 of 2000"),
-        "{first}"
-    );
-    let schemas = sql(
-        &lake,
-        "SELECT schema, count(*) AS n FROM events GROUP BY schema ORDER BY schema",
-    );
+    assert!(first.contains("exported 2000 events, 0 quarantined") && first.contains("cursor 2000 of 2000"), "{first}");
+    let schemas = sql(&lake, "SELECT schema, count(*) AS n FROM events GROUP BY schema ORDER BY schema");
     assert_eq!(schemas.len(), 2, "both schemas: {schemas:?}");
-    let subjects = sql(
-        &lake,
-        "SELECT count(*) AS n FROM events WHERE subject LIKE 'openclaw.events.%' AND stream_seq BETWEEN 1 AND 2000",
-    );
+    let subjects = sql(&lake, "SELECT count(*) AS n FROM events WHERE subject LIKE 'openclaw.events.%' AND stream_seq BETWEEN 1 AND 2000");
     assert_eq!(subjects[0]["n"], 2000);
 
     server.publish(STREAM, &lines[2000..]);
     let second = export(&lake, &server, &[]);
-    assert!(
-        second.contains("exported 1000 events") && second.contains("cursor 3000 of 3000"),
-        "{second}"
-    );
+    assert!(second.contains("exported 1000 events") && second.contains("cursor 3000 of 3000"), "{second}");
     let third = export(&lake, &server, &[]);
     assert!(third.contains("exported 0 events"), "{third}");
     assert_eq!(counts(&lake), (3000, 3000, 3000));
 
     let status = tracelake_ok(&["status", "--lake", &lake, "--nats-url", &server.url()]);
-    assert!(
-        status.contains("at sequence 3000; stream last sequence 3000, 0 behind"),
-        "{status}"
-    );
+    assert!(status.contains("at sequence 3000; stream last sequence 3000, 0 behind"), "{status}");
     server.publish(STREAM, &generated(40, 22));
     let behind = tracelake_ok(&["status", "--lake", &lake, "--nats-url", &server.url()]);
-    assert!(
-        behind.contains("stream last sequence 3040, 40 behind"),
-        "{behind}"
-    );
+    assert!(behind.contains("stream last sequence 3040, 40 behind"), "{behind}");
 }
 
 #[test]
@@ -117,56 +69,25 @@ fn subject_filters_select_on_the_server() {
     let server = NatsServer::start();
     let lines = generated(2000, 23);
     server.publish(STREAM, &lines);
-    let expected_main = lines
-        .iter()
-        .filter(|l| l.contains("\"agent\":\"main\""))
-        .count() as i64;
+    let expected_main = lines.iter().filter(|l| l.contains("\"agent\":\"main\"")).count() as i64;
     let dir = tempfile::tempdir().unwrap();
     let lake = dir.path().join("lake").display().to_string();
 
     export(&lake, &server, &["--agent", "main"]);
-    let agents = sql(
-        &lake,
-        "SELECT agent, count(*) AS n FROM events GROUP BY agent",
-    );
+    let agents = sql(&lake, "SELECT agent, count(*) AS n FROM events GROUP BY agent");
     assert_eq!(agents.len(), 1);
-    assert_eq!(
-        (agents[0]["agent"].as_str(), agents[0]["n"].as_i64()),
-        (Some("main"), Some(expected_main))
-    );
+    assert_eq!((agents[0]["agent"].as_str(), agents[0]["n"].as_i64()), (Some("main"), Some(expected_main)));
 
     let url = server.url();
-    let changed = tracelake(&[
-        "export",
-        "--lake",
-        &lake,
-        "--nats-url",
-        &url,
-        "--stream",
-        STREAM,
-        "--type",
-        "msg.in",
-    ]);
+    let changed = tracelake(&["export", "--lake", &lake, "--nats-url", &url, "--stream", STREAM, "--type", "msg.in"]);
     assert_eq!(changed.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&changed.stderr).contains("--full"),
-        "{changed:?}"
-    );
+    assert!(String::from_utf8_lossy(&changed.stderr).contains("--full"), "{changed:?}");
 
     export(&lake, &server, &["--type", "msg.in", "--full"]);
-    let expected_msg_in = lines
-        .iter()
-        .filter(|l| l.contains("\"type\":\"msg.in\""))
-        .count() as i64;
-    let types = sql(
-        &lake,
-        "SELECT raw_type, count(*) AS n FROM events GROUP BY raw_type",
-    );
+    let expected_msg_in = lines.iter().filter(|l| l.contains("\"type\":\"msg.in\"")).count() as i64;
+    let types = sql(&lake, "SELECT raw_type, count(*) AS n FROM events GROUP BY raw_type");
     assert_eq!(types.len(), 1, "{types:?}");
-    assert_eq!(
-        (types[0]["raw_type"].as_str(), types[0]["n"].as_i64()),
-        (Some("msg.in"), Some(expected_msg_in))
-    );
+    assert_eq!((types[0]["raw_type"].as_str(), types[0]["n"].as_i64()), (Some("msg.in"), Some(expected_msg_in)));
 }
 
 #[test]
@@ -179,17 +100,7 @@ fn kill_9_at_any_point_then_rerun_gives_every_event_exactly_once() {
     let mut progress = Vec::new();
     for delay_ms in [80, 250, 500, 800, 1200] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_tracelake"))
-            .args([
-                "export",
-                "--lake",
-                &lake,
-                "--nats-url",
-                &url,
-                "--stream",
-                STREAM,
-                "--commit-every",
-                "1500",
-            ])
+            .args(["export", "--lake", &lake, "--nats-url", &url, "--stream", STREAM, "--commit-every", "1500"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -197,29 +108,16 @@ fn kill_9_at_any_point_then_rerun_gives_every_event_exactly_once() {
         std::thread::sleep(Duration::from_millis(delay_ms));
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
-        let (rows, seqs, _) = if std::path::Path::new(&lake).join("events").exists() {
-            counts(&lake)
-        } else {
-            (0, 0, 0)
-        };
+        let (rows, seqs, _) = if std::path::Path::new(&lake).join("events").exists() { counts(&lake) } else { (0, 0, 0) };
         assert_eq!(rows, seqs, "no duplicate after a kill at {delay_ms} ms");
         progress.push(rows);
     }
-    assert!(
-        progress.iter().any(|&n| n > 0 && n < 40_000),
-        "some kill landed mid-export: {progress:?}"
-    );
+    assert!(progress.iter().any(|&n| n > 0 && n < 40_000), "some kill landed mid-export: {progress:?}");
     let out = export(&lake, &server, &[]);
     assert!(out.contains("cursor 40000 of 40000"), "{out}");
     assert_eq!(counts(&lake), (40_000, 40_000, 40_000));
-    let gaps = sql(
-        &lake,
-        "SELECT min(stream_seq) AS lo, max(stream_seq) AS hi FROM events",
-    );
-    assert_eq!(
-        (gaps[0]["lo"].as_i64(), gaps[0]["hi"].as_i64()),
-        (Some(1), Some(40_000))
-    );
+    let gaps = sql(&lake, "SELECT min(stream_seq) AS lo, max(stream_seq) AS hi FROM events");
+    assert_eq!((gaps[0]["lo"].as_i64(), gaps[0]["hi"].as_i64()), (Some(1), Some(40_000)));
 }
 
 #[test]
@@ -230,17 +128,7 @@ fn a_server_restart_mid_export_loses_and_duplicates_nothing() {
     let lake = dir.path().join("lake").display().to_string();
     let url = server.url();
     let child = Command::new(env!("CARGO_BIN_EXE_tracelake"))
-        .args([
-            "export",
-            "--lake",
-            &lake,
-            "--nats-url",
-            &url,
-            "--stream",
-            STREAM,
-            "--commit-every",
-            "2000",
-        ])
+        .args(["export", "--lake", &lake, "--nats-url", &url, "--stream", STREAM, "--commit-every", "2000"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -251,16 +139,10 @@ fn a_server_restart_mid_export_loses_and_duplicates_nothing() {
     server.restart();
     let started = Instant::now();
     let out = child.wait_with_output().unwrap();
-    assert!(
-        started.elapsed() < Duration::from_secs(60),
-        "the export neither hung nor waited forever"
-    );
+    assert!(started.elapsed() < Duration::from_secs(60), "the export neither hung nor waited forever");
     let stderr = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {
-        assert!(
-            stderr.contains("run export again"),
-            "a failed run says how to continue: {stderr}"
-        );
+        assert!(stderr.contains("run export again"), "a failed run says how to continue: {stderr}");
     }
     let rerun = export(&lake, &server, &[]);
     assert!(rerun.contains("cursor 60000 of 60000"), "{rerun}");
@@ -269,28 +151,14 @@ fn a_server_restart_mid_export_loses_and_duplicates_nothing() {
 
 #[test]
 fn an_unreachable_server_is_one_clear_line_and_leaves_the_lake_untouched() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let dir = tempfile::tempdir().unwrap();
     let lake = dir.path().join("lake");
-    let out = tracelake(&[
-        "export",
-        "--lake",
-        lake.to_str().unwrap(),
-        "--nats-url",
-        &format!("nats://127.0.0.1:{port}"),
-    ]);
+    let out = tracelake(&["export", "--lake", lake.to_str().unwrap(), "--nats-url", &format!("nats://127.0.0.1:{port}")]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(
-        stderr.contains("cannot reach NATS at nats://127.0.0.1:")
-            && stderr.contains("check the URL"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("cannot reach NATS at nats://127.0.0.1:") && stderr.contains("check the URL"), "{stderr}");
     assert!(!lake.exists());
 }
 
@@ -300,21 +168,10 @@ fn a_missing_stream_is_named_in_the_error() {
     server.create_stream("something-else");
     let dir = tempfile::tempdir().unwrap();
     let lake = dir.path().join("lake");
-    let out = tracelake(&[
-        "export",
-        "--lake",
-        lake.to_str().unwrap(),
-        "--nats-url",
-        &server.url(),
-        "--stream",
-        "openclaw-events",
-    ]);
+    let out = tracelake(&["export", "--lake", lake.to_str().unwrap(), "--nats-url", &server.url(), "--stream", "openclaw-events"]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("stream \"openclaw-events\" does not exist"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("stream \"openclaw-events\" does not exist"), "{stderr}");
     assert!(!lake.exists());
 }
 
@@ -325,17 +182,7 @@ fn a_scheduled_export_stops_cleanly_on_ctrl_c() {
     let dir = tempfile::tempdir().unwrap();
     let lake = dir.path().join("lake").display().to_string();
     let child = Command::new(env!("CARGO_BIN_EXE_tracelake"))
-        .args([
-            "export",
-            "--lake",
-            &lake,
-            "--nats-url",
-            &server.url(),
-            "--stream",
-            STREAM,
-            "--every",
-            "1h",
-        ])
+        .args(["export", "--lake", &lake, "--nats-url", &server.url(), "--stream", STREAM, "--every", "1h"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -344,28 +191,17 @@ fn a_scheduled_export_stops_cleanly_on_ctrl_c() {
     // Commits within a run save the manifest too (with `"lastRun": null`): the first run
     // is over when its record is there.
     let first_run_done = || {
-        let manifest =
-            std::fs::read_to_string(std::path::Path::new(&lake).join("_state/manifest.json"))
-                .unwrap_or_default();
+        let manifest = std::fs::read_to_string(std::path::Path::new(&lake).join("_state/manifest.json")).unwrap_or_default();
         serde_json::from_str::<Value>(&manifest).is_ok_and(|m| m["export"]["lastRun"].is_object())
     };
     while !first_run_done() {
-        assert!(
-            Instant::now() < deadline,
-            "the first scheduled run did not finish"
-        );
+        assert!(Instant::now() < deadline, "the first scheduled run did not finish");
         std::thread::sleep(Duration::from_millis(50));
     }
-    Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{out:?}");
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("exported 500 events"),
-        "{out:?}"
-    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("exported 500 events"), "{out:?}");
     assert_eq!(counts(&lake), (500, 500, 500));
 }
 
@@ -379,32 +215,17 @@ fn a_poison_message_is_quarantined_with_its_sequence_and_the_export_goes_on() {
         format!(r#"{{"ts": 1771504212206, "type": "msg.in", "payload": {{"content": {deep}}}}}"#),
         "{not json".to_owned(),
     ];
-    let lines: Vec<String> = good[..5]
-        .iter()
-        .chain(&poison)
-        .chain(&good[5..])
-        .cloned()
-        .collect();
+    let lines: Vec<String> = good[..5].iter().chain(&poison).chain(&good[5..]).cloned().collect();
     server.publish(STREAM, &lines);
     let dir = tempfile::tempdir().unwrap();
     let lake = dir.path().join("lake").display().to_string();
     let out = export(&lake, &server, &[]);
     assert!(out.contains("cursor 13 of 13"), "{out}");
-    assert_eq!(
-        sql(&lake, "SELECT count(*) AS n FROM events")[0]["n"],
-        12,
-        "every message that is an event, poison or not"
-    );
+    assert_eq!(sql(&lake, "SELECT count(*) AS n FROM events")[0]["n"], 12, "every message that is an event, poison or not");
     let quarantined = sql(&lake, "SELECT position, reason FROM quarantine");
     assert_eq!(quarantined.len(), 1, "{quarantined:?}");
-    assert_eq!(
-        quarantined[0]["position"], 8,
-        "the stream sequence of the bad message"
-    );
-    assert!(
-        export(&lake, &server, &[]).contains("exported 0 events"),
-        "the cursor moved past it"
-    );
+    assert_eq!(quarantined[0]["position"], 8, "the stream sequence of the bad message");
+    assert!(export(&lake, &server, &[]).contains("exported 0 events"), "the cursor moved past it");
 }
 
 #[test]
@@ -415,17 +236,7 @@ fn an_export_whose_server_dies_says_how_far_it_got_and_fails() {
     let lake = dir.path().join("lake").display().to_string();
     let url = server.url();
     let child = Command::new(env!("CARGO_BIN_EXE_tracelake"))
-        .args([
-            "export",
-            "--lake",
-            &lake,
-            "--nats-url",
-            &url,
-            "--stream",
-            STREAM,
-            "--commit-every",
-            "2000",
-        ])
+        .args(["export", "--lake", &lake, "--nats-url", &url, "--stream", STREAM, "--commit-every", "2000"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -434,17 +245,9 @@ fn an_export_whose_server_dies_says_how_far_it_got_and_fails() {
     server.kill();
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let done = sql(&lake, "SELECT count(*) AS n FROM events")[0]["n"]
-        .as_i64()
-        .unwrap();
-    assert!(
-        done < 60_000,
-        "the server died before the export finished ({done} events)"
-    );
+    let done = sql(&lake, "SELECT count(*) AS n FROM events")[0]["n"].as_i64().unwrap();
+    assert!(done < 60_000, "the server died before the export finished ({done} events)");
     assert!(!out.status.success(), "an export cut short fails: {stderr}");
     assert!(stderr.contains("run export again"), "{stderr}");
-    assert!(
-        stderr.contains(&format!("sequence {done}")),
-        "it says how far it got ({done}): {stderr}"
-    );
+    assert!(stderr.contains(&format!("sequence {done}")), "it says how far it got ({done}): {stderr}");
 }

@@ -21,25 +21,15 @@ fn edge_json() -> impl Strategy<Value = String> {
         Just(r#""\u0000\u001f""#.to_owned()),
         Just(format!("{:?}", SECRET)),
         any::<i64>().prop_map(|n| n.to_string()),
-        any::<f64>()
-            .prop_filter("finite", |f| f.is_finite())
-            .prop_map(|f| f.to_string()),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(|f| f.to_string()),
         ".{0,20}".prop_map(|s| Value::String(s).to_string()),
         (1usize..3000).prop_map(|d| format!("{}{}", "[".repeat(d), "]".repeat(d))),
     ];
     leaf.prop_recursive(4, 32, 4, |inner| {
         prop_oneof![
-            prop::collection::vec(inner.clone(), 0..4)
-                .prop_map(|items| format!("[{}]", items.join(","))),
-            prop::collection::vec(
-                (prop_oneof![Just(SECRET.to_owned()), "[a-z]{1,6}"], inner),
-                0..4
-            )
-            .prop_map(|fields| {
-                let members: Vec<String> = fields
-                    .iter()
-                    .map(|(k, v)| format!("{}:{v}", Value::String(k.clone())))
-                    .collect();
+            prop::collection::vec(inner.clone(), 0..4).prop_map(|items| format!("[{}]", items.join(","))),
+            prop::collection::vec((prop_oneof![Just(SECRET.to_owned()), "[a-z]{1,6}"], inner), 0..4).prop_map(|fields| {
+                let members: Vec<String> = fields.iter().map(|(k, v)| format!("{}:{v}", Value::String(k.clone()))).collect();
                 format!("{{{}}}", members.join(","))
             }),
         ]
@@ -93,13 +83,8 @@ proptest! {
 #[test]
 fn duplicate_keys_keep_the_last_value_everywhere() {
     let line = r#"{"ts":1771504212206,"type":"msg.in","type":"msg.out","payload":{"content":"a","content":"b"},"x":1,"x":2}"#;
-    let event = decoder()
-        .decode(line.as_bytes(), "t", 1, None)
-        .expect("an event");
-    assert_eq!(
-        (event.event_type.as_str(), event.content.as_deref()),
-        ("msg.out", Some("b"))
-    );
+    let event = decoder().decode(line.as_bytes(), "t", 1, None).expect("an event");
+    assert_eq!((event.event_type.as_str(), event.content.as_deref()), ("msg.out", Some("b")));
     let extra: Map<String, Value> = serde_json::from_str(event.extra.as_deref().unwrap()).unwrap();
     assert_eq!(Value::Object(extra), json!({"x": 2}));
 }

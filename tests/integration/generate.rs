@@ -8,18 +8,8 @@ use crate::common::tracelake_ok;
 
 fn generate(dir: &std::path::Path, name: &str, events: u64, seed: u64) -> (Vec<u8>, Value) {
     let path = dir.join(name);
-    tracelake_ok(&[
-        "generate",
-        "--events",
-        &events.to_string(),
-        "--seed",
-        &seed.to_string(),
-        "--output",
-        path.to_str().unwrap(),
-    ]);
-    let expected: Value =
-        serde_json::from_slice(&std::fs::read(dir.join(format!("{name}.expected.json"))).unwrap())
-            .unwrap();
+    tracelake_ok(&["generate", "--events", &events.to_string(), "--seed", &seed.to_string(), "--output", path.to_str().unwrap()]);
+    let expected: Value = serde_json::from_slice(&std::fs::read(dir.join(format!("{name}.expected.json"))).unwrap()).unwrap();
     (std::fs::read(&path).unwrap(), expected)
 }
 
@@ -52,38 +42,22 @@ fn holds_both_schemas_every_signal_and_ordered_time() {
     let mut envelope = 0;
     for line in String::from_utf8(bytes).unwrap().lines() {
         let v: Value = serde_json::from_str(line).unwrap();
-        *by_type
-            .entry(v["type"].as_str().unwrap().to_owned())
-            .or_default() += 1;
+        *by_type.entry(v["type"].as_str().unwrap().to_owned()).or_default() += 1;
         let ts = v["ts"].as_i64().or(v["timestamp"].as_i64()).unwrap();
         assert!(ts >= last_ts, "events come in time order, as on a stream");
         last_ts = ts;
         envelope += u64::from(v.get("schemaVersion").is_some());
     }
-    let recorded: BTreeMap<String, u64> =
-        serde_json::from_value(expected["eventsByType"].clone()).unwrap();
+    let recorded: BTreeMap<String, u64> = serde_json::from_value(expected["eventsByType"].clone()).unwrap();
     assert_eq!(by_type, recorded);
-    for t in [
-        "msg.in",
-        "tool.result",
-        "session.start",
-        "llm.output",
-        "conversation.message.in",
-        "conversation.tool_result",
-        "lifecycle.start",
-    ] {
-        assert!(
-            by_type.get(t).copied().unwrap_or(0) > 0,
-            "no {t} in {by_type:?}"
-        );
+    for t in
+        ["msg.in", "tool.result", "session.start", "llm.output", "conversation.message.in", "conversation.tool_result", "lifecycle.start"]
+    {
+        assert!(by_type.get(t).copied().unwrap_or(0) > 0, "no {t} in {by_type:?}");
     }
     assert!(envelope > 0, "some events carry the v1 envelope");
     for signal in tracelake::config::SIGNAL_IDS {
-        assert!(
-            expected["findings"][signal].as_u64().unwrap_or(0) > 0,
-            "{signal} not injected: {}",
-            expected["findings"]
-        );
+        assert!(expected["findings"][signal].as_u64().unwrap_or(0) > 0, "{signal} not injected: {}", expected["findings"]);
     }
 }
 
@@ -91,21 +65,8 @@ fn holds_both_schemas_every_signal_and_ordered_time() {
 fn every_generated_line_imports_as_an_event() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("g.jsonl");
-    tracelake_ok(&[
-        "generate",
-        "--events",
-        "3000",
-        "--seed",
-        "5",
-        "--output",
-        path.to_str().unwrap(),
-    ]);
+    tracelake_ok(&["generate", "--events", "3000", "--seed", "5", "--output", path.to_str().unwrap()]);
     let lake = dir.path().join("lake");
-    let out = tracelake_ok(&[
-        "import",
-        "--lake",
-        lake.to_str().unwrap(),
-        path.to_str().unwrap(),
-    ]);
+    let out = tracelake_ok(&["import", "--lake", lake.to_str().unwrap(), path.to_str().unwrap()]);
     assert!(out.contains("3000 events, 0 quarantined"), "{out}");
 }

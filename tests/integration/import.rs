@@ -9,10 +9,7 @@ use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::datatypes::TimestampMillisecondType;
 use serde_json::{Value, json};
 
-use crate::common::{
-    all_strings, json_lines, parquet_files, parquet_rows, read_parquet, realworld, tracelake,
-    tracelake_ok,
-};
+use crate::common::{all_strings, json_lines, parquet_files, parquet_rows, read_parquet, realworld, tracelake, tracelake_ok};
 
 fn lake_arg(dir: &Path) -> String {
     dir.join("lake").display().to_string()
@@ -26,9 +23,7 @@ fn write_lines(path: &Path, lines: &[String]) {
 }
 
 fn sql_rows(lake: &str, sql: &str) -> Vec<Value> {
-    json_lines(&tracelake_ok(&[
-        "sql", "--lake", lake, "--format", "ndjson", sql,
-    ]))
+    json_lines(&tracelake_ok(&["sql", "--lake", lake, "--format", "ndjson", sql]))
 }
 
 /// Per-type counts of a JSONL file, computed independently of tracelake's normalizer.
@@ -36,9 +31,7 @@ fn type_counts(path: &Path) -> BTreeMap<String, i64> {
     let mut counts = BTreeMap::new();
     for line in std::fs::read_to_string(path).unwrap().lines() {
         let v: Value = serde_json::from_str(line).unwrap();
-        *counts
-            .entry(v["type"].as_str().unwrap().to_owned())
-            .or_default() += 1;
+        *counts.entry(v["type"].as_str().unwrap().to_owned()).or_default() += 1;
     }
     counts
 }
@@ -49,17 +42,8 @@ fn realworld_traces_import_one_row_per_line() {
     let lake = lake_arg(dir.path());
     let retail = realworld("tau-retail.events.jsonl");
     let airline = realworld("tau-airline.events.jsonl");
-    let out = tracelake_ok(&[
-        "import",
-        "--lake",
-        &lake,
-        retail.to_str().unwrap(),
-        airline.to_str().unwrap(),
-    ]);
-    assert!(
-        out.contains("imported") && out.contains("3160 events, 0 quarantined"),
-        "{out}"
-    );
+    let out = tracelake_ok(&["import", "--lake", &lake, retail.to_str().unwrap(), airline.to_str().unwrap()]);
+    assert!(out.contains("imported") && out.contains("3160 events, 0 quarantined"), "{out}");
     assert!(out.contains("5598 events, 0 quarantined"), "{out}");
     assert_eq!(parquet_rows(&dir.path().join("lake/events")), 3160 + 5598);
 
@@ -67,24 +51,10 @@ fn realworld_traces_import_one_row_per_line() {
     for (k, v) in type_counts(&airline) {
         *expected.entry(k).or_default() += v;
     }
-    let rows = sql_rows(
-        &lake,
-        "SELECT type, count(*) AS n FROM events GROUP BY type",
-    );
-    let actual: BTreeMap<String, i64> = rows
-        .iter()
-        .map(|r| {
-            (
-                r["type"].as_str().unwrap().to_owned(),
-                r["n"].as_i64().unwrap(),
-            )
-        })
-        .collect();
+    let rows = sql_rows(&lake, "SELECT type, count(*) AS n FROM events GROUP BY type");
+    let actual: BTreeMap<String, i64> = rows.iter().map(|r| (r["type"].as_str().unwrap().to_owned(), r["n"].as_i64().unwrap())).collect();
     assert_eq!(actual, expected);
-    let ids = sql_rows(
-        &lake,
-        "SELECT count(DISTINCT id) AS ids, count(*) AS n FROM events",
-    );
+    let ids = sql_rows(&lake, "SELECT count(DISTINCT id) AS ids, count(*) AS n FROM events");
     assert_eq!(ids[0]["ids"], ids[0]["n"], "every event exactly once");
 }
 
@@ -92,50 +62,24 @@ fn realworld_traces_import_one_row_per_line() {
 fn files_are_partitioned_by_date_and_sorted_by_agent_session_time() {
     let dir = tempfile::tempdir().unwrap();
     let lake = lake_arg(dir.path());
-    tracelake_ok(&[
-        "import",
-        "--lake",
-        &lake,
-        realworld("tau-retail.events.jsonl").to_str().unwrap(),
-    ]);
+    tracelake_ok(&["import", "--lake", &lake, realworld("tau-retail.events.jsonl").to_str().unwrap()]);
     let files = parquet_files(&dir.path().join("lake/events"));
     assert!(!files.is_empty());
     for file in files {
-        let partition = file
-            .parent()
-            .unwrap()
-            .file_name()
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .to_owned();
+        let partition = file.parent().unwrap().file_name().unwrap().to_str().unwrap().to_owned();
         let batches: Vec<RecordBatch> = read_parquet(&file);
         let mut keys = Vec::new();
         for b in &batches {
             let agent = b.column_by_name("agent").unwrap().as_string::<i32>();
             let session = b.column_by_name("session").unwrap().as_string::<i32>();
-            let ts = b
-                .column_by_name("ts")
-                .unwrap()
-                .as_primitive::<TimestampMillisecondType>();
+            let ts = b.column_by_name("ts").unwrap().as_primitive::<TimestampMillisecondType>();
             for i in 0..b.num_rows() {
-                let day = chrono::DateTime::from_timestamp_millis(ts.value(i))
-                    .unwrap()
-                    .format("date=%Y-%m-%d")
-                    .to_string();
+                let day = chrono::DateTime::from_timestamp_millis(ts.value(i)).unwrap().format("date=%Y-%m-%d").to_string();
                 assert_eq!(day, partition, "row in the partition of its own date");
-                keys.push((
-                    agent.value(i).to_owned(),
-                    session.value(i).to_owned(),
-                    ts.value(i),
-                ));
+                keys.push((agent.value(i).to_owned(), session.value(i).to_owned(), ts.value(i)));
             }
         }
-        assert!(
-            keys.is_sorted(),
-            "{} is not sorted by (agent, session, ts)",
-            file.display()
-        );
+        assert!(keys.is_sorted(), "{} is not sorted by (agent, session, ts)", file.display());
     }
 }
 
@@ -151,10 +95,7 @@ fn bad_lines_are_quarantined_counted_and_nothing_valid_is_lost() {
     lines.push(json!({"type": "msg.in"}).to_string());
     lines.push(json!({"ts": -3, "type": "msg.in"}).to_string());
     lines.push(json!({"ts": 5}).to_string());
-    lines.push(format!(
-        "{{\"ts\": 1, \"type\": \"msg.in\", \"payload\": {{\"content\": \"{}\"}}}}",
-        "x".repeat(3000)
-    ));
+    lines.push(format!("{{\"ts\": 1, \"type\": \"msg.in\", \"payload\": {{\"content\": \"{}\"}}}}", "x".repeat(3000)));
     lines.push(String::new());
     lines.push(good(3));
     write_lines(&input, &lines);
@@ -162,14 +103,7 @@ fn bad_lines_are_quarantined_counted_and_nothing_valid_is_lost() {
     raw.extend_from_slice(b"{\"ts\": 1, \"type\": \"\xff\"}\n");
     std::fs::write(&input, raw).unwrap();
 
-    let out = tracelake_ok(&[
-        "import",
-        "--lake",
-        &lake,
-        "--max-event-bytes",
-        "2000",
-        input.to_str().unwrap(),
-    ]);
+    let out = tracelake_ok(&["import", "--lake", &lake, "--max-event-bytes", "2000", input.to_str().unwrap()]);
     assert!(out.contains("3 events, 7 quarantined"), "{out}");
     for reason in [
         "invalid_json 1",
@@ -183,27 +117,9 @@ fn bad_lines_are_quarantined_counted_and_nothing_valid_is_lost() {
         assert!(out.contains(reason), "{reason} missing in: {out}");
     }
     let ids = sql_rows(&lake, "SELECT id FROM events ORDER BY id");
-    assert_eq!(
-        ids,
-        vec![
-            json!({"id": "e1"}),
-            json!({"id": "e2"}),
-            json!({"id": "e3"})
-        ]
-    );
-    let q = sql_rows(
-        &lake,
-        "SELECT reason, position FROM quarantine ORDER BY position",
-    );
-    let got: Vec<(String, u64)> = q
-        .iter()
-        .map(|r| {
-            (
-                r["reason"].as_str().unwrap().to_owned(),
-                r["position"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    assert_eq!(ids, vec![json!({"id": "e1"}), json!({"id": "e2"}), json!({"id": "e3"})]);
+    let q = sql_rows(&lake, "SELECT reason, position FROM quarantine ORDER BY position");
+    let got: Vec<(String, u64)> = q.iter().map(|r| (r["reason"].as_str().unwrap().to_owned(), r["position"].as_u64().unwrap())).collect();
     assert_eq!(
         got,
         vec![
@@ -217,10 +133,7 @@ fn bad_lines_are_quarantined_counted_and_nothing_valid_is_lost() {
         ]
     );
     let status = tracelake_ok(&["status", "--lake", &lake]);
-    assert!(
-        status.contains("events:      3 in 1 partition(s)") && status.contains("quarantined: 7"),
-        "{status}"
-    );
+    assert!(status.contains("events:      3 in 1 partition(s)") && status.contains("quarantined: 7"), "{status}");
 }
 
 #[test]
@@ -240,15 +153,9 @@ fn planted_secrets_never_reach_a_parquet_file() {
     ]);
     tracelake_ok(&["import", "--lake", &lake, input.to_str().unwrap()]);
     let strings = all_strings(&dir.path().join("lake"));
-    assert!(
-        strings.iter().any(|s| s.contains("[REDACTED")),
-        "redaction markers are there"
-    );
+    assert!(strings.iter().any(|s| s.contains("[REDACTED")), "redaction markers are there");
     for secret in [key, gh.as_str(), pw] {
-        assert!(
-            !strings.iter().any(|s| s.contains(secret)),
-            "{secret} found in a Parquet file"
-        );
+        assert!(!strings.iter().any(|s| s.contains(secret)), "{secret} found in a Parquet file");
     }
     assert_eq!(parquet_rows(&dir.path().join("lake/events")), 3);
     assert_eq!(parquet_rows(&dir.path().join("lake/quarantine")), 1);
@@ -259,35 +166,24 @@ fn names_from_events_never_become_paths() {
     let dir = tempfile::tempdir().unwrap();
     let lake = lake_arg(dir.path());
     let input = dir.path().join("evil.jsonl");
-    write_lines(&input, &[
-        json!({"ts": 1_767_225_600_000_i64, "agent": "../../x", "session": "../../../etc/passwd", "type": "../../y", "payload": {}}).to_string(),
-        json!({"ts": 1_767_225_600_001_i64, "agent": "/tmp/abs", "session": "..\\..\\z", "type": "msg.in", "payload": {}}).to_string(),
-    ]);
+    write_lines(
+        &input,
+        &[
+            json!({"ts": 1_767_225_600_000_i64, "agent": "../../x", "session": "../../../etc/passwd", "type": "../../y", "payload": {}})
+                .to_string(),
+            json!({"ts": 1_767_225_600_001_i64, "agent": "/tmp/abs", "session": "..\\..\\z", "type": "msg.in", "payload": {}}).to_string(),
+        ],
+    );
     tracelake_ok(&["import", "--lake", &lake, input.to_str().unwrap()]);
-    let mut entries: Vec<String> = walk(dir.path())
-        .iter()
-        .map(|p| p.strip_prefix(dir.path()).unwrap().display().to_string())
-        .collect();
+    let mut entries: Vec<String> = walk(dir.path()).iter().map(|p| p.strip_prefix(dir.path()).unwrap().display().to_string()).collect();
     entries.retain(|e| e != "evil.jsonl");
     for entry in &entries {
         assert!(entry.starts_with("lake/"), "{entry} is outside the lake");
-        assert!(
-            !entry.contains("..") && !entry.contains("passwd") && !entry.contains("abs"),
-            "{entry}"
-        );
+        assert!(!entry.contains("..") && !entry.contains("passwd") && !entry.contains("abs"), "{entry}");
     }
-    assert!(
-        entries
-            .iter()
-            .any(|e| e.starts_with("lake/events/date=2026-01-01/part-")),
-        "{entries:?}"
-    );
+    assert!(entries.iter().any(|e| e.starts_with("lake/events/date=2026-01-01/part-")), "{entries:?}");
     let rows = sql_rows(&lake, "SELECT agent FROM events ORDER BY agent");
-    assert_eq!(
-        rows,
-        vec![json!({"agent": "../../x"}), json!({"agent": "/tmp/abs"})],
-        "the names themselves are kept"
-    );
+    assert_eq!(rows, vec![json!({"agent": "../../x"}), json!({"agent": "/tmp/abs"})], "the names themselves are kept");
 }
 
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
@@ -312,15 +208,8 @@ fn reimporting_the_same_content_is_skipped_unless_forced() {
     let first_files = parquet_files(&dir.path().join("lake/events"));
 
     let again = tracelake_ok(&["import", "--lake", &lake, retail.to_str().unwrap()]);
-    assert!(
-        again.contains("skipped") && again.contains("--force"),
-        "{again}"
-    );
-    assert_eq!(
-        parquet_files(&dir.path().join("lake/events")),
-        first_files,
-        "nothing written or rewritten"
-    );
+    assert!(again.contains("skipped") && again.contains("--force"), "{again}");
+    assert_eq!(parquet_files(&dir.path().join("lake/events")), first_files, "nothing written or rewritten");
 
     // The same content under another name, through standard input, is recognized too.
     let piped = std::process::Command::new(env!("CARGO_BIN_EXE_tracelake"))
@@ -328,61 +217,30 @@ fn reimporting_the_same_content_is_skipped_unless_forced() {
         .stdin(std::fs::File::open(&retail).unwrap())
         .output()
         .unwrap();
-    assert!(
-        String::from_utf8_lossy(&piped.stdout).contains("skipped -"),
-        "{piped:?}"
-    );
+    assert!(String::from_utf8_lossy(&piped.stdout).contains("skipped -"), "{piped:?}");
     assert_eq!(parquet_rows(&dir.path().join("lake/events")), 3160);
 
-    let forced = tracelake_ok(&[
-        "import",
-        "--lake",
-        &lake,
-        "--force",
-        retail.to_str().unwrap(),
-    ]);
+    let forced = tracelake_ok(&["import", "--lake", &lake, "--force", retail.to_str().unwrap()]);
     assert!(forced.contains("3160 events"), "{forced}");
-    assert_eq!(
-        parquet_rows(&dir.path().join("lake/events")),
-        3160,
-        "a forced import replaces, never duplicates"
-    );
-    assert!(
-        first_files.iter().all(|f| !f.exists()),
-        "the replaced files are gone"
-    );
+    assert_eq!(parquet_rows(&dir.path().join("lake/events")), 3160, "a forced import replaces, never duplicates");
+    assert!(first_files.iter().all(|f| !f.exists()), "the replaced files are gone");
 }
 
 #[test]
 fn appending_keeps_old_files_and_stdin_works() {
     let dir = tempfile::tempdir().unwrap();
     let lake = lake_arg(dir.path());
-    tracelake_ok(&[
-        "import",
-        "--lake",
-        &lake,
-        realworld("tau-retail.events.jsonl").to_str().unwrap(),
-    ]);
-    let before: Vec<_> = parquet_files(&dir.path().join("lake/events"))
-        .into_iter()
-        .map(|f| (f.clone(), std::fs::read(&f).unwrap()))
-        .collect();
+    tracelake_ok(&["import", "--lake", &lake, realworld("tau-retail.events.jsonl").to_str().unwrap()]);
+    let before: Vec<_> =
+        parquet_files(&dir.path().join("lake/events")).into_iter().map(|f| (f.clone(), std::fs::read(&f).unwrap())).collect();
     let piped = std::process::Command::new(env!("CARGO_BIN_EXE_tracelake"))
         .args(["import", "--lake", &lake, "-"])
         .stdin(std::fs::File::open(realworld("tau-airline.events.jsonl")).unwrap())
         .output()
         .unwrap();
-    assert!(
-        String::from_utf8_lossy(&piped.stdout).contains("imported -: 5598 events"),
-        "{piped:?}"
-    );
+    assert!(String::from_utf8_lossy(&piped.stdout).contains("imported -: 5598 events"), "{piped:?}");
     for (file, bytes) in before {
-        assert_eq!(
-            std::fs::read(&file).unwrap(),
-            bytes,
-            "{} was rewritten",
-            file.display()
-        );
+        assert_eq!(std::fs::read(&file).unwrap(), bytes, "{} was rewritten", file.display());
     }
     assert_eq!(parquet_rows(&dir.path().join("lake/events")), 3160 + 5598);
 }
@@ -391,89 +249,35 @@ fn appending_keeps_old_files_and_stdin_works() {
 fn leftovers_of_an_interrupted_import_are_swept() {
     let dir = tempfile::tempdir().unwrap();
     let lake = lake_arg(dir.path());
-    tracelake_ok(&[
-        "import",
-        "--lake",
-        &lake,
-        realworld("tau-retail.events.jsonl").to_str().unwrap(),
-    ]);
+    tracelake_ok(&["import", "--lake", &lake, realworld("tau-retail.events.jsonl").to_str().unwrap()]);
     // What a crash between writing files and committing the manifest leaves behind: its
     // files, and its marker, which nobody holds any more.
     let committed = parquet_files(&dir.path().join("lake/events"));
     let partition = committed[0].parent().unwrap();
-    std::fs::copy(
-        &committed[0],
-        partition.join("part-deadbeefdeadbeef-00001.parquet"),
-    )
-    .unwrap();
-    std::fs::write(
-        partition.join(".part-deadbeefdeadbeef-00002.parquet.tmp"),
-        b"half",
-    )
-    .unwrap();
+    std::fs::copy(&committed[0], partition.join("part-deadbeefdeadbeef-00001.parquet")).unwrap();
+    std::fs::write(partition.join(".part-deadbeefdeadbeef-00002.parquet.tmp"), b"half").unwrap();
     std::fs::write(dir.path().join("lake/_state/writers/deadbeefdeadbeef"), b"").unwrap();
     // A file of a writer nobody knows: not proven uncommitted, so never deleted.
-    std::fs::copy(
-        &committed[0],
-        partition.join("part-0123456789abcdef-00001.parquet"),
-    )
-    .unwrap();
-    assert!(parquet_rows(&dir.path().join("lake/events")) > 2 * 3160);
-    let count = tracelake_ok(&[
-        "sql",
-        "--lake",
-        &lake,
-        "--format",
-        "csv",
-        "SELECT count(*) AS n FROM events",
-    ]);
+    std::fs::copy(&committed[0], partition.join("part-0123456789abcdef-00001.parquet")).unwrap();
+    let copied: usize = read_parquet(&committed[0]).iter().map(|b| b.num_rows()).sum();
+    assert_eq!(parquet_rows(&dir.path().join("lake/events")), 3160 + 2 * copied);
+    let count = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", "SELECT count(*) AS n FROM events"]);
     assert_eq!(count.trim(), "n\n3160", "readers see committed files only");
 
-    let out = tracelake_ok(&[
-        "import",
-        "--lake",
-        &lake,
-        realworld("tau-airline.events.jsonl").to_str().unwrap(),
-    ]);
+    let out = tracelake_ok(&["import", "--lake", &lake, realworld("tau-airline.events.jsonl").to_str().unwrap()]);
     assert!(out.contains("removed 2 leftover file(s)"), "{out}");
-    assert_eq!(
-        parquet_rows(&dir.path().join("lake/events")),
-        2 * 3160 + 5598
-    );
-    assert!(
-        !partition
-            .join(".part-deadbeefdeadbeef-00002.parquet.tmp")
-            .exists()
-    );
-    assert!(
-        partition
-            .join("part-0123456789abcdef-00001.parquet")
-            .exists()
-    );
-    let count = tracelake_ok(&[
-        "sql",
-        "--lake",
-        &lake,
-        "--format",
-        "csv",
-        "SELECT count(*) AS n FROM events",
-    ]);
+    assert_eq!(parquet_rows(&dir.path().join("lake/events")), 3160 + 5598 + copied, "the known leftover is gone, the unknown file kept");
+    assert!(!partition.join(".part-deadbeefdeadbeef-00002.parquet.tmp").exists());
+    assert!(partition.join("part-0123456789abcdef-00001.parquet").exists());
+    let count = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", "SELECT count(*) AS n FROM events"]);
     assert_eq!(count.trim(), "n\n8758");
 }
 
 #[test]
 fn a_missing_file_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
-    let out = tracelake(&[
-        "import",
-        "--lake",
-        &lake_arg(dir.path()),
-        "/nonexistent/events.jsonl",
-    ]);
+    let out = tracelake(&["import", "--lake", &lake_arg(dir.path()), "/nonexistent/events.jsonl"]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("/nonexistent/events.jsonl") && err.contains("No such file"),
-        "{err}"
-    );
+    assert!(err.contains("/nonexistent/events.jsonl") && err.contains("No such file"), "{err}");
 }

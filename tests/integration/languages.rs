@@ -5,33 +5,9 @@ use tracelake::udfs::{Category, Patterns};
 
 /// (language, correction, dissatisfaction, completion claim, question, system-state claim, neutral)
 const SAMPLES: [(&str, &str, &str, &str, &str, &str, &str); 10] = [
-    (
-        "en",
-        "that's wrong",
-        "forget it",
-        "I have deployed it",
-        "shall I restart it",
-        "the service is running",
-        "The weather is nice.",
-    ),
-    (
-        "de",
-        "nein, das ist falsch",
-        "vergiss es",
-        "erledigt",
-        "soll ich neu starten",
-        "es gibt 3 fehler im log",
-        "Das Wetter ist schön.",
-    ),
-    (
-        "fr",
-        "c'est faux",
-        "laisse tomber",
-        "c'est fait",
-        "dois-je redémarrer",
-        "il y a 3 erreurs dans le journal",
-        "Il fait beau.",
-    ),
+    ("en", "that's wrong", "forget it", "I have deployed it", "shall I restart it", "the service is running", "The weather is nice."),
+    ("de", "nein, das ist falsch", "vergiss es", "erledigt", "soll ich neu starten", "es gibt 3 fehler im log", "Das Wetter ist schön."),
+    ("fr", "c'est faux", "laisse tomber", "c'est fait", "dois-je redémarrer", "il y a 3 erreurs dans le journal", "Il fait beau."),
     (
         "es",
         "eso es incorrecto",
@@ -41,51 +17,11 @@ const SAMPLES: [(&str, &str, &str, &str, &str, &str, &str); 10] = [
         "hay 3 errores en el registro",
         "Hace buen tiempo.",
     ),
-    (
-        "pt",
-        "está errado",
-        "esquece",
-        "pronto, corrigido",
-        "quer que eu reinicie",
-        "há 3 erros no log",
-        "O tempo está bom.",
-    ),
-    (
-        "it",
-        "è sbagliato",
-        "lascia perdere",
-        "fatto, risolto",
-        "vuoi che lo riavvii",
-        "ci sono 3 errori nel log",
-        "Il tempo è bello.",
-    ),
-    (
-        "zh",
-        "不对，你搞错了",
-        "算了，我自己来",
-        "已完成部署",
-        "需要我重启吗",
-        "有 3 个错误",
-        "今天天气很好。",
-    ),
-    (
-        "ja",
-        "違います",
-        "もういい、自分でやる",
-        "デプロイしました",
-        "再起動しましょうか",
-        "3 件のエラーがあります",
-        "今日はいい天気です。",
-    ),
-    (
-        "ko",
-        "틀렸어요",
-        "제가 직접 할게요",
-        "배포했습니다",
-        "재시작할까요",
-        "3 개의 오류가 있습니다",
-        "오늘 날씨가 좋네요.",
-    ),
+    ("pt", "está errado", "esquece", "pronto, corrigido", "quer que eu reinicie", "há 3 erros no log", "O tempo está bom."),
+    ("it", "è sbagliato", "lascia perdere", "fatto, risolto", "vuoi che lo riavvii", "ci sono 3 errori nel log", "Il tempo è bello."),
+    ("zh", "不对，你搞错了", "算了，我自己来", "已完成部署", "需要我重启吗", "有 3 个错误", "今天天气很好。"),
+    ("ja", "違います", "もういい、自分でやる", "デプロイしました", "再起動しましょうか", "3 件のエラーがあります", "今日はいい天気です。"),
+    ("ko", "틀렸어요", "제가 직접 할게요", "배포했습니다", "재시작할까요", "3 개의 오류가 있습니다", "오늘 날씨가 좋네요."),
     (
         "ru",
         "это неправильно",
@@ -101,36 +37,13 @@ const SAMPLES: [(&str, &str, &str, &str, &str, &str, &str); 10] = [
 fn every_pack_recognizes_its_language() {
     for (code, correction, dissatisfaction, claim, question, state, neutral) in SAMPLES {
         let p = Patterns::new(&[code.to_owned()]).unwrap();
-        assert!(
-            p.is(Category::Correction, correction),
-            "{code}: correction {correction:?}"
-        );
-        assert!(
-            p.is(Category::Dissatisfaction, dissatisfaction),
-            "{code}: dissatisfaction {dissatisfaction:?}"
-        );
-        assert!(
-            p.is(Category::CompletionClaim, claim),
-            "{code}: claim {claim:?}"
-        );
-        assert!(
-            p.is(Category::Question, question),
-            "{code}: question {question:?}"
-        );
-        assert!(
-            p.is(Category::SystemStateClaim, state),
-            "{code}: state claim {state:?}"
-        );
-        for category in [
-            Category::Correction,
-            Category::Dissatisfaction,
-            Category::CompletionClaim,
-            Category::SystemStateClaim,
-        ] {
-            assert!(
-                !p.is(category, neutral),
-                "{code}: {neutral:?} is not {category:?}"
-            );
+        assert!(p.is(Category::Correction, correction), "{code}: correction {correction:?}");
+        assert!(p.is(Category::Dissatisfaction, dissatisfaction), "{code}: dissatisfaction {dissatisfaction:?}");
+        assert!(p.is(Category::CompletionClaim, claim), "{code}: claim {claim:?}");
+        assert!(p.is(Category::Question, question), "{code}: question {question:?}");
+        assert!(p.is(Category::SystemStateClaim, state), "{code}: state claim {state:?}");
+        for category in [Category::Correction, Category::Dissatisfaction, Category::CompletionClaim, Category::SystemStateClaim] {
+            assert!(!p.is(category, neutral), "{code}: {neutral:?} is not {category:?}");
         }
     }
 }
@@ -138,30 +51,18 @@ fn every_pack_recognizes_its_language() {
 #[test]
 fn a_pack_is_active_only_when_chosen() {
     let default = Patterns::default_languages();
-    assert!(
-        default.is(Category::Correction, "nein, das ist falsch")
-            && default.is(Category::Correction, "that's wrong")
-    );
-    assert!(
-        !default.is(Category::Correction, "это неправильно"),
-        "ru is not in the default en + de"
-    );
+    assert!(default.is(Category::Correction, "nein, das ist falsch") && default.is(Category::Correction, "that's wrong"));
+    assert!(!default.is(Category::Correction, "это неправильно"), "ru is not in the default en + de");
     assert!(!default.is(Category::Dissatisfaction, "算了，我自己来"));
     let all: Vec<String> = SAMPLES.iter().map(|s| s.0.to_owned()).collect();
     let every = Patterns::new(&all).unwrap();
-    assert!(
-        every.is(Category::Correction, "это неправильно")
-            && every.is(Category::Dissatisfaction, "算了，我自己来")
-    );
+    assert!(every.is(Category::Correction, "это неправильно") && every.is(Category::Dissatisfaction, "算了，我自己来"));
 }
 
 #[test]
 fn the_config_chooses_the_packs() {
     use tracelake::config::Config;
-    let langs = |v: serde_json::Value| {
-        Config::resolve(&serde_json::json!({"traceAnalyzer": {}, "patterns": {"language": v}}))
-            .languages
-    };
+    let langs = |v: serde_json::Value| Config::resolve(&serde_json::json!({"traceAnalyzer": {}, "patterns": {"language": v}})).languages;
     assert_eq!(langs(serde_json::json!("both")), ["en", "de"]);
     assert_eq!(langs(serde_json::json!("fr")), ["fr"]);
     assert_eq!(langs(serde_json::json!("all")).len(), 10);

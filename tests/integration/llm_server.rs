@@ -37,14 +37,10 @@ impl Received {
         self.body["model"].as_str().unwrap_or_default()
     }
     pub fn system(&self) -> &str {
-        self.body["messages"][0]["content"]
-            .as_str()
-            .unwrap_or_default()
+        self.body["messages"][0]["content"].as_str().unwrap_or_default()
     }
     pub fn user(&self) -> &str {
-        self.body["messages"][1]["content"]
-            .as_str()
-            .unwrap_or_default()
+        self.body["messages"][1]["content"].as_str().unwrap_or_default()
     }
     pub fn is_triage(&self) -> bool {
         self.system().starts_with("You are a signal triage system")
@@ -77,13 +73,11 @@ impl LlmServer {
 
     /// A server that classifies everything with `answer` and keeps everything in triage.
     pub fn answering(answer: Value) -> Self {
-        Self::start(move |_, r| {
-            if r.is_triage() {
-                Reply::content(r#"{"keep": true, "reason": "real"}"#)
-            } else {
-                Reply::content(answer.to_string())
-            }
-        })
+        Self::start(
+            move |_, r| {
+                if r.is_triage() { Reply::content(r#"{"keep": true, "reason": "real"}"#) } else { Reply::content(answer.to_string()) }
+            },
+        )
     }
 
     pub fn received(&self) -> Vec<Received> {
@@ -97,11 +91,7 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>, handler: &Handler) {
     if reader.read_line(&mut request_line).is_err() {
         return;
     }
-    let path = request_line
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or_default()
-        .to_owned();
+    let path = request_line.split_whitespace().nth(1).unwrap_or_default().to_owned();
     let (mut length, mut authorization) = (0usize, None);
     loop {
         let mut line = String::new();
@@ -117,11 +107,7 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>, handler: &Handler) {
     }
     let mut body = vec![0; length];
     reader.read_exact(&mut body).unwrap();
-    let request = Received {
-        path,
-        authorization,
-        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
-    };
+    let request = Received { path, authorization, body: serde_json::from_slice(&body).unwrap_or(Value::Null) };
     let n = {
         let mut log = log.lock().unwrap();
         log.push(request.clone());
@@ -133,15 +119,8 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>, handler: &Handler) {
         reply = *next;
     }
     let (status, body) = match reply {
-        Reply::Content(text) => (
-            200,
-            json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]})
-                .to_string(),
-        ),
-        Reply::Status(status) => (
-            status,
-            json!({"error": {"message": "test error"}}).to_string(),
-        ),
+        Reply::Content(text) => (200, json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]}).to_string()),
+        Reply::Status(status) => (status, json!({"error": {"message": "test error"}}).to_string()),
         Reply::After(..) => unreachable!("waited above"),
     };
     let mut stream = stream;

@@ -13,16 +13,8 @@ pub struct NatsServer {
 
 impl NatsServer {
     pub fn start() -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut server = NatsServer {
-            port,
-            store: tempfile::tempdir().unwrap(),
-            child: None,
-        };
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let mut server = NatsServer { port, store: tempfile::tempdir().unwrap(), child: None };
         server.restart();
         server
     }
@@ -36,14 +28,7 @@ impl NatsServer {
         self.kill();
         let store: PathBuf = self.store.path().to_path_buf();
         let child = Command::new("nats-server")
-            .args([
-                "-js",
-                "-a",
-                "127.0.0.1",
-                "-p",
-                &self.port.to_string(),
-                "-sd",
-            ])
+            .args(["-js", "-a", "127.0.0.1", "-p", &self.port.to_string(), "-sd"])
             .arg(&store)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -52,11 +37,7 @@ impl NatsServer {
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "nats-server did not start on port {}",
-                self.port
-            );
+            assert!(Instant::now() < deadline, "nats-server did not start on port {}", self.port);
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -70,17 +51,9 @@ impl NatsServer {
 
     /// Publishes JSONL lines to `stream` on OpenClaw subjects (creating the stream).
     pub fn publish(&self, stream: &str, lines: &[String]) {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let n = rt
-            .block_on(tracelake::ingest::nats::publish_lines(
-                &self.url(),
-                stream,
-                "openclaw.events",
-                lines.iter().map(String::as_str),
-            ))
+            .block_on(tracelake::ingest::nats::publish_lines(&self.url(), stream, "openclaw.events", lines.iter().map(String::as_str)))
             .unwrap();
         assert_eq!(n as usize, lines.len());
     }

@@ -32,58 +32,32 @@ fn schema_a_is_detected_by_ts_and_hook_types() {
 
 #[test]
 fn schema_b_is_detected_by_timestamp_and_conversation_types() {
-    let e = event(b(
-        "conversation.message.in",
-        json!({"role": "user", "text_preview": [{"type": "text", "text": "hi"}]}),
-    ));
+    let e = event(b("conversation.message.in", json!({"role": "user", "text_preview": [{"type": "text", "text": "hi"}]})));
     assert_eq!(e.schema, Schema::B);
     assert_eq!(e.ts, TS, "`timestamp` becomes ts");
     let lifecycle = event(json!({"ts": TS, "type": "lifecycle.start", "payload": {}}));
-    assert_eq!(
-        lifecycle.schema,
-        Schema::B,
-        "lifecycle.* is schema B even with ts"
-    );
+    assert_eq!(lifecycle.schema, Schema::B, "lifecycle.* is schema B even with ts");
 }
 
 #[test]
 fn sessions_are_normalized_as_the_spec_says() {
-    assert_eq!(
-        normalize_session("agent:main:8ae7c1b0-1111"),
-        "8ae7c1b0-1111"
-    );
+    assert_eq!(normalize_session("agent:main:8ae7c1b0-1111"), "8ae7c1b0-1111");
     assert_eq!(normalize_session("agent:main"), "main");
     assert_eq!(normalize_session("unknown"), "unknown");
     assert_eq!(normalize_session("main"), "main");
     assert_eq!(normalize_session("s-1"), "s-1");
-    assert_eq!(
-        event(b("conversation.message.out", json!({}))).session,
-        "8ae7c1b0-1111"
-    );
-    assert_eq!(
-        event(a("msg.in", json!({}))).session,
-        "s-1",
-        "schema A sessions are kept as they are"
-    );
+    assert_eq!(event(b("conversation.message.out", json!({}))).session, "8ae7c1b0-1111");
+    assert_eq!(event(a("msg.in", json!({}))).session, "s-1", "schema A sessions are kept as they are");
 }
 
 #[test]
 fn missing_agent_and_session_default_to_unknown() {
     let e = event(json!({"ts": TS, "type": "msg.in", "payload": {"content": "x"}}));
-    assert_eq!(
-        (e.agent.as_str(), e.session.as_str()),
-        ("unknown", "unknown")
-    );
+    assert_eq!((e.agent.as_str(), e.session.as_str()), ("unknown", "unknown"));
     assert_eq!(e.id, "");
     let null_fields = event(json!({"ts": TS, "type": "msg.in", "agent": null, "session": null}));
-    assert_eq!(
-        (null_fields.agent.as_str(), null_fields.session.as_str()),
-        ("unknown", "unknown")
-    );
-    assert_eq!(
-        null_fields.payload, "null",
-        "a missing payload is kept as JSON null"
-    );
+    assert_eq!((null_fields.agent.as_str(), null_fields.session.as_str()), ("unknown", "unknown"));
+    assert_eq!(null_fields.payload, "null", "a missing payload is kept as JSON null");
 }
 
 #[test]
@@ -98,10 +72,7 @@ fn schema_b_types_are_remapped() {
         ("lifecycle.error", "run.error"),
     ] {
         let e = event(b(raw, json!({})));
-        assert_eq!(
-            (e.event_type.as_str(), e.raw_type.as_str()),
-            (canonical, raw)
-        );
+        assert_eq!((e.event_type.as_str(), e.raw_type.as_str()), (canonical, raw));
     }
 }
 
@@ -137,10 +108,7 @@ fn all_seventeen_schema_a_types_are_kept_with_their_type() {
 #[test]
 fn unknown_types_are_kept_with_their_raw_type() {
     let e = event(a("custom.metric", json!({"value": 3})));
-    assert_eq!(
-        (e.event_type.as_str(), e.raw_type.as_str()),
-        ("custom.metric", "custom.metric")
-    );
+    assert_eq!((e.event_type.as_str(), e.raw_type.as_str()), ("custom.metric", "custom.metric"));
     assert_eq!(e.payload, r#"{"value":3}"#);
 }
 
@@ -154,10 +122,7 @@ fn schema_a_messages_map_content_from_to_channel_success() {
     assert_eq!(msg_in.from.as_deref(), Some("matrix:@albert:vainplex.dev"));
     assert_eq!(msg_in.channel.as_deref(), Some("matrix"));
     assert_eq!(msg_in.role.as_deref(), Some("user"));
-    assert!(
-        msg_in.payload.contains("metadata"),
-        "unmapped payload fields stay in payload"
-    );
+    assert!(msg_in.payload.contains("metadata"), "unmapped payload fields stay in payload");
 
     let msg_out = event(a(
         "msg.out",
@@ -175,55 +140,32 @@ fn schema_a_messages_map_content_from_to_channel_success() {
 
 #[test]
 fn schema_a_tools_map_name_params_result_error_duration() {
-    let call = event(a(
-        "tool.call",
-        json!({"toolName": "exec", "params": {"command": "ls", "timeout": 15}}),
-    ));
+    let call = event(a("tool.call", json!({"toolName": "exec", "params": {"command": "ls", "timeout": 15}})));
     assert_eq!(call.tool_name.as_deref(), Some("exec"));
-    assert_eq!(
-        call.tool_params.as_deref(),
-        Some(r#"{"command":"ls","timeout":15}"#)
-    );
+    assert_eq!(call.tool_params.as_deref(), Some(r#"{"command":"ls","timeout":15}"#));
 
     let ok = event(a(
         "tool.result",
         json!({"toolName": "exec", "params": {"command": "ls"},
         "result": {"content": [{"type": "text", "text": "a b"}], "details": {"status": "ok", "exitCode": 0}}, "durationMs": 5893}),
     ));
-    assert_eq!(
-        ok.tool_result.as_deref(),
-        Some(
-            r#"{"content":[{"text":"a b","type":"text"}],"details":{"exitCode":0,"status":"ok"}}"#
-        )
-    );
+    assert_eq!(ok.tool_result.as_deref(), Some(r#"{"content":[{"text":"a b","type":"text"}],"details":{"exitCode":0,"status":"ok"}}"#));
     assert_eq!(ok.tool_error, None);
     assert_eq!(ok.tool_is_error, None);
     assert_eq!(ok.tool_duration_ms, Some(5893));
 
-    let failed = event(a(
-        "tool.result",
-        json!({"toolName": "exec", "params": {}, "error": "Command failed: exit 1"}),
-    ));
+    let failed = event(a("tool.result", json!({"toolName": "exec", "params": {}, "error": "Command failed: exit 1"})));
     assert_eq!(failed.tool_error.as_deref(), Some("Command failed: exit 1"));
     let empty_error = event(a("tool.result", json!({"toolName": "exec", "error": ""})));
-    assert_eq!(
-        empty_error.tool_error, None,
-        "an empty error string is no error"
-    );
+    assert_eq!(empty_error.tool_error, None, "an empty error string is no error");
 }
 
 #[test]
 fn schema_a_runs_llm_calls_and_sessions() {
     let start = event(a("run.start", json!({"prompt": "deploy it"})));
     assert_eq!(start.content.as_deref(), Some("deploy it"));
-    let end = event(a(
-        "run.end",
-        json!({"success": false, "error": "boom", "durationMs": 1200, "messageCount": 4}),
-    ));
-    assert_eq!(
-        (end.success, end.error.as_deref(), end.duration_ms),
-        (Some(false), Some("boom"), Some(1200))
-    );
+    let end = event(a("run.end", json!({"success": false, "error": "boom", "durationMs": 1200, "messageCount": 4})));
+    assert_eq!((end.success, end.error.as_deref(), end.duration_ms), (Some(false), Some("boom"), Some(1200)));
     let err = event(a("run.error", json!({"error": "provider down"})));
     assert_eq!(err.error.as_deref(), Some("provider down"));
 
@@ -232,11 +174,7 @@ fn schema_a_runs_llm_calls_and_sessions() {
         json!({"runId": "r1", "sessionId": "s-1", "provider": "anthropic", "model": "claude-sonnet-4", "prompt": "hi"}),
     ));
     assert_eq!(
-        (
-            input.model.as_deref(),
-            input.provider.as_deref(),
-            input.run_id.as_deref()
-        ),
+        (input.model.as_deref(), input.provider.as_deref(), input.run_id.as_deref()),
         (Some("claude-sonnet-4"), Some("anthropic"), Some("r1"))
     );
     let output = event(a(
@@ -246,19 +184,10 @@ fn schema_a_runs_llm_calls_and_sessions() {
     ));
     assert_eq!(output.content.as_deref(), Some("one\ntwo"));
     assert_eq!(
-        (
-            output.usage_input,
-            output.usage_output,
-            output.usage_cache_read,
-            output.usage_cache_write,
-            output.usage_total
-        ),
+        (output.usage_input, output.usage_output, output.usage_cache_read, output.usage_cache_write, output.usage_total),
         (Some(1200), Some(85), Some(900), Some(7), Some(1285))
     );
-    let session_end = event(a(
-        "session.end",
-        json!({"sessionId": "s-1", "messageCount": 0, "durationMs": 99}),
-    ));
+    let session_end = event(a("session.end", json!({"sessionId": "s-1", "messageCount": 0, "durationMs": 99})));
     assert_eq!(session_end.duration_ms, Some(99));
 }
 
@@ -270,14 +199,8 @@ fn schema_b_messages_take_the_first_text_block() {
     ));
     assert_eq!(e.content.as_deref(), Some("first"));
     assert_eq!(e.role.as_deref(), Some("user"));
-    let out = event(b(
-        "conversation.message.out",
-        json!({"text_preview": [{"type": "text", "text": "answer"}]}),
-    ));
-    assert_eq!(
-        (out.content.as_deref(), out.role.as_deref()),
-        (Some("answer"), Some("assistant"))
-    );
+    let out = event(b("conversation.message.out", json!({"text_preview": [{"type": "text", "text": "answer"}]})));
+    assert_eq!((out.content.as_deref(), out.role.as_deref()), (Some("answer"), Some("assistant")));
 }
 
 #[test]
@@ -297,21 +220,14 @@ fn schema_b_tools_map_nested_data() {
         "result": {"content": [{"type": "text", "text": "ENOENT: no such file"}], "details": {"status": "error"}}}}),
     ));
     assert_eq!(failed.tool_is_error, Some(true));
-    assert_eq!(
-        failed.tool_error.as_deref(),
-        Some("ENOENT: no such file"),
-        "error text comes from the result content"
-    );
+    assert_eq!(failed.tool_error.as_deref(), Some("ENOENT: no such file"), "error text comes from the result content");
     assert!(failed.tool_result.as_deref().unwrap().contains("details"));
 
     let ok = event(b(
         "conversation.tool_result",
         json!({"data": {"name": "read", "isError": false, "result": {"content": [{"type": "text", "text": "file body"}], "details": {}}}}),
     ));
-    assert_eq!(
-        (ok.tool_is_error, ok.tool_error.as_deref()),
-        (Some(false), None)
-    );
+    assert_eq!((ok.tool_is_error, ok.tool_error.as_deref()), (Some(false), None));
 }
 
 #[test]
@@ -333,116 +249,43 @@ fn v1_envelope_fields_become_columns() {
     assert_eq!(e.id, "evt-0123456789abcdef");
     assert_eq!(e.session, "abc", "session falls back to scope.sessionKey");
     assert_eq!(e.canonical_type.as_deref(), Some("tool_call"));
-    assert_eq!(
-        (e.run_id.as_deref(), e.tool_call_id.as_deref()),
-        (Some("run-2"), Some("call_7"))
-    );
-    assert_eq!(
-        (
-            e.trace_id.as_deref(),
-            e.span_id.as_deref(),
-            e.parent_span_id.as_deref()
-        ),
-        (Some("t1"), Some("sp1"), Some("sp0"))
-    );
+    assert_eq!((e.run_id.as_deref(), e.tool_call_id.as_deref()), (Some("run-2"), Some("call_7")));
+    assert_eq!((e.trace_id.as_deref(), e.span_id.as_deref(), e.parent_span_id.as_deref()), (Some("t1"), Some("sp1"), Some("sp0")));
     let no_type = event(json!({"ts": TS, "legacyType": "msg.in", "payload": {"content": "x"}}));
-    assert_eq!(
-        no_type.event_type, "msg.in",
-        "legacyType stands in for a missing type"
-    );
+    assert_eq!(no_type.event_type, "msg.in", "legacyType stands in for a missing type");
 }
 
 #[test]
 fn no_event_without_timestamp_or_type() {
-    assert_eq!(
-        reason(json!({"type": "msg.in", "payload": {}})),
-        QuarantineReason::MissingTimestamp
-    );
-    assert_eq!(
-        reason(json!({"ts": 0, "type": "msg.in"})),
-        QuarantineReason::MissingTimestamp
-    );
-    assert_eq!(
-        reason(json!({"ts": "yesterday", "type": "msg.in"})),
-        QuarantineReason::MissingTimestamp
-    );
-    assert_eq!(
-        reason(json!({"ts": -5, "type": "msg.in"})),
-        QuarantineReason::InvalidTimestamp
-    );
-    assert_eq!(
-        reason(json!({"ts": 9e15, "type": "msg.in"})),
-        QuarantineReason::InvalidTimestamp
-    );
-    assert_eq!(
-        reason(json!({"ts": TS, "payload": {}})),
-        QuarantineReason::MissingType
-    );
-    assert_eq!(
-        reason(json!({"ts": TS, "type": ""})),
-        QuarantineReason::MissingType
-    );
+    assert_eq!(reason(json!({"type": "msg.in", "payload": {}})), QuarantineReason::MissingTimestamp);
+    assert_eq!(reason(json!({"ts": 0, "type": "msg.in"})), QuarantineReason::MissingTimestamp);
+    assert_eq!(reason(json!({"ts": "yesterday", "type": "msg.in"})), QuarantineReason::MissingTimestamp);
+    assert_eq!(reason(json!({"ts": -5, "type": "msg.in"})), QuarantineReason::InvalidTimestamp);
+    assert_eq!(reason(json!({"ts": 9e15, "type": "msg.in"})), QuarantineReason::InvalidTimestamp);
+    assert_eq!(reason(json!({"ts": TS, "payload": {}})), QuarantineReason::MissingType);
+    assert_eq!(reason(json!({"ts": TS, "type": ""})), QuarantineReason::MissingType);
 }
 
 #[test]
 fn every_quarantine_reason_is_reported_with_its_position() {
     let d = decoder();
-    let q = |bytes: &[u8]| {
-        d.decode(bytes, "f.jsonl", 7, None)
-            .expect_err("quarantined")
-    };
+    let q = |bytes: &[u8]| d.decode(bytes, "f.jsonl", 7, None).expect_err("quarantined");
     assert_eq!(q(b"\xff\xfe{}").reason, QuarantineReason::InvalidUtf8);
     assert_eq!(q(b"{\"ts\": 1,").reason, QuarantineReason::InvalidJson);
     assert_eq!(q(b"[1,2]").reason, QuarantineReason::NotAnObject);
-    assert_eq!(
-        q(b"{\"type\":\"msg.in\"}").reason,
-        QuarantineReason::MissingTimestamp
-    );
-    assert_eq!(
-        q(b"{\"ts\":-1,\"type\":\"msg.in\"}").reason,
-        QuarantineReason::InvalidTimestamp
-    );
+    assert_eq!(q(b"{\"type\":\"msg.in\"}").reason, QuarantineReason::MissingTimestamp);
+    assert_eq!(q(b"{\"ts\":-1,\"type\":\"msg.in\"}").reason, QuarantineReason::InvalidTimestamp);
     assert_eq!(q(b"{\"ts\":5}").reason, QuarantineReason::MissingType);
-    let too_large = d
-        .decode_line(
-            Line::TooLong {
-                prefix: b"{\"ts\"".to_vec(),
-                len: 99,
-            },
-            "f.jsonl",
-            8,
-        )
-        .expect_err("quarantined");
-    assert_eq!(
-        (too_large.reason, too_large.raw_bytes, too_large.position),
-        (QuarantineReason::TooLarge, 99, 8)
-    );
+    let too_large = d.decode_line(Line::TooLong { prefix: b"{\"ts\"".to_vec(), len: 99 }, "f.jsonl", 8).expect_err("quarantined");
+    assert_eq!((too_large.reason, too_large.raw_bytes, too_large.position), (QuarantineReason::TooLarge, 99, 8));
     let bad = q(b"{\"ts\": 1,");
-    assert_eq!(
-        (bad.source.as_str(), bad.position, bad.raw.as_str()),
-        ("f.jsonl", 7, "{\"ts\": 1,")
-    );
-    assert_eq!(
-        QuarantineReason::ALL.len(),
-        7,
-        "a new reason needs a case above"
-    );
+    assert_eq!((bad.source.as_str(), bad.position, bad.raw.as_str()), ("f.jsonl", 7, "{\"ts\": 1,"));
+    assert_eq!(QuarantineReason::ALL.len(), 7, "a new reason needs a case above");
 }
 
 #[test]
 fn quarantined_raw_text_is_redacted() {
-    let line = decoder()
-        .decode(
-            b"{\"broken\": \"sk-abcdefghijklmnopqrstuvwxyz\"",
-            "f",
-            1,
-            None,
-        )
-        .expect_err("invalid json");
-    assert!(
-        !line.raw.contains("sk-abcdefghijklmnopqrstuvwxyz"),
-        "{}",
-        line.raw
-    );
+    let line = decoder().decode(b"{\"broken\": \"sk-abcdefghijklmnopqrstuvwxyz\"", "f", 1, None).expect_err("invalid json");
+    assert!(!line.raw.contains("sk-abcdefghijklmnopqrstuvwxyz"), "{}", line.raw);
     assert!(line.raw.contains("[REDACTED_API_KEY]"));
 }

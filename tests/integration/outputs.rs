@@ -28,13 +28,7 @@ fn finding(id: &str, signal: &str, agent: &str) -> Finding {
 }
 
 fn class(action_type: ActionType, text: &str, confidence: f64) -> Classification {
-    Classification {
-        root_cause: "the agent did not check".into(),
-        action_type,
-        action_text: text.into(),
-        confidence,
-        model: "m".into(),
-    }
+    Classification { root_cause: "the agent did not check".into(), action_type, action_text: text.into(), confidence, model: "m".into() }
 }
 
 fn generate(items: &[(Finding, Classification)]) -> (Vec<GeneratedOutput>, Vec<String>) {
@@ -42,21 +36,14 @@ fn generate(items: &[(Finding, Classification)]) -> (Vec<GeneratedOutput>, Vec<S
     generate_outputs(&refs)
 }
 
-const RULE: &str =
-    "NEVER claim success without checking the tool result — instead verify it first.";
+const RULE: &str = "NEVER claim success without checking the tool result — instead verify it first.";
 
 #[test]
 fn soul_rule_has_the_upstream_line_format_with_count_and_ids() {
-    let items = vec![(
-        finding("aaaaaaaa1111", "SIG-HALLUCINATION", "main"),
-        class(ActionType::SoulRule, RULE, 0.9),
-    )];
+    let items = vec![(finding("aaaaaaaa1111", "SIG-HALLUCINATION", "main"), class(ActionType::SoulRule, RULE, 0.9))];
     let (outputs, _) = generate(&items);
     assert_eq!(outputs.len(), 1);
-    assert_eq!(
-        outputs[0].content,
-        format!("{RULE} [1× beobachtet in Traces, Findings: aaaaaaaa]")
-    );
+    assert_eq!(outputs[0].content, format!("{RULE} [1× beobachtet in Traces, Findings: aaaaaaaa]"));
     assert_eq!(outputs[0].observation_count, 1);
     assert_eq!(outputs[0].source_findings, vec!["aaaaaaaa1111".to_owned()]);
 }
@@ -64,47 +51,21 @@ fn soul_rule_has_the_upstream_line_format_with_count_and_ids() {
 #[test]
 fn similar_soul_rules_are_grouped_with_averaged_confidence() {
     let items = vec![
-        (
-            finding("aaaaaaaa1111", "SIG-HALLUCINATION", "main"),
-            class(ActionType::SoulRule, RULE, 0.9),
-        ),
-        (
-            finding("bbbbbbbb2222", "SIG-HALLUCINATION", "ops"),
-            class(
-                ActionType::SoulRule,
-                &RULE.to_uppercase().replace('.', "!"),
-                0.7,
-            ),
-        ),
+        (finding("aaaaaaaa1111", "SIG-HALLUCINATION", "main"), class(ActionType::SoulRule, RULE, 0.9)),
+        (finding("bbbbbbbb2222", "SIG-HALLUCINATION", "ops"), class(ActionType::SoulRule, &RULE.to_uppercase().replace('.', "!"), 0.7)),
         (
             finding("cccccccc3333", "SIG-HALLUCINATION", "main"),
-            class(
-                ActionType::SoulRule,
-                "NEVER claim success without checking the tool result — instead verify it.",
-                0.5,
-            ),
+            class(ActionType::SoulRule, "NEVER claim success without checking the tool result — instead verify it.", 0.5),
         ),
-        (
-            finding("dddddddd4444", "SIG-HALLUCINATION", "main"),
-            class(ActionType::SoulRule, RULE, 0.6),
-        ),
-        (
-            finding("eeeeeeee5555", "SIG-CORRECTION", "main"),
-            class(ActionType::SoulRule, "Ask before deleting files.", 0.4),
-        ),
+        (finding("dddddddd4444", "SIG-HALLUCINATION", "main"), class(ActionType::SoulRule, RULE, 0.6)),
+        (finding("eeeeeeee5555", "SIG-CORRECTION", "main"), class(ActionType::SoulRule, "Ask before deleting files.", 0.4)),
     ];
     let (outputs, _) = generate(&items);
     assert_eq!(outputs.len(), 2);
     let grouped = &outputs[0];
     assert_eq!(grouped.observation_count, 4);
     assert!((grouped.confidence - 0.675).abs() < 1e-9);
-    assert!(
-        grouped
-            .content
-            .ends_with("[4× beobachtet in Traces, Findings: aaaaaaaa, bbbbbbbb, cccccccc]"),
-        "{}",
-        grouped.content
-    );
+    assert!(grouped.content.ends_with("[4× beobachtet in Traces, Findings: aaaaaaaa, bbbbbbbb, cccccccc]"), "{}", grouped.content);
     assert_eq!(grouped.agents, vec!["main".to_owned(), "ops".to_owned()]);
     assert_eq!(outputs[1].observation_count, 1);
 }
@@ -113,11 +74,7 @@ fn similar_soul_rules_are_grouped_with_averaged_confidence() {
 fn governance_policy_has_the_policy_structure_and_validates() {
     let items = vec![(
         finding("aaaaaaaa1111", "SIG-DOOM-LOOP", "main"),
-        class(
-            ActionType::GovernancePolicy,
-            "Audit repeated exec calls with the same command.",
-            0.8,
-        ),
+        class(ActionType::GovernancePolicy, "Audit repeated exec calls with the same command.", 0.8),
     )];
     let (outputs, _) = generate(&items);
     assert_eq!(outputs.len(), 1);
@@ -126,14 +83,8 @@ fn governance_policy_has_the_policy_structure_and_validates() {
     assert_eq!(policy.version, "1.0.0");
     assert_eq!(policy.rules.len(), 1);
     let value: serde_json::Value = serde_json::from_str(&outputs[0].content).unwrap();
-    assert_eq!(
-        value["rules"][0]["effect"],
-        json!({"action": "audit", "level": "standard"})
-    );
-    assert_eq!(
-        value["rules"][0]["conditions"][0],
-        json!({"type": "tool", "name": "exec"})
-    );
+    assert_eq!(value["rules"][0]["effect"], json!({"action": "audit", "level": "standard"}));
+    assert_eq!(value["rules"][0]["conditions"][0], json!({"type": "tool", "name": "exec"}));
     assert_eq!(value["scope"]["hooks"], json!(["before_tool_call"]));
 }
 
@@ -151,27 +102,16 @@ fn every_signal_gets_a_valid_hook() {
     let items: Vec<(Finding, Classification)> = signals
         .iter()
         .enumerate()
-        .map(|(i, s)| {
-            (
-                finding(&format!("{i:08}xxxx"), s, "main"),
-                class(ActionType::GovernancePolicy, "audit it", 0.5),
-            )
-        })
+        .map(|(i, s)| (finding(&format!("{i:08}xxxx"), s, "main"), class(ActionType::GovernancePolicy, "audit it", 0.5)))
         .collect();
     let (outputs, _) = generate(&items);
     assert_eq!(outputs.len(), signals.len());
     for (o, signal) in outputs.iter().zip(signals) {
         let policy = Policy::validate_json(&o.content).unwrap_or_else(|e| panic!("{signal}: {e}"));
         let hooks = policy.scope.hooks.unwrap();
-        assert!(
-            hooks.iter().all(|h| VALID_HOOKS.contains(&h.as_str())),
-            "{signal}: {hooks:?}"
-        );
-        let expected = if ["SIG-TOOL-FAIL", "SIG-DOOM-LOOP", "SIG-REPEAT-FAIL"].contains(&signal) {
-            "before_tool_call"
-        } else {
-            "message_sending"
-        };
+        assert!(hooks.iter().all(|h| VALID_HOOKS.contains(&h.as_str())), "{signal}: {hooks:?}");
+        let expected =
+            if ["SIG-TOOL-FAIL", "SIG-DOOM-LOOP", "SIG-REPEAT-FAIL"].contains(&signal) { "before_tool_call" } else { "message_sending" };
         assert_eq!(hooks, vec![expected.to_owned()], "{signal}");
     }
 }
@@ -183,11 +123,7 @@ fn the_policy_check_rejects_what_openclaw_governance_would() {
     assert!(Policy::validate_json(&valid.to_string()).is_ok());
     let mut bad_hook = valid.clone();
     bad_hook["scope"]["hooks"] = json!(["message_sent"]);
-    assert!(
-        Policy::validate_json(&bad_hook.to_string())
-            .unwrap_err()
-            .contains("message_sent")
-    );
+    assert!(Policy::validate_json(&bad_hook.to_string()).unwrap_err().contains("message_sent"));
     let mut bad_condition = valid.clone();
     bad_condition["rules"][0]["conditions"][0] = json!({"type": "weather"});
     assert!(Policy::validate_json(&bad_condition.to_string()).is_err());
@@ -202,14 +138,8 @@ fn the_policy_check_rejects_what_openclaw_governance_would() {
 #[test]
 fn cortex_patterns_must_compile() {
     let items = vec![
-        (
-            finding("aaaaaaaa1111", "SIG-TOOL-FAIL", "main"),
-            class(ActionType::CortexPattern, "/permission denied/i", 0.7),
-        ),
-        (
-            finding("bbbbbbbb2222", "SIG-TOOL-FAIL", "main"),
-            class(ActionType::CortexPattern, "(unclosed", 0.7),
-        ),
+        (finding("aaaaaaaa1111", "SIG-TOOL-FAIL", "main"), class(ActionType::CortexPattern, "/permission denied/i", 0.7)),
+        (finding("bbbbbbbb2222", "SIG-TOOL-FAIL", "main"), class(ActionType::CortexPattern, "(unclosed", 0.7)),
     ];
     let (outputs, warnings) = generate(&items);
     assert_eq!(outputs.len(), 1);
@@ -221,10 +151,7 @@ fn cortex_patterns_must_compile() {
 
 #[test]
 fn manual_review_and_unclassified_findings_produce_nothing() {
-    let items = vec![(
-        finding("aaaaaaaa1111", "SIG-CORRECTION", "main"),
-        class(ActionType::ManualReview, "look at it", 0.3),
-    )];
+    let items = vec![(finding("aaaaaaaa1111", "SIG-CORRECTION", "main"), class(ActionType::ManualReview, "look at it", 0.3))];
     assert!(generate(&items).0.is_empty());
     assert!(generate(&[]).0.is_empty());
 }
@@ -232,33 +159,14 @@ fn manual_review_and_unclassified_findings_produce_nothing() {
 #[test]
 fn mixed_action_types_give_each_their_output_type() {
     let items = vec![
-        (
-            finding("aaaaaaaa1111", "SIG-HALLUCINATION", "main"),
-            class(ActionType::SoulRule, RULE, 0.9),
-        ),
-        (
-            finding("bbbbbbbb2222", "SIG-TOOL-FAIL", "main"),
-            class(ActionType::GovernancePolicy, "audit exec", 0.8),
-        ),
-        (
-            finding("cccccccc3333", "SIG-TOOL-FAIL", "main"),
-            class(ActionType::CortexPattern, "permission denied", 0.7),
-        ),
-        (
-            finding("dddddddd4444", "SIG-CORRECTION", "main"),
-            class(ActionType::ManualReview, "look", 0.3),
-        ),
+        (finding("aaaaaaaa1111", "SIG-HALLUCINATION", "main"), class(ActionType::SoulRule, RULE, 0.9)),
+        (finding("bbbbbbbb2222", "SIG-TOOL-FAIL", "main"), class(ActionType::GovernancePolicy, "audit exec", 0.8)),
+        (finding("cccccccc3333", "SIG-TOOL-FAIL", "main"), class(ActionType::CortexPattern, "permission denied", 0.7)),
+        (finding("dddddddd4444", "SIG-CORRECTION", "main"), class(ActionType::ManualReview, "look", 0.3)),
     ];
     let (outputs, _) = generate(&items);
     let types: Vec<ActionType> = outputs.iter().map(|o| o.output_type).collect();
-    assert_eq!(
-        types,
-        vec![
-            ActionType::SoulRule,
-            ActionType::GovernancePolicy,
-            ActionType::CortexPattern
-        ]
-    );
+    assert_eq!(types, vec![ActionType::SoulRule, ActionType::GovernancePolicy, ActionType::CortexPattern]);
     let ids: std::collections::HashSet<&str> = outputs.iter().map(|o| o.id.as_str()).collect();
     assert_eq!(ids.len(), 3, "ids are distinct");
 }
@@ -266,18 +174,9 @@ fn mixed_action_types_give_each_their_output_type() {
 #[test]
 fn artifact_files_are_written_and_valid() {
     let items = vec![
-        (
-            finding("aaaaaaaa1111", "SIG-HALLUCINATION", "main"),
-            class(ActionType::SoulRule, RULE, 0.9),
-        ),
-        (
-            finding("bbbbbbbb2222", "SIG-TOOL-FAIL", "main"),
-            class(ActionType::GovernancePolicy, "audit exec", 0.8),
-        ),
-        (
-            finding("cccccccc3333", "SIG-TOOL-FAIL", "main"),
-            class(ActionType::CortexPattern, "permission denied", 0.7),
-        ),
+        (finding("aaaaaaaa1111", "SIG-HALLUCINATION", "main"), class(ActionType::SoulRule, RULE, 0.9)),
+        (finding("bbbbbbbb2222", "SIG-TOOL-FAIL", "main"), class(ActionType::GovernancePolicy, "audit exec", 0.8)),
+        (finding("cccccccc3333", "SIG-TOOL-FAIL", "main"), class(ActionType::CortexPattern, "permission denied", 0.7)),
     ];
     let (outputs, _) = generate(&items);
     let dir = tempfile::tempdir().unwrap();
@@ -285,16 +184,12 @@ fn artifact_files_are_written_and_valid() {
     assert_eq!(files.len(), 3);
     let soul = std::fs::read_to_string(dir.path().join("soul-rules.md")).unwrap();
     assert!(soul.contains(&format!("- {RULE} [1× beobachtet")));
-    let policies: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.path().join("governance-policies.json")).unwrap(),
-    )
-    .unwrap();
+    let policies: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("governance-policies.json")).unwrap()).unwrap();
     let policies = policies["policies"].as_array().unwrap();
     assert_eq!(policies.len(), 1);
     Policy::validate_json(&policies[0].to_string()).unwrap();
-    let patterns: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.path().join("cortex-patterns.json")).unwrap(),
-    )
-    .unwrap();
+    let patterns: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("cortex-patterns.json")).unwrap()).unwrap();
     assert_eq!(patterns["patterns"][0]["pattern"], "permission denied");
 }

@@ -37,13 +37,7 @@ fn finding(signal: &str, severity: &str, agent: &str) -> Finding {
     }
 }
 
-fn analysis(
-    findings: Vec<Finding>,
-    chains: u64,
-    events: u64,
-    range: (i64, i64),
-    state: ProcessingState,
-) -> Analysis {
+fn analysis(findings: Vec<Finding>, chains: u64, events: u64, range: (i64, i64), state: ProcessingState) -> Analysis {
     Analysis {
         run_id: "run".into(),
         started_at: 100,
@@ -76,12 +70,7 @@ fn sample() -> AnalysisReport {
         3,
         42,
         (1000, 9000),
-        ProcessingState {
-            last_processed_ts: 9000,
-            total_events_processed: 42,
-            total_findings: 4,
-            ..ProcessingState::default()
-        },
+        ProcessingState { last_processed_ts: 9000, total_events_processed: 42, total_findings: 4, ..ProcessingState::default() },
     ))
 }
 
@@ -89,33 +78,14 @@ fn sample() -> AnalysisReport {
 fn report_has_version_1_and_an_iso_generated_at() {
     let report = sample();
     assert_eq!(report.version, 1);
-    assert!(
-        chrono::DateTime::parse_from_rfc3339(&report.generated_at).is_ok(),
-        "{}",
-        report.generated_at
-    );
+    assert!(chrono::DateTime::parse_from_rfc3339(&report.generated_at).is_ok(), "{}", report.generated_at);
 }
 
 #[test]
 fn stats_count_events_chains_and_findings() {
     let s = sample().stats;
-    assert_eq!(
-        (
-            s.events_processed,
-            s.chains_reconstructed,
-            s.findings_detected
-        ),
-        (42, 3, 4)
-    );
-    assert_eq!(
-        (
-            s.started_at,
-            s.completed_at,
-            s.findings_classified,
-            s.outputs_generated
-        ),
-        (100, 200, 0, 0)
-    );
+    assert_eq!((s.events_processed, s.chains_reconstructed, s.findings_detected), (42, 3, 4));
+    assert_eq!((s.started_at, s.completed_at, s.findings_classified, s.outputs_generated), (100, 200, 0, 0));
 }
 
 #[test]
@@ -186,43 +156,23 @@ fn the_json_is_what_serde_writes_pretty_for_any_number_of_findings() {
         let mut ours = Vec::new();
         write_json_pretty(&report, &mut ours).unwrap();
         let serde = serde_json::to_vec_pretty(&report).unwrap();
-        assert_eq!(
-            String::from_utf8(ours).unwrap(),
-            String::from_utf8(serde).unwrap(),
-            "{count} findings"
-        );
+        assert_eq!(String::from_utf8(ours).unwrap(), String::from_utf8(serde).unwrap(), "{count} findings");
     }
 }
 
 #[test]
 fn time_range_and_processing_state_come_from_the_run() {
     let json = serde_json::to_value(sample()).unwrap();
-    assert_eq!(
-        json["stats"]["timeRange"],
-        json!({"startMs": 1000, "endMs": 9000})
-    );
+    assert_eq!(json["stats"]["timeRange"], json!({"startMs": 1000, "endMs": 9000}));
     assert_eq!(json["processingState"]["lastProcessedTs"], 9000);
     assert_eq!(json["processingState"]["totalFindings"], 4);
 }
 
 #[test]
 fn empty_findings_and_empty_chains() {
-    let report = AnalysisReport::assemble(analysis(
-        Vec::new(),
-        0,
-        0,
-        (0, 0),
-        ProcessingState::default(),
-    ));
+    let report = AnalysisReport::assemble(analysis(Vec::new(), 0, 0, (0, 0), ProcessingState::default()));
     assert!(report.findings.is_empty() && report.signal_stats.is_empty());
-    assert_eq!(
-        (
-            report.stats.chains_reconstructed,
-            report.stats.time_range.start_ms,
-            report.stats.time_range.end_ms
-        ),
-        (0, 0, 0)
-    );
+    assert_eq!((report.stats.chains_reconstructed, report.stats.time_range.start_ms, report.stats.time_range.end_ms), (0, 0, 0));
     assert!(report.to_markdown().contains("0 findings"));
 }
 
@@ -239,54 +189,20 @@ fn analyzed_sample_lake(dir: &Path) -> String {
 fn incremental_totals_accumulate_and_report_json_reads_the_lake() {
     let dir = tempfile::tempdir().unwrap();
     let lake = analyzed_sample_lake(dir.path());
-    let report: Value = serde_json::from_str(&tracelake_ok(&[
-        "report",
-        "--lake",
-        &lake,
-        "--format",
-        "json",
-        "--max-findings",
-        "5",
-    ]))
-    .unwrap();
-    let findings_in_lake: Value = serde_json::from_str(&tracelake_ok(&[
-        "sql",
-        "--lake",
-        &lake,
-        "--format",
-        "json",
-        "SELECT count(*) AS n FROM findings",
-    ]))
-    .unwrap();
-    assert_eq!(
-        report["stats"]["findingsDetected"],
-        findings_in_lake[0]["n"]
-    );
+    let report: Value =
+        serde_json::from_str(&tracelake_ok(&["report", "--lake", &lake, "--format", "json", "--max-findings", "5"])).unwrap();
+    let findings_in_lake: Value =
+        serde_json::from_str(&tracelake_ok(&["sql", "--lake", &lake, "--format", "json", "SELECT count(*) AS n FROM findings"])).unwrap();
+    assert_eq!(report["stats"]["findingsDetected"], findings_in_lake[0]["n"]);
     assert_eq!(report["findings"].as_array().unwrap().len(), 5);
-    assert_eq!(
-        report["findings"][0]["signal"]["severity"], "critical",
-        "most severe first"
-    );
-    let total = report["processingState"]["totalEventsProcessed"]
-        .as_u64()
-        .unwrap();
+    assert_eq!(report["findings"][0]["signal"]["severity"], "critical", "most severe first");
+    let total = report["processingState"]["totalEventsProcessed"].as_u64().unwrap();
     assert!(total > 0);
     // A second incremental run with nothing new adds nothing; the totals stay.
     tracelake_ok(&["analyze", "--lake", &lake]);
-    let again: Value = serde_json::from_str(&tracelake_ok(&[
-        "report", "--lake", &lake, "--format", "json",
-    ]))
-    .unwrap();
-    assert!(
-        again["processingState"]["totalEventsProcessed"]
-            .as_u64()
-            .unwrap()
-            >= total
-    );
-    assert_eq!(
-        again["stats"]["findingsDetected"],
-        report["stats"]["findingsDetected"]
-    );
+    let again: Value = serde_json::from_str(&tracelake_ok(&["report", "--lake", &lake, "--format", "json"])).unwrap();
+    assert!(again["processingState"]["totalEventsProcessed"].as_u64().unwrap() >= total);
+    assert_eq!(again["stats"]["findingsDetected"], report["stats"]["findingsDetected"]);
 }
 
 #[test]
@@ -295,48 +211,30 @@ fn anonymized_reports_hold_no_names_ids_or_user_content() {
     let lake = analyzed_sample_lake(dir.path());
     let plain = tracelake_ok(&["report", "--lake", &lake, "--format", "html"]);
     let anonymous = tracelake_ok(&["report", "--lake", &lake, "--format", "html", "--anonymize"]);
-    let agents: Vec<Value> = serde_json::from_str(&tracelake_ok(&[
+    let agents: Vec<Value> =
+        serde_json::from_str(&tracelake_ok(&["sql", "--lake", &lake, "--format", "json", "SELECT DISTINCT agent, session FROM findings"]))
+            .unwrap();
+    assert!(!agents.is_empty());
+    for row in &agents {
+        let (agent, session) = (row["agent"].as_str().unwrap(), row["session"].as_str().unwrap());
+        assert!(plain.contains(session));
+        assert!(!anonymous.contains(session), "session {session} left in the anonymized report");
+        assert!(!anonymous.contains(&format!(">{agent}<")), "agent {agent} left in the anonymized report");
+    }
+    let user_messages: Vec<Value> = serde_json::from_str(&tracelake_ok(&[
         "sql",
         "--lake",
         &lake,
         "--format",
         "json",
-        "SELECT DISTINCT agent, session FROM findings",
+        "SELECT DISTINCT content FROM chain_events WHERE type = 'msg.in' AND length(content) > 12 LIMIT 50",
     ]))
     .unwrap();
-    assert!(!agents.is_empty());
-    for row in &agents {
-        let (agent, session) = (
-            row["agent"].as_str().unwrap(),
-            row["session"].as_str().unwrap(),
-        );
-        assert!(plain.contains(session));
-        assert!(
-            !anonymous.contains(session),
-            "session {session} left in the anonymized report"
-        );
-        assert!(
-            !anonymous.contains(&format!(">{agent}<")),
-            "agent {agent} left in the anonymized report"
-        );
-    }
-    let user_messages: Vec<Value> = serde_json::from_str(&tracelake_ok(&["sql", "--lake", &lake, "--format", "json",
-        "SELECT DISTINCT content FROM chain_events WHERE type = 'msg.in' AND length(content) > 12 LIMIT 50"])).unwrap();
-    let shown = user_messages
-        .iter()
-        .filter(|m| {
-            plain.contains(&tracelake::report::html::escape(
-                m["content"].as_str().unwrap(),
-            ))
-        })
-        .count();
+    let shown = user_messages.iter().filter(|m| plain.contains(&tracelake::report::html::escape(m["content"].as_str().unwrap()))).count();
     assert!(shown > 0, "the plain report shows user messages");
     for m in &user_messages {
         let text = tracelake::report::html::escape(m["content"].as_str().unwrap());
-        assert!(
-            !anonymous.contains(&text),
-            "user content {text:?} left in the anonymized report"
-        );
+        assert!(!anonymous.contains(&text), "user content {text:?} left in the anonymized report");
     }
     assert!(anonymous.contains("agent-1") && anonymous.contains("session-1"));
 }
@@ -356,11 +254,7 @@ fn chromium_render(page: &Path) -> (String, Vec<String>) {
         .arg(format!("file://{}", page.display()))
         .output()
         .expect("chromium is installed (.ci/run installs the Debian package)");
-    let console = String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .filter(|l| l.contains(":CONSOLE"))
-        .map(str::to_owned)
-        .collect();
+    let console = String::from_utf8_lossy(&out.stderr).lines().filter(|l| l.contains(":CONSOLE")).map(str::to_owned).collect();
     (String::from_utf8_lossy(&out.stdout).into_owned(), console)
 }
 
@@ -369,59 +263,26 @@ fn html_report_renders_its_charts_in_chromium_without_console_output() {
     let dir = tempfile::tempdir().unwrap();
     let lake = analyzed_sample_lake(dir.path());
     let page = dir.path().join("report.html");
-    tracelake_ok(&[
-        "report",
-        "--lake",
-        &lake,
-        "--format",
-        "html",
-        "--output",
-        page.to_str().unwrap(),
-    ]);
+    tracelake_ok(&["report", "--lake", &lake, "--format", "html", "--output", page.to_str().unwrap()]);
     let html = std::fs::read_to_string(&page).unwrap();
-    assert!(
-        !html.contains("<link") && !html.contains(" src=") && !html.contains("href=\"http"),
-        "no external resources"
-    );
+    assert!(!html.contains("<link") && !html.contains(" src=") && !html.contains("href=\"http"), "no external resources");
 
     let (dom, console) = chromium_render(&page);
     assert!(console.is_empty(), "console output: {console:#?}");
-    for id in [
-        "chart-per-day",
-        "chart-agent-severity",
-        "chart-tools",
-        "chart-chain-lengths",
-    ] {
-        let at = dom
-            .find(&format!("id=\"{id}\""))
-            .unwrap_or_else(|| panic!("{id} missing"));
-        let chart = &dom[at..dom[at..]
-            .find("</figure>")
-            .map_or(dom.len(), |end| at + end)];
-        assert!(
-            chart.contains("data-rendered=\"true\""),
-            "{id} not rendered"
-        );
-        assert!(
-            chart.matches("class=\"bar\"").count() >= 1,
-            "{id} has no bars: {chart}"
-        );
+    for id in ["chart-per-day", "chart-agent-severity", "chart-tools", "chart-chain-lengths"] {
+        let at = dom.find(&format!("id=\"{id}\"")).unwrap_or_else(|| panic!("{id} missing"));
+        let chart = &dom[at..dom[at..].find("</figure>").map_or(dom.len(), |end| at + end)];
+        assert!(chart.contains("data-rendered=\"true\""), "{id} not rendered");
+        assert!(chart.matches("class=\"bar\"").count() >= 1, "{id} has no bars: {chart}");
     }
     // Each finding links to its chain's transcript, which exists in the page.
     let link = dom.find("href=\"#chain-").expect("a transcript link");
     let id = &dom[link + 7..link + 7 + dom[link + 7..].find('"').unwrap()];
-    assert!(
-        dom.contains(&format!("id=\"{id}\"")),
-        "transcript {id} missing"
-    );
+    assert!(dom.contains(&format!("id=\"{id}\"")), "transcript {id} missing");
 
     // The check itself can fail: a broken script is caught.
     let broken = dir.path().join("broken.html");
-    std::fs::write(
-        &broken,
-        html.replace("\"use strict\";", "\"use strict\"; notDefined();"),
-    )
-    .unwrap();
+    std::fs::write(&broken, html.replace("\"use strict\";", "\"use strict\"; notDefined();")).unwrap();
     let (broken_dom, broken_console) = chromium_render(&broken);
     assert!(!broken_console.is_empty());
     assert!(!broken_dom.contains("data-rendered=\"true\""));

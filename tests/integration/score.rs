@@ -16,10 +16,7 @@ fn lake_of(events: &std::path::Path) -> (tempfile::TempDir, String) {
 
 /// A temporary directory with a lake of the bundled sample in it.
 fn sample_lake() -> (tempfile::TempDir, String) {
-    lake_of(std::path::Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/data/sample.events.jsonl"
-    )))
+    lake_of(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/data/sample.events.jsonl")))
 }
 
 fn dev_set() -> std::path::PathBuf {
@@ -30,17 +27,8 @@ fn dev_set() -> std::path::PathBuf {
 fn the_airline_development_set_is_scored_and_the_findings_separate_failure_from_success() {
     let (_dir, lake) = lake_of(&realworld("tau-airline.events.jsonl"));
     tracelake_ok(&["analyze", "--lake", &lake, "--full"]);
-    let imported = tracelake_ok(&[
-        "outcomes",
-        "import",
-        "--lake",
-        &lake,
-        dev_set().to_str().unwrap(),
-    ]);
-    assert!(
-        imported.contains("200 outcomes, 0 lines rejected"),
-        "{imported}"
-    );
+    let imported = tracelake_ok(&["outcomes", "import", "--lake", &lake, dev_set().to_str().unwrap()]);
+    assert!(imported.contains("200 outcomes, 0 lines rejected"), "{imported}");
 
     let by_outcome = tracelake_ok(&[
         "sql",
@@ -52,44 +40,25 @@ fn the_airline_development_set_is_scored_and_the_findings_separate_failure_from_
     ]);
     assert_eq!(by_outcome.trim(), "outcome,n\nfailure,116\nsuccess,84");
 
-    let scores: Value = serde_json::from_str(&tracelake_ok(&[
-        "score", "--lake", &lake, "--format", "json",
-    ]))
-    .unwrap();
+    let scores: Value = serde_json::from_str(&tracelake_ok(&["score", "--lake", &lake, "--format", "json"])).unwrap();
     assert_eq!(
-        (
-            scores["sessionsScored"].as_u64(),
-            scores["failed"].as_u64(),
-            scores["succeeded"].as_u64()
-        ),
+        (scores["sessionsScored"].as_u64(), scores["failed"].as_u64(), scores["succeeded"].as_u64()),
         (Some(200), Some(116), Some(84))
     );
     assert_eq!(scores["sessionsWithoutOutcome"], 0);
     let signals = scores["signals"].as_array().unwrap();
     let any = &signals[0];
     assert_eq!(any["signal"], "(any)");
-    let (recall, lift) = (
-        any["failedRate"].as_f64().unwrap(),
-        any["lift"].as_f64().unwrap(),
-    );
+    let (recall, lift) = (any["failedRate"].as_f64().unwrap(), any["lift"].as_f64().unwrap());
     // The acceptance bar of the default config on this set: at least 35 % of the failed
     // sessions flagged, each flagged session at least 3 times likelier a failed one.
-    assert!(
-        recall >= 0.35 && lift >= 3.0,
-        "recall {recall}, lift {lift}: {any}"
-    );
+    assert!(recall >= 0.35 && lift >= 3.0, "recall {recall}, lift {lift}: {any}");
     for s in &signals[1..] {
-        assert!(
-            s["failedFlagged"].as_u64() <= any["failedFlagged"].as_u64(),
-            "{s}"
-        );
+        assert!(s["failedFlagged"].as_u64() <= any["failedFlagged"].as_u64(), "{s}");
         assert_eq!(s["failed"], 116);
     }
     let table = tracelake_ok(&["score", "--lake", &lake]);
-    assert!(
-        table.starts_with("200 sessions with a known outcome: 116 failed, 84 succeeded"),
-        "{table}"
-    );
+    assert!(table.starts_with("200 sessions with a known outcome: 116 failed, 84 succeeded"), "{table}");
     assert!(table.contains("(any)"), "{table}");
 }
 
@@ -97,18 +66,11 @@ fn the_airline_development_set_is_scored_and_the_findings_separate_failure_from_
 fn outcomes_from_csv_with_bad_lines_counted_and_a_repeat_skipped() {
     let (dir, lake) = sample_lake();
     let csv = dir.path().join("evals.csv");
-    std::fs::write(
-        &csv,
-        "session,outcome,score\ns-1,success,0.9\ns-2,maybe,0.1\ns-3,failure,\n",
-    )
-    .unwrap();
+    std::fs::write(&csv, "session,outcome,score\ns-1,success,0.9\ns-2,maybe,0.1\ns-3,failure,\n").unwrap();
     let out = tracelake(&["outcomes", "import", "--lake", &lake, csv.to_str().unwrap()]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("2 outcomes, 1 lines rejected"));
-    assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("line 3: outcome \"maybe\" is neither success nor failure")
-    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 3: outcome \"maybe\" is neither success nor failure"));
     let again = tracelake_ok(&["outcomes", "import", "--lake", &lake, csv.to_str().unwrap()]);
     assert!(again.starts_with("skipped"), "{again}");
     let rows = tracelake_ok(&[
@@ -120,35 +82,19 @@ fn outcomes_from_csv_with_bad_lines_counted_and_a_repeat_skipped() {
         "SELECT session, outcome, score, source FROM session_outcomes ORDER BY session",
     ]);
     let source = csv.display().to_string();
-    assert_eq!(
-        rows.trim(),
-        format!("session,outcome,score,source\ns-1,success,0.9,{source}\ns-3,failure,,{source}")
-    );
+    assert_eq!(rows.trim(), format!("session,outcome,score,source\ns-1,success,0.9,{source}\ns-3,failure,,{source}"));
 
     // Outcomes of sessions the lake does not have are not scored, and say so.
     tracelake_ok(&["analyze", "--lake", &lake, "--full"]);
-    let scores: Value = serde_json::from_str(&tracelake_ok(&[
-        "score", "--lake", &lake, "--format", "json",
-    ]))
-    .unwrap();
+    let scores: Value = serde_json::from_str(&tracelake_ok(&["score", "--lake", &lake, "--format", "json"])).unwrap();
     assert_eq!(scores["sessionsScored"], 0);
     assert_eq!(scores["outcomesWithoutEvents"], 2);
 
     let empty = dir.path().join("empty.jsonl");
     std::fs::write(&empty, "{\"id\": 1}\n").unwrap();
-    let out = tracelake(&[
-        "outcomes",
-        "import",
-        "--lake",
-        &lake,
-        empty.to_str().unwrap(),
-    ]);
+    let out = tracelake(&["outcomes", "import", "--lake", &lake, empty.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("holds no outcome"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds no outcome"), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]
@@ -163,65 +109,25 @@ fn score_without_outcomes_says_how_to_load_them() {
 fn every_finding_is_kept_in_the_lake_and_the_report_says_how_many_it_does_not_list() {
     let (dir, lake) = sample_lake();
     let config = write_config(dir.path(), r#"{"output": {"maxFindings": 5}}"#);
-    let report: Value = serde_json::from_str(&tracelake_ok(&[
-        "analyze", "--lake", &lake, "--config", &config, "--full", "--format", "json",
-    ]))
-    .unwrap();
+    let report: Value =
+        serde_json::from_str(&tracelake_ok(&["analyze", "--lake", &lake, "--config", &config, "--full", "--format", "json"])).unwrap();
     let detected = report["stats"]["findingsDetected"].as_u64().unwrap();
     assert!(detected > 5, "{}", report["stats"]);
     assert_eq!(report["findings"].as_array().unwrap().len(), 5);
-    assert_eq!(
-        report["stats"]["findingsNotListed"].as_u64(),
-        Some(detected - 5)
-    );
-    let counted: u64 = report["signalStats"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["count"].as_u64().unwrap())
-        .sum();
+    assert_eq!(report["stats"]["findingsNotListed"].as_u64(), Some(detected - 5));
+    let counted: u64 = report["signalStats"].as_array().unwrap().iter().map(|s| s["count"].as_u64().unwrap()).sum();
     assert_eq!(counted, detected, "signal statistics count every finding");
-    let stored = tracelake_ok(&[
-        "sql",
-        "--lake",
-        &lake,
-        "--format",
-        "csv",
-        "SELECT count(*) AS n, count(DISTINCT finding_id) AS ids FROM findings",
-    ]);
+    let stored =
+        tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", "SELECT count(*) AS n, count(DISTINCT finding_id) AS ids FROM findings"]);
     assert_eq!(stored.trim(), format!("n,ids\n{detected},{detected}"));
 
     let table = tracelake_ok(&["analyze", "--lake", &lake, "--config", &config, "--full"]);
-    assert!(
-        table.contains(&format!(
-            "… {} more, all in the lake's findings: tracelake sql",
-            detected - 5
-        )),
-        "{table}"
-    );
+    assert!(table.contains(&format!("… {} more, all in the lake's findings: tracelake sql", detected - 5)), "{table}");
     let html = dir.path().join("report.html");
-    tracelake_ok(&[
-        "report",
-        "--lake",
-        &lake,
-        "--format",
-        "html",
-        "--max-findings",
-        "5",
-        "--output",
-        html.to_str().unwrap(),
-    ]);
+    tracelake_ok(&["report", "--lake", &lake, "--format", "html", "--max-findings", "5", "--output", html.to_str().unwrap()]);
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(
-        page.contains(&format!(
-            "The 5 most severe of {detected} findings; all are in the lake"
-        )),
-        "the page says what it leaves out"
-    );
+    assert!(page.contains(&format!("The 5 most severe of {detected} findings; all are in the lake")), "the page says what it leaves out");
     // The next run reports none of them again.
-    let next: Value = serde_json::from_str(&tracelake_ok(&[
-        "analyze", "--lake", &lake, "--config", &config, "--format", "json",
-    ]))
-    .unwrap();
+    let next: Value = serde_json::from_str(&tracelake_ok(&["analyze", "--lake", &lake, "--config", &config, "--format", "json"])).unwrap();
     assert_eq!(next["stats"]["findingsDetected"], 0);
 }

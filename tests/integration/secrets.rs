@@ -23,10 +23,7 @@ fn secrets() -> Vec<(String, &'static str)> {
         ),
         ("postgres://admin:UrlPassVALUE42@db.example.org/x".into(), "UrlPassVALUE"),
         ("PASSWORD=EnvPassVALUE42".into(), "EnvPassVALUE"),
-        (
-            "-----BEGIN RSA PRIVATE KEY-----\nMIIEpemBodyVALUE0123456789\n-----END RSA PRIVATE KEY-----".into(),
-            "MIIEpemBodyVALUE",
-        ),
+        ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpemBodyVALUE0123456789\n-----END RSA PRIVATE KEY-----".into(), "MIIEpemBodyVALUE"),
         (
             "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQPGpgpBodyVALUE0123456789\n-----END PGP PRIVATE KEY BLOCK-----".into(),
             "lQPGpgpBodyVALUE",
@@ -57,65 +54,23 @@ fn planted_lines(secret: &str, n: usize) -> Vec<Value> {
                "payload": {"role": s, "text_preview": [{"type": "text", "text": s}], "data": data}, "meta": {"runId": s, s: s}})
     };
     vec![
-        a(
-            0,
-            "msg.in",
-            json!({"content": format!("please run it, {s}"), "from": s, "channel": s, s: s}),
-        ),
-        a(
-            1000,
-            "tool.call",
-            json!({"toolName": s, "params": {s: s, "nested": {s: [s]}}}),
-        ),
-        a(
-            2000,
-            "tool.result",
-            json!({"toolName": s, "params": {s: s}, "error": format!("denied: {s}"), "result": {s: {"content": s}}}),
-        ),
-        a(
-            3000,
-            "msg.out",
-            json!({"content": format!("Done, all good with {s}"), "to": s, "error": s}),
-        ),
-        a(
-            4000,
-            "llm.output",
-            json!({"model": s, "provider": s, "assistantTexts": [s], "usage": {s: 1}}),
-        ),
-        b(
-            5000,
-            "conversation.tool_call",
-            json!({"name": s, "args": {s: s}, "toolCallId": s}),
-        ),
-        b(
-            6000,
-            "conversation.tool_result",
-            json!({"name": s, "args": {s: s}, "isError": true, "result": {"content": s}, "error": s}),
-        ),
+        a(0, "msg.in", json!({"content": format!("please run it, {s}"), "from": s, "channel": s, s: s})),
+        a(1000, "tool.call", json!({"toolName": s, "params": {s: s, "nested": {s: [s]}}})),
+        a(2000, "tool.result", json!({"toolName": s, "params": {s: s}, "error": format!("denied: {s}"), "result": {s: {"content": s}}})),
+        a(3000, "msg.out", json!({"content": format!("Done, all good with {s}"), "to": s, "error": s})),
+        a(4000, "llm.output", json!({"model": s, "provider": s, "assistantTexts": [s], "usage": {s: 1}})),
+        b(5000, "conversation.tool_call", json!({"name": s, "args": {s: s}, "toolCallId": s})),
+        b(6000, "conversation.tool_result", json!({"name": s, "args": {s: s}, "isError": true, "result": {"content": s}, "error": s})),
         b(7000, "conversation.message.out", json!({})),
-        a(
-            8000,
-            "run.error",
-            json!({"error": s, "runId": s, "toolCallId": s}),
-        ),
+        a(8000, "run.error", json!({"error": s, "runId": s, "toolCallId": s})),
     ]
 }
 
 /// Lines that are not events but hold a secret: escaped, and cut off by the size limit.
 fn invalid_lines(secret: &str) -> Vec<String> {
-    let escaped = serde_json::to_string(secret)
-        .unwrap()
-        .replace('/', "\\/")
-        .replace('-', "\\u002d");
-    let cut = format!(
-        "{{\"ts\": {TS}, \"type\": \"msg.in\", \"payload\": {{\"content\": {escaped}{}",
-        "x".repeat(70_000)
-    );
-    vec![
-        format!("{{\"ts\": {TS}, \"payload\": {escaped}, broken"),
-        format!("{escaped} {secret}"),
-        cut,
-    ]
+    let escaped = serde_json::to_string(secret).unwrap().replace('/', "\\/").replace('-', "\\u002d");
+    let cut = format!("{{\"ts\": {TS}, \"type\": \"msg.in\", \"payload\": {{\"content\": {escaped}{}", "x".repeat(70_000));
+    vec![format!("{{\"ts\": {TS}, \"payload\": {escaped}, broken"), format!("{escaped} {}", secret.replace('\n', " ")), cut]
 }
 
 #[test]
@@ -157,110 +112,53 @@ fn no_planted_secret_is_seen_anywhere() {
     let commands: Vec<Vec<&str>> = vec![
         vec!["import", "--lake", lake_arg, input.to_str().unwrap()],
         vec!["status", "--lake", lake_arg],
-        vec![
-            "analyze", "--lake", lake_arg, "--config", config, "--format", "json",
-        ],
+        vec!["analyze", "--lake", lake_arg, "--config", config, "--format", "json"],
         vec!["analyze", "--lake", lake_arg, "--config", config, "--full"],
-        vec![
-            "analyze", "--lake", lake_arg, "--config", config, "--full", "--format", "markdown",
-        ],
+        vec!["analyze", "--lake", lake_arg, "--config", config, "--full", "--format", "markdown"],
         vec!["report", "--lake", lake_arg, "--format", "markdown"],
         vec!["report", "--lake", lake_arg, "--format", "json"],
-        vec![
-            "report",
-            "--lake",
-            lake_arg,
-            "--output",
-            html.to_str().unwrap(),
-        ],
-        vec![
-            "sql",
-            "--lake",
-            lake_arg,
-            "--format",
-            "json",
-            "SELECT * FROM events",
-        ],
-        vec![
-            "sql",
-            "--lake",
-            lake_arg,
-            "--format",
-            "json",
-            "SELECT * FROM quarantine",
-        ],
+        vec!["report", "--lake", lake_arg, "--output", html.to_str().unwrap()],
+        vec!["sql", "--lake", lake_arg, "--format", "json", "SELECT * FROM events"],
+        vec!["sql", "--lake", lake_arg, "--format", "json", "SELECT * FROM quarantine"],
         vec!["sql", "--lake", lake_arg, "SELECT * FROM findings"],
     ];
     let mut seen: Vec<(String, String)> = Vec::new();
     for args in &commands {
         let out = tracelake(args);
-        assert!(
-            out.status.success(),
-            "tracelake {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        seen.push((
-            format!("stdout of {}", args[0..1].join(" ")),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-        ));
-        seen.push((
-            format!("stderr of {}", args[0..1].join(" ")),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        ));
+        assert!(out.status.success(), "tracelake {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        seen.push((format!("stdout of {}", args[0..1].join(" ")), String::from_utf8_lossy(&out.stdout).into_owned()));
+        seen.push((format!("stderr of {}", args[0..1].join(" ")), String::from_utf8_lossy(&out.stderr).into_owned()));
     }
-    assert!(
-        seen[0].1.contains("quarantined") || seen[1].1.contains("quarantined"),
-        "import counts the invalid lines"
-    );
-    seen.push((
-        "the HTML report".into(),
-        std::fs::read_to_string(&html).unwrap(),
-    ));
+    assert!(seen[0].1.contains("quarantined") || seen[1].1.contains("quarantined"), "import counts the invalid lines");
+    seen.push(("the HTML report".into(), std::fs::read_to_string(&html).unwrap()));
     for text in all_strings(&lake) {
         seen.push(("a Parquet file".into(), text));
     }
     for file in walk(&lake) {
         if !file.extension().is_some_and(|e| e == "parquet") {
-            seen.push((
-                file.display().to_string(),
-                String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned(),
-            ));
+            seen.push((file.display().to_string(), String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned()));
         }
     }
     let requests = server.received();
-    assert!(
-        !requests.is_empty(),
-        "the findings were sent for classification"
-    );
+    assert!(!requests.is_empty(), "the findings were sent for classification");
     for request in requests {
         seen.push(("an LLM request".into(), request.body.to_string()));
     }
 
     let leaks: Vec<String> = secrets
         .iter()
-        .flat_map(|(_, needle)| {
-            seen.iter()
-                .filter(|(_, text)| text.contains(needle))
-                .map(move |(place, _)| format!("{needle} in {place}"))
+        .flat_map(|&(_, needle)| {
+            seen.iter().filter(move |(_, text)| text.contains(needle)).map(move |(place, _)| format!("{needle} in {place}"))
         })
         .collect();
-    assert!(
-        leaks.is_empty(),
-        "{} leaks:\n{}",
-        leaks.len(),
-        leaks.join("\n")
-    );
+    assert!(leaks.is_empty(), "{} leaks:\n{}", leaks.len(), leaks.join("\n"));
 }
 
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
-        if path.is_dir() {
-            files.extend(walk(&path))
-        } else {
-            files.push(path)
-        }
+        if path.is_dir() { files.extend(walk(&path)) } else { files.push(path) }
     }
     files
 }

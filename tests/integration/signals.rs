@@ -25,17 +25,11 @@ mod correction {
 
     #[test]
     fn detects_nein_das_ist_falsch_after_an_assertion() {
-        assert_eq!(
-            corrections("nein, das ist falsch", "Der Server läuft auf Port 8080."),
-            1
-        );
+        assert_eq!(corrections("nein, das ist falsch", "Der Server läuft auf Port 8080."), 1);
     }
     #[test]
     fn detects_thats_not_right_after_an_assertion() {
-        assert_eq!(
-            corrections("that's not right", "The build finished in 3 minutes."),
-            1
-        );
+        assert_eq!(corrections("that's not right", "The build finished in 3 minutes."), 1);
     }
     #[test]
     fn nein_after_a_question_is_an_answer() {
@@ -47,49 +41,29 @@ mod correction {
     }
     #[test]
     fn german_keywords() {
-        for text in [
-            "das stimmt nicht",
-            "du hast dich geirrt",
-            "Korrektur: es war gestern",
-            "so nicht!",
-        ] {
+        for text in ["das stimmt nicht", "du hast dich geirrt", "Korrektur: es war gestern", "so nicht!"] {
             assert_eq!(corrections(text, "Die Datei wurde gelöscht."), 1, "{text}");
         }
     }
     #[test]
     fn english_keywords() {
-        for text in [
-            "that's wrong",
-            "you're wrong about that",
-            "not what I asked",
-            "actually no, the other one",
-            "undo that please",
-        ] {
+        for text in ["that's wrong", "you're wrong about that", "not what I asked", "actually no, the other one", "undo that please"] {
             assert_eq!(corrections(text, "I updated the README."), 1, "{text}");
         }
     }
     #[test]
     fn clean_chain_has_none() {
         let mut t = Trace::new();
-        t.user("Kannst du die Logs prüfen?")
-            .agent("Die Logs sind sauber.")
-            .user("Danke!");
+        t.user("Kannst du die Logs prüfen?").agent("Die Logs sind sauber.").user("Danke!");
         assert!(of(&detect(&t), CORRECTION).is_empty());
     }
     #[test]
     fn several_corrections_give_several_signals() {
         let mut t = Trace::new();
-        t.user("Status?")
-            .agent("Port 80.")
-            .user("falsch")
-            .agent("Port 8080.")
-            .user("wrong again");
+        t.user("Status?").agent("Port 80.").user("falsch").agent("Port 8080.").user("wrong again");
         let found = of(&detect(&t), CORRECTION);
         assert_eq!(found.len(), 2);
-        assert_eq!(
-            (found[0].start, found[0].end, found[1].start, found[1].end),
-            (1, 2, 3, 4)
-        );
+        assert_eq!((found[0].start, found[0].end, found[1].start, found[1].end), (1, 2, 3, 4));
     }
     #[test]
     fn severity_is_medium() {
@@ -97,13 +71,7 @@ mod correction {
         t.agent("Erledigt.").user("nein, das ist falsch");
         let found = of(&detect(&t), CORRECTION);
         assert_eq!(found[0].severity, "medium");
-        assert!(
-            found[0]
-                .summary
-                .starts_with("User corrected agent after: 'Erledigt.'"),
-            "{}",
-            found[0].summary
-        );
+        assert!(found[0].summary.starts_with("User corrected agent after: 'Erledigt.'"), "{}", found[0].summary);
     }
     #[test]
     fn empty_content_is_handled() {
@@ -113,17 +81,12 @@ mod correction {
     }
     #[test]
     fn nein_inside_a_longer_sentence_is_a_correction() {
-        assert_eq!(
-            corrections("nein, ich meine etwas anderes", "Soll ich X tun?"),
-            1
-        );
+        assert_eq!(corrections("nein, ich meine etwas anderes", "Soll ich X tun?"), 1);
     }
     #[test]
     fn not_across_a_tool_call() {
         let mut t = Trace::new();
-        t.agent("Die Datei liegt in /tmp.")
-            .call("exec", json!({"command": "ls"}))
-            .user("nein, das ist falsch");
+        t.agent("Die Datei liegt in /tmp.").call("exec", json!({"command": "ls"})).user("nein, das ist falsch");
         assert!(of(&detect(&t), CORRECTION).is_empty());
     }
 }
@@ -138,9 +101,7 @@ mod tool_fail {
     #[test]
     fn detects_an_unrecovered_failure_before_the_answer() {
         let mut t = Trace::new();
-        t.user("Lies die Config")
-            .tool_fail("read", json!({"path": "/etc/x"}), "ENOENT")
-            .agent("Die Datei gibt es nicht.");
+        t.user("Lies die Config").tool_fail("read", json!({"path": "/etc/x"}), "ENOENT").agent("Die Datei gibt es nicht.");
         let f = found(&t);
         assert_eq!(f.len(), 1);
         assert_eq!((f[0].start, f[0].end), (1, 2));
@@ -149,17 +110,13 @@ mod tool_fail {
     #[test]
     fn a_successful_different_tool_recovers() {
         let mut t = Trace::new();
-        t.tool_fail("read", json!({"path": "/etc/x"}), "ENOENT")
-            .tool_ok("exec", json!({"command": "cat /etc/x"}))
-            .agent("Hier ist sie.");
+        t.tool_fail("read", json!({"path": "/etc/x"}), "ENOENT").tool_ok("exec", json!({"command": "cat /etc/x"})).agent("Hier ist sie.");
         assert!(found(&t).is_empty());
     }
     #[test]
     fn same_tool_with_different_params_that_succeeds_recovers() {
         let mut t = Trace::new();
-        t.tool_fail("read", json!({"path": "/etc/x"}), "ENOENT")
-            .tool_ok("read", json!({"path": "/opt/y"}))
-            .agent("Gefunden.");
+        t.tool_fail("read", json!({"path": "/etc/x"}), "ENOENT").tool_ok("read", json!({"path": "/opt/y"})).agent("Gefunden.");
         assert!(found(&t).is_empty());
     }
     #[test]
@@ -185,23 +142,19 @@ mod tool_fail {
     #[test]
     fn schema_a_error_string_counts() {
         let mut t = Trace::new();
-        t.tool_fail("exec", json!({"command": "make"}), "exit code 2")
-            .agent("Der Build ist kaputt.");
+        t.tool_fail("exec", json!({"command": "make"}), "exit code 2").agent("Der Build ist kaputt.");
         assert_eq!(found(&t).len(), 1);
     }
     #[test]
     fn only_successful_tools_give_nothing() {
         let mut t = Trace::new();
-        t.tool_ok("exec", json!({"command": "ls"}))
-            .tool_ok("read", json!({"path": "a"}))
-            .agent("Alles da.");
+        t.tool_ok("exec", json!({"command": "ls"})).tool_ok("read", json!({"path": "a"})).agent("Alles da.");
         assert!(found(&t).is_empty());
     }
     #[test]
     fn severity_is_low() {
         let mut t = Trace::new();
-        t.tool_fail("exec", json!({"command": "make"}), "exit 2")
-            .agent("Build kaputt.");
+        t.tool_fail("exec", json!({"command": "make"}), "exit 2").agent("Build kaputt.");
         assert_eq!(found(&t)[0].severity, "low");
     }
     #[test]
@@ -217,8 +170,7 @@ mod tool_fail {
     #[test]
     fn no_signal_when_no_answer_follows() {
         let mut t = Trace::new();
-        t.user("Mach mal")
-            .tool_fail("exec", json!({"command": "make"}), "exit 2");
+        t.user("Mach mal").tool_fail("exec", json!({"command": "make"}), "exit 2");
         assert!(found(&t).is_empty());
     }
 }
@@ -242,10 +194,7 @@ mod doom_loop {
         let f = looped(&t);
         assert_eq!(f.len(), 1);
         assert_eq!((f[0].start, f[0].end), (0, 5));
-        assert_eq!(
-            f[0].summary,
-            "Doom loop: 3× exec with similar params, all failing"
-        );
+        assert_eq!(f[0].summary, "Doom loop: 3× exec with similar params, all failing");
     }
     #[test]
     fn five_failures_are_critical() {
@@ -263,50 +212,35 @@ mod doom_loop {
     #[test]
     fn success_on_the_second_attempt_is_no_loop() {
         let mut t = Trace::new();
-        t.tool_fail("exec", json!({"command": "make"}), "x")
-            .tool_ok("exec", json!({"command": "make"}))
-            .tool_fail("exec", json!({"command": "make"}), "x");
+        t.tool_fail("exec", json!({"command": "make"}), "x").tool_ok("exec", json!({"command": "make"})).tool_fail(
+            "exec",
+            json!({"command": "make"}),
+            "x",
+        );
         assert!(looped(&t).is_empty());
     }
     #[test]
     fn similar_but_not_identical_params_loop() {
         let mut t = Trace::new();
-        fails(&mut t, 3, |i| {
-            format!("curl -s https://api.example.org/v1/status?try={i}")
-        });
+        fails(&mut t, 3, |i| format!("curl -s https://api.example.org/v1/status?try={i}"));
         assert_eq!(looped(&t).len(), 1);
     }
     #[test]
     fn dissimilar_params_do_not_loop() {
         let mut t = Trace::new();
-        fails(&mut t, 3, |i| {
-            [
-                "git push origin main",
-                "npm publish --access public",
-                "docker compose up -d",
-            ][i]
-                .into()
-        });
+        fails(&mut t, 3, |i| ["git push origin main", "npm publish --access public", "docker compose up -d"][i].into());
         assert!(looped(&t).is_empty());
     }
     #[test]
     fn non_exec_tools_use_jaccard_similarity() {
         let mut t = Trace::new();
         for _ in 0..3 {
-            t.tool_fail(
-                "web_fetch",
-                json!({"url": "https://example.org", "timeout": 5}),
-                "timeout",
-            );
+            t.tool_fail("web_fetch", json!({"url": "https://example.org", "timeout": 5}), "timeout");
         }
         assert_eq!(looped(&t).len(), 1);
         let mut different = Trace::new();
         for i in 0..3 {
-            different.tool_fail(
-                "web_fetch",
-                json!({"url": format!("https://example.org/{i}")}),
-                "timeout",
-            );
+            different.tool_fail("web_fetch", json!({"url": format!("https://example.org/{i}")}), "timeout");
         }
         assert!(looped(&different).is_empty());
     }
@@ -341,9 +275,7 @@ mod dissatisfied {
 
     fn ending(user: &str) -> usize {
         let mut t = Trace::new();
-        t.user("Kannst du das fixen?")
-            .agent("Ich habe es versucht.")
-            .user(user);
+        t.user("Kannst du das fixen?").agent("Ich habe es versucht.").user(user);
         of(&detect(&t), DISSATISFIED).len()
     }
 
@@ -377,9 +309,7 @@ mod dissatisfied {
     #[test]
     fn a_resolving_answer_clears_it() {
         let mut t = Trace::new();
-        t.agent("Das ging nicht.")
-            .user("das bringt nichts")
-            .agent("Entschuldigung, lass mich einen anderen Weg versuchen.");
+        t.agent("Das ging nicht.").user("das bringt nichts").agent("Entschuldigung, lass mich einen anderen Weg versuchen.");
         assert!(of(&detect(&t), DISSATISFIED).is_empty());
     }
     #[test]
@@ -391,15 +321,9 @@ mod dissatisfied {
     #[test]
     fn severity_is_high_and_range_runs_to_the_end() {
         let mut t = Trace::new();
-        t.user("mach")
-            .agent("gemacht?")
-            .user("this is useless")
-            .event("session.end", json!({}));
+        t.user("mach").agent("gemacht?").user("this is useless").event("session.end", json!({}));
         let f = of(&detect(&t), DISSATISFIED);
-        assert_eq!(
-            (f[0].severity.as_str(), f[0].start, f[0].end),
-            ("high", 2, 3)
-        );
+        assert_eq!((f[0].severity.as_str(), f[0].start, f[0].end), ("high", 2, 3));
     }
     #[test]
     fn this_is_useless() {
@@ -430,12 +354,7 @@ mod repeat_fail {
         let f = of(&detect(&t), REPEAT);
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].severity, "high");
-        assert!(
-            f[0].summary
-                .starts_with("Same failure repeated across 2 sessions: deploy — 403"),
-            "{}",
-            f[0].summary
-        );
+        assert!(f[0].summary.starts_with("Same failure repeated across 2 sessions: deploy — 403"), "{}", f[0].summary);
     }
     #[test]
     fn not_within_one_session() {
@@ -450,49 +369,22 @@ mod repeat_fail {
         for s in ["s1", "s2", "s3"] {
             session_with_failure(&mut t, s, json!({"env": "prod"}), "403");
         }
-        let mut severities: Vec<String> = of(&detect(&t), REPEAT)
-            .into_iter()
-            .map(|f| f.severity)
-            .collect();
+        let mut severities: Vec<String> = of(&detect(&t), REPEAT).into_iter().map(|f| f.severity).collect();
         severities.sort();
-        assert_eq!(
-            severities,
-            ["critical", "high"],
-            "the second session is high, the third critical"
-        );
+        assert_eq!(severities, ["critical", "high"], "the second session is high, the third critical");
     }
     #[test]
     fn timestamps_in_errors_are_normalized() {
         let mut t = Trace::new();
-        session_with_failure(
-            &mut t,
-            "s1",
-            json!({"env": "prod"}),
-            "2026-01-01T10:00:00.123Z connection refused",
-        );
-        session_with_failure(
-            &mut t,
-            "s2",
-            json!({"env": "prod"}),
-            "2026-03-04 11:22:33 connection refused",
-        );
+        session_with_failure(&mut t, "s1", json!({"env": "prod"}), "2026-01-01T10:00:00.123Z connection refused");
+        session_with_failure(&mut t, "s2", json!({"env": "prod"}), "2026-03-04 11:22:33 connection refused");
         assert_eq!(of(&detect(&t), REPEAT).len(), 1);
     }
     #[test]
     fn pids_in_errors_are_normalized() {
         let mut t = Trace::new();
-        session_with_failure(
-            &mut t,
-            "s1",
-            json!({"env": "prod"}),
-            "worker pid=1234 crashed",
-        );
-        session_with_failure(
-            &mut t,
-            "s2",
-            json!({"env": "prod"}),
-            "worker pid 98 crashed",
-        );
+        session_with_failure(&mut t, "s1", json!({"env": "prod"}), "worker pid=1234 crashed");
+        session_with_failure(&mut t, "s2", json!({"env": "prod"}), "worker pid 98 crashed");
         assert_eq!(of(&detect(&t), REPEAT).len(), 1);
     }
     #[test]
@@ -513,33 +405,16 @@ mod repeat_fail {
                 crate::common::tracelake_ok(&["analyze", "--lake", &lake]);
             }
         }
-        let report: serde_json::Value = serde_json::from_str(&crate::common::tracelake_ok(&[
-            "analyze", "--lake", &lake, "--format", "json",
-        ]))
-        .unwrap();
-        let signals: Vec<&str> = report["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| f["signal"]["signal"].as_str().unwrap())
-            .collect();
+        let report: serde_json::Value =
+            serde_json::from_str(&crate::common::tracelake_ok(&["analyze", "--lake", &lake, "--format", "json"])).unwrap();
+        let signals: Vec<&str> = report["findings"].as_array().unwrap().iter().map(|f| f["signal"]["signal"].as_str().unwrap()).collect();
         assert_eq!(signals, [REPEAT], "{report}");
     }
     #[test]
     fn volatile_params_do_not_split_a_fingerprint() {
         let mut t = Trace::new();
-        session_with_failure(
-            &mut t,
-            "s1",
-            json!({"env": "prod", "timeout": 5, "timestamp": 1}),
-            "403",
-        );
-        session_with_failure(
-            &mut t,
-            "s2",
-            json!({"env": "prod", "timeout": 30, "timestamp": 2}),
-            "403",
-        );
+        session_with_failure(&mut t, "s1", json!({"env": "prod", "timeout": 5, "timestamp": 1}), "403");
+        session_with_failure(&mut t, "s2", json!({"env": "prod", "timeout": 30, "timestamp": 2}), "403");
         assert_eq!(of(&detect(&t), REPEAT).len(), 1);
     }
     #[test]
@@ -610,11 +485,7 @@ mod hallucination {
     #[test]
     fn successfully_deployed_after_connection_failure() {
         let f = claims_after(true, "Successfully deployed to production.");
-        assert!(
-            f[0].summary.contains("Successfully deployed"),
-            "{}",
-            f[0].summary
-        );
+        assert!(f[0].summary.contains("Successfully deployed"), "{}", f[0].summary);
     }
     #[test]
     fn no_tool_results_no_signal() {
@@ -638,9 +509,7 @@ mod hallucination {
     #[test]
     fn a_result_without_error_or_success_field_counts_as_success() {
         let mut t = Trace::new();
-        t.call("exec", json!({"command": "x"}))
-            .event("tool.result", json!({"toolName": "exec"}))
-            .agent("Done.");
+        t.call("exec", json!({"command": "x"})).event("tool.result", json!({"toolName": "exec"})).agent("Done.");
         assert!(of(&detect(&t), HALLUCINATION).is_empty());
     }
 }
@@ -657,8 +526,7 @@ mod unverified_claim {
     #[test]
     fn disk_usage_without_a_tool_call() {
         let f = claims(|t| {
-            t.user("Wie voll ist die Platte?")
-                .agent("The disk usage is at 45%... actually, disk usage is 45% right now.");
+            t.user("Wie voll ist die Platte?").agent("The disk usage is at 45%... actually, disk usage is 45% right now.");
         });
         assert_eq!(f.len(), 1);
         assert_eq!((f[0].start, f[0].end), (0, 1));
@@ -667,9 +535,7 @@ mod unverified_claim {
     fn the_same_claim_after_exec_is_verified() {
         assert!(
             claims(|t| {
-                t.user("Wie voll?")
-                    .tool_ok("exec", json!({"command": "df -h"}))
-                    .agent("The disk usage is 45%.");
+                t.user("Wie voll?").tool_ok("exec", json!({"command": "df -h"})).agent("The disk usage is 45%.");
             })
             .is_empty()
         );
@@ -688,8 +554,7 @@ mod unverified_claim {
     fn opinions_are_no_claims() {
         assert!(
             claims(|t| {
-                t.user("Läuft nginx?")
-                    .agent("I think the service is running.");
+                t.user("Läuft nginx?").agent("I think the service is running.");
             })
             .is_empty()
         );
@@ -708,8 +573,7 @@ mod unverified_claim {
     fn claims_in_code_blocks_are_skipped() {
         assert!(
             claims(|t| {
-                t.user("Wie prüfe ich das?")
-                    .agent("Run:\n```\necho 'the service is running'\n```");
+                t.user("Wie prüfe ich das?").agent("Run:\n```\necho 'the service is running'\n```");
             })
             .is_empty()
         );
@@ -718,8 +582,7 @@ mod unverified_claim {
     fn only_tool_calls_no_claims() {
         assert!(
             claims(|t| {
-                t.tool_ok("exec", json!({"command": "df"}))
-                    .tool_ok("exec", json!({"command": "free"}));
+                t.tool_ok("exec", json!({"command": "df"})).tool_ok("exec", json!({"command": "free"}));
             })
             .is_empty()
         );
@@ -728,9 +591,7 @@ mod unverified_claim {
     fn any_tool_call_verifies() {
         assert!(
             claims(|t| {
-                t.user("Wie voll?")
-                    .tool_ok("web_search", json!({"q": "disk"}))
-                    .agent("The disk usage is 45%.");
+                t.user("Wie voll?").tool_ok("web_search", json!({"q": "disk"})).agent("The disk usage is 45%.");
             })
             .is_empty()
         );

@@ -9,12 +9,7 @@ use crate::common::{realworld, tracelake, tracelake_ok};
 fn imported_lake() -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     let lake = dir.path().join("lake").display().to_string();
-    tracelake_ok(&[
-        "import",
-        "--lake",
-        &lake,
-        realworld("tau-retail.events.jsonl").to_str().unwrap(),
-    ]);
+    tracelake_ok(&["import", "--lake", &lake, realworld("tau-retail.events.jsonl").to_str().unwrap()]);
     (dir, lake)
 }
 
@@ -24,37 +19,18 @@ const QUERY: &str = "SELECT type, count(*) AS n FROM events WHERE type IN ('sess
 fn prints_every_format() {
     let (_dir, lake) = imported_lake();
     let table = tracelake_ok(&["sql", "--lake", &lake, QUERY]);
-    assert!(
-        table.contains("| session.end   | 100 |") && table.contains("2 rows"),
-        "{table}"
-    );
+    assert!(table.contains("| session.end   | 100 |") && table.contains("2 rows"), "{table}");
 
     let csv = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", QUERY]);
     assert_eq!(csv, "type,n\nsession.end,100\nsession.start,100\n");
 
-    let json: Value = serde_json::from_str(&tracelake_ok(&[
-        "sql", "--lake", &lake, "--format", "json", QUERY,
-    ]))
-    .unwrap();
-    assert_eq!(
-        json,
-        json!([{"type": "session.end", "n": 100}, {"type": "session.start", "n": 100}])
-    );
+    let json: Value = serde_json::from_str(&tracelake_ok(&["sql", "--lake", &lake, "--format", "json", QUERY])).unwrap();
+    assert_eq!(json, json!([{"type": "session.end", "n": 100}, {"type": "session.start", "n": 100}]));
 
     let ndjson = tracelake_ok(&["sql", "--lake", &lake, "--format", "ndjson", QUERY]);
-    assert_eq!(
-        ndjson,
-        "{\"type\":\"session.end\",\"n\":100}\n{\"type\":\"session.start\",\"n\":100}\n"
-    );
+    assert_eq!(ndjson, "{\"type\":\"session.end\",\"n\":100}\n{\"type\":\"session.start\",\"n\":100}\n");
 
-    let empty = tracelake_ok(&[
-        "sql",
-        "--lake",
-        &lake,
-        "--format",
-        "json",
-        "SELECT id FROM events WHERE false",
-    ]);
+    let empty = tracelake_ok(&["sql", "--lake", &lake, "--format", "json", "SELECT id FROM events WHERE false"]);
     assert_eq!(empty.trim(), "[]");
 }
 
@@ -63,32 +39,13 @@ fn runs_several_statements_from_a_file() {
     let (dir, lake) = imported_lake();
     let file = dir.path().join("q.sql");
     let mut f = std::fs::File::create(&file).unwrap();
-    writeln!(
-        f,
-        "CREATE VIEW tool_failures AS SELECT * FROM events WHERE tool_error IS NOT NULL;"
-    )
-    .unwrap();
+    writeln!(f, "CREATE VIEW tool_failures AS SELECT * FROM events WHERE tool_error IS NOT NULL;").unwrap();
     writeln!(f, "SELECT count(*) AS failures FROM tool_failures;").unwrap();
-    writeln!(
-        f,
-        "SELECT chain_id('s', 'main', 1700000000000) AS id, redact('PASSWORD=x') AS r;"
-    )
-    .unwrap();
+    writeln!(f, "SELECT chain_id('s', 'main', 1700000000000) AS id, redact('PASSWORD=x') AS r;").unwrap();
     drop(f);
-    let out = tracelake_ok(&[
-        "sql",
-        "--lake",
-        &lake,
-        "--format",
-        "ndjson",
-        "-f",
-        file.to_str().unwrap(),
-    ]);
-    let expected_failures = std::fs::read_to_string(realworld("tau-retail.events.jsonl"))
-        .unwrap()
-        .lines()
-        .filter(|l| l.contains("\"error\":"))
-        .count();
+    let out = tracelake_ok(&["sql", "--lake", &lake, "--format", "ndjson", "-f", file.to_str().unwrap()]);
+    let expected_failures =
+        std::fs::read_to_string(realworld("tau-retail.events.jsonl")).unwrap().lines().filter(|l| l.contains("\"error\":")).count();
     assert_eq!(
         out,
         format!(
@@ -107,12 +64,7 @@ fn reads_sql_from_standard_input() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"SELECT count(*) AS n FROM events;")
-        .unwrap();
+    child.stdin.take().unwrap().write_all(b"SELECT count(*) AS n FROM events;").unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "n\n3160\n");
 }
@@ -122,31 +74,17 @@ fn errors_are_clear_and_exit_1() {
     let (dir, lake) = imported_lake();
     let bad = tracelake(&["sql", "--lake", &lake, "SELEC nonsense"]);
     assert_eq!(bad.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&bad.stderr).starts_with("error: "),
-        "{bad:?}"
-    );
+    assert!(String::from_utf8_lossy(&bad.stderr).starts_with("error: "), "{bad:?}");
 
-    let missing = tracelake(&[
-        "sql",
-        "--lake",
-        dir.path().join("nope").to_str().unwrap(),
-        "SELECT 1",
-    ]);
+    let missing = tracelake(&["sql", "--lake", dir.path().join("nope").to_str().unwrap(), "SELECT 1"]);
     assert_eq!(missing.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&missing.stderr).contains("no lake at"),
-        "{missing:?}"
-    );
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no lake at"), "{missing:?}");
 
     let usage = tracelake(&["sql", "--lake", &lake, "--format", "xml", "SELECT 1"]);
     assert_eq!(usage.status.code(), Some(2), "usage errors exit 2");
 
     let no_lake = tracelake(&["status"]);
-    assert!(
-        String::from_utf8_lossy(&no_lake.stderr).contains("--lake DIR or set TRACELAKE_LAKE"),
-        "{no_lake:?}"
-    );
+    assert!(String::from_utf8_lossy(&no_lake.stderr).contains("--lake DIR or set TRACELAKE_LAKE"), "{no_lake:?}");
 }
 
 #[test]
@@ -168,15 +106,6 @@ fn the_text_functions_follow_the_configured_languages() {
     let query = "SELECT is_correction('tu te trompes') AS fr, is_correction('that is wrong') AS en";
     let default = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", query]);
     assert_eq!(default, "fr,en\nfalse,true\n");
-    let french = tracelake_ok(&[
-        "sql",
-        "--lake",
-        &lake,
-        "--config",
-        config.to_str().unwrap(),
-        "--format",
-        "csv",
-        query,
-    ]);
+    let french = tracelake_ok(&["sql", "--lake", &lake, "--config", config.to_str().unwrap(), "--format", "csv", query]);
     assert_eq!(french, "fr,en\ntrue,false\n");
 }

@@ -20,12 +20,7 @@ pub struct Trace {
 
 impl Default for Trace {
     fn default() -> Self {
-        Self {
-            events: Vec::new(),
-            ts: BASE_TS,
-            agent: "main".into(),
-            session: "test-session".into(),
-        }
+        Self { events: Vec::new(), ts: BASE_TS, agent: "main".into(), session: "test-session".into() }
     }
 }
 
@@ -50,7 +45,8 @@ impl Trace {
     pub fn event(&mut self, kind: &str, payload: Value) -> &mut Self {
         self.ts += 1000;
         let n = self.events.len() + 1;
-        self.events.push(json!({"id": format!("test-{n}"), "ts": self.ts, "agent": self.agent, "session": self.session, "type": kind, "payload": payload}));
+        self.events
+            .push(json!({"id": format!("test-{n}"), "ts": self.ts, "agent": self.agent, "session": self.session, "type": kind, "payload": payload}));
         self
     }
 
@@ -67,17 +63,11 @@ impl Trace {
     }
 
     pub fn tool_ok(&mut self, tool: &str, params: Value) -> &mut Self {
-        self.call(tool, params.clone()).event(
-            "tool.result",
-            json!({"toolName": tool, "params": params, "result": {"exitCode": 0}}),
-        )
+        self.call(tool, params.clone()).event("tool.result", json!({"toolName": tool, "params": params, "result": {"exitCode": 0}}))
     }
 
     pub fn tool_fail(&mut self, tool: &str, params: Value, error: &str) -> &mut Self {
-        self.call(tool, params.clone()).event(
-            "tool.result",
-            json!({"toolName": tool, "params": params, "error": error}),
-        )
+        self.call(tool, params.clone()).event("tool.result", json!({"toolName": tool, "params": params, "error": error}))
     }
 
     pub fn lines(&self) -> String {
@@ -101,39 +91,18 @@ pub fn detect_lines(lines: &str, config: Option<Value>) -> Vec<Found> {
     let input = dir.path().join("trace.jsonl");
     std::fs::write(&input, lines).unwrap();
     let lake = Lake::new(dir.path().join("lake"));
-    import_source(
-        &lake,
-        &Decoder::new(Redactor::builtin()),
-        &ImportSource::File(input),
-        &ImportOptions::default(),
-        &|_| {},
-    )
-    .unwrap();
+    import_source(&lake, &Decoder::new(Redactor::builtin()), &ImportSource::File(input), &ImportOptions::default(), &|_| {}).unwrap();
     let config = Config::resolve(&config.unwrap_or_else(|| {
         json!({"output": {"maxFindings": 100000}, "signals": {"SIG-UNVERIFIED-CLAIM": {"enabled": true}, "SIG-UNANSWERED": {"enabled": true}, "SIG-ERROR-ENDING": {"enabled": true}}})
     }));
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let analysis = runtime
-        .block_on(analyze(
-            &lake,
-            &config,
-            Redactor::builtin(),
-            &AnalyzeOptions {
-                full: true,
-                ..AnalyzeOptions::default()
-            },
-        ))
+        .block_on(analyze(&lake, &config, Redactor::builtin(), &AnalyzeOptions { full: true, ..AnalyzeOptions::default() }))
         .unwrap();
     let mut found: Vec<Found> = analysis
         .findings
         .into_iter()
-        .map(|f| Found {
-            signal: f.signal,
-            severity: f.severity,
-            start: f.start_idx,
-            end: f.end_idx,
-            summary: f.summary,
-        })
+        .map(|f| Found { signal: f.signal, severity: f.severity, start: f.start_idx, end: f.end_idx, summary: f.summary })
         .collect();
     found.sort_by(|a, b| (a.start, &a.signal).cmp(&(b.start, &b.signal)));
     found
@@ -145,9 +114,5 @@ pub fn detect(trace: &Trace) -> Vec<Found> {
 
 /// Findings of one signal.
 pub fn of(found: &[Found], signal: &str) -> Vec<Found> {
-    found
-        .iter()
-        .filter(|f| f.signal == signal)
-        .cloned()
-        .collect()
+    found.iter().filter(|f| f.signal == signal).cloned().collect()
 }

@@ -14,19 +14,7 @@ const STREAM: &str = "openclaw-events";
 
 fn start_watch(nats: &NatsServer, lake: &str, webhook: &str) -> Child {
     Command::new(env!("CARGO_BIN_EXE_tracelake"))
-        .args([
-            "watch",
-            "--lake",
-            lake,
-            "--nats-url",
-            &nats.url(),
-            "--stream",
-            STREAM,
-            "--webhook",
-            webhook,
-            "--interval",
-            "200ms",
-        ])
+        .args(["watch", "--lake", lake, "--nats-url", &nats.url(), "--stream", STREAM, "--webhook", webhook, "--interval", "200ms"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -34,17 +22,9 @@ fn start_watch(nats: &NatsServer, lake: &str, webhook: &str) -> Child {
 }
 
 fn interrupt(child: Child) {
-    Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "watch exits cleanly on Ctrl-C: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "watch exits cleanly on Ctrl-C: {}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
 }
 
 fn wait_for(server: &LlmServer, calls: usize) {
@@ -60,20 +40,10 @@ fn one_webhook_call_per_critical_finding() {
     let mut t = Trace::new();
     t.session("loop", "ops");
     for _ in 0..5 {
-        t.tool_fail(
-            "exec",
-            json!({"command": "cat /etc/shadow"}),
-            "Permission denied",
-        );
+        t.tool_fail("exec", json!({"command": "cat /etc/shadow"}), "Permission denied");
     }
-    t.session("claim", "main")
-        .user("Deploy bitte")
-        .tool_fail("deploy", json!({"env": "prod"}), "connect ECONNREFUSED")
-        .agent("Done ✅");
-    t.session("minor", "main")
-        .user("Wie ist der Status?")
-        .agent("Der Server läuft auf Port 8080.")
-        .user("nein, das ist falsch");
+    t.session("claim", "main").user("Deploy bitte").tool_fail("deploy", json!({"env": "prod"}), "connect ECONNREFUSED").agent("Done ✅");
+    t.session("minor", "main").user("Wie ist der Status?").agent("Der Server läuft auf Port 8080.").user("nein, das ist falsch");
     let lines: Vec<String> = t.events.iter().map(|e| e.to_string()).collect();
     nats.publish(STREAM, &lines);
 
@@ -85,45 +55,19 @@ fn one_webhook_call_per_critical_finding() {
 
     // More events in the same chains: the same findings again, which must not be re-sent.
     let mut more = Trace::new();
-    more.session("claim", "main")
-        .wait_minutes(1)
-        .user("Und jetzt?");
-    more.events
-        .iter_mut()
-        .for_each(|e| e["id"] = json!(format!("more-{}", e["id"].as_str().unwrap())));
-    nats.publish(
-        STREAM,
-        &more
-            .events
-            .iter()
-            .map(|e| e.to_string())
-            .collect::<Vec<_>>(),
-    );
+    more.session("claim", "main").wait_minutes(1).user("Und jetzt?");
+    more.events.iter_mut().for_each(|e| e["id"] = json!(format!("more-{}", e["id"].as_str().unwrap())));
+    nats.publish(STREAM, &more.events.iter().map(|e| e.to_string()).collect::<Vec<_>>());
     std::thread::sleep(Duration::from_secs(2));
     interrupt(watcher);
 
     let calls = webhook.received();
-    assert_eq!(
-        calls.len(),
-        2,
-        "{:#?}",
-        calls.iter().map(|c| &c.body).collect::<Vec<_>>()
-    );
-    let mut signals: Vec<&str> = calls
-        .iter()
-        .map(|c| c.body["finding"]["signal"]["signal"].as_str().unwrap())
-        .collect();
+    assert_eq!(calls.len(), 2, "{:#?}", calls.iter().map(|c| &c.body).collect::<Vec<_>>());
+    let mut signals: Vec<&str> = calls.iter().map(|c| c.body["finding"]["signal"]["signal"].as_str().unwrap()).collect();
     signals.sort();
     assert_eq!(signals, ["SIG-DOOM-LOOP", "SIG-HALLUCINATION"]);
-    assert!(
-        calls
-            .iter()
-            .all(|c| c.body["finding"]["signal"]["severity"] == "critical" && c.path == "/v1/hook")
-    );
-    assert_ne!(
-        calls[0].body["finding"]["id"],
-        calls[1].body["finding"]["id"]
-    );
+    assert!(calls.iter().all(|c| c.body["finding"]["signal"]["severity"] == "critical" && c.path == "/v1/hook"));
+    assert_ne!(calls[0].body["finding"]["id"], calls[1].body["finding"]["id"]);
 
     // A restarted watch sees the same events and remembers what it sent.
     let again = start_watch(&nats, &lake, &format!("{}/hook", webhook.url));
@@ -134,17 +78,7 @@ fn one_webhook_call_per_critical_finding() {
 
 #[test]
 fn an_unreachable_server_is_a_clear_error() {
-    let out = crate::common::tracelake(&[
-        "watch",
-        "--nats-url",
-        "nats://127.0.0.1:1",
-        "--webhook",
-        "http://127.0.0.1:1/x",
-    ]);
+    let out = crate::common::tracelake(&["watch", "--nats-url", "nats://127.0.0.1:1", "--webhook", "http://127.0.0.1:1/x"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("cannot reach NATS"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot reach NATS"), "{}", String::from_utf8_lossy(&out.stderr));
 }

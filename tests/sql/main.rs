@@ -42,17 +42,9 @@ fn main() {
 }
 
 fn run_file(path: &Path) -> Result<(), Failed> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async {
-        let ctx = memory_session(
-            Vec::new(),
-            tracelake::redact::Redactor::builtin(),
-            &EngineOptions::default(),
-        )
-        .await?;
+        let ctx = memory_session(Vec::new(), tracelake::redact::Redactor::builtin(), &EngineOptions::default()).await?;
         let mut runner = sqllogictest::Runner::new(move || {
             let ctx = ctx.clone();
             async move { Ok(Tracelake { ctx }) }
@@ -78,10 +70,7 @@ fn err(e: impl std::fmt::Display) -> SqlError {
 const EVENT_COLUMNS: [(&str, &str); 13] = [
     ("stream_seq", "CAST(n AS BIGINT UNSIGNED)"),
     ("id", "'e' || CAST(n AS VARCHAR)"),
-    (
-        "ts",
-        "to_timestamp_millis(CAST(1767225600000 + n * 1000 AS BIGINT))",
-    ),
+    ("ts", "to_timestamp_millis(CAST(1767225600000 + n * 1000 AS BIGINT))"),
     ("agent", "'agent'"),
     ("session", "'s1'"),
     ("type", "NULL"),
@@ -115,18 +104,11 @@ impl Tracelake {
         sql.push_str(&params.fill(CHAINS));
         sql.push_str(&params.fill(CHAIN_VIEWS));
         self.ctx.deregister_table("events").map_err(err)?;
-        run_statements(&self.ctx, &sql, |_, _| Ok(()))
-            .await
-            .map_err(err)?;
+        run_statements(&self.ctx, &sql, |_, _| Ok(())).await.map_err(err)?;
         for detector in builtin_detectors() {
             let view = detector.name.to_lowercase().replace('-', "_");
-            let sql = format!(
-                "CREATE OR REPLACE VIEW {view} AS {}",
-                params.fill(&detector.sql)
-            );
-            run_statements(&self.ctx, &sql, |_, _| Ok(()))
-                .await
-                .map_err(err)?;
+            let sql = format!("CREATE OR REPLACE VIEW {view} AS {}", params.fill(&detector.sql));
+            run_statements(&self.ctx, &sql, |_, _| Ok(())).await.map_err(err)?;
         }
         Ok(())
     }
@@ -138,39 +120,22 @@ impl AsyncDB for Tracelake {
     type ColumnType = DefaultColumnType;
 
     async fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, SqlError> {
-        let mut results: Option<(Arc<datafusion::arrow::datatypes::Schema>, Vec<RecordBatch>)> =
-            None;
+        let mut results: Option<(Arc<datafusion::arrow::datatypes::Schema>, Vec<RecordBatch>)> = None;
         run_statements(&self.ctx, sql, |schema, batches| {
             results = Some((schema, batches));
             Ok(())
         })
         .await
         .map_err(err)?;
-        let words: Vec<String> = sql
-            .split_whitespace()
-            .take(6)
-            .map(str::to_lowercase)
-            .collect();
-        if words.first().is_some_and(|w| w == "create")
-            && words
-                .iter()
-                .any(|w| w == "trace" || w.starts_with("trace("))
-        {
+        let words: Vec<String> = sql.split_whitespace().take(6).map(str::to_lowercase).collect();
+        if words.first().is_some_and(|w| w == "create") && words.iter().any(|w| w == "trace" || w.starts_with("trace(")) {
             self.define_over_trace().await?;
         }
-        let Some((schema, batches)) = results.filter(|(schema, _)| !schema.fields().is_empty())
-        else {
+        let Some((schema, batches)) = results.filter(|(schema, _)| !schema.fields().is_empty()) else {
             return Ok(DBOutput::StatementComplete(0));
         };
-        let types = schema
-            .fields()
-            .iter()
-            .map(|f| column_type(f.data_type()))
-            .collect();
-        Ok(DBOutput::Rows {
-            types,
-            rows: rows_as_text(&batches)?,
-        })
+        let types = schema.fields().iter().map(|f| column_type(f.data_type())).collect();
+        Ok(DBOutput::Rows { types, rows: rows_as_text(&batches)? })
     }
 
     async fn shutdown(&mut self) {}
@@ -190,9 +155,7 @@ fn column_type(data_type: &DataType) -> DefaultColumnType {
         | DataType::UInt16
         | DataType::UInt32
         | DataType::UInt64 => DefaultColumnType::Integer,
-        DataType::Float32 | DataType::Float64 | DataType::Decimal128(_, _) => {
-            DefaultColumnType::FloatingPoint
-        }
+        DataType::Float32 | DataType::Float64 | DataType::Decimal128(_, _) => DefaultColumnType::FloatingPoint,
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => DefaultColumnType::Text,
         _ => DefaultColumnType::Any,
     }
@@ -203,23 +166,15 @@ fn rows_as_text(batches: &[RecordBatch]) -> Result<Vec<Vec<String>>, SqlError> {
     let options = FormatOptions::default().with_null("NULL");
     let mut rows = Vec::new();
     for batch in batches {
-        let formatters: Vec<ArrayFormatter> = batch
-            .columns()
-            .iter()
-            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options))
-            .collect::<Result<_, _>>()
-            .map_err(err)?;
+        let formatters: Vec<ArrayFormatter> =
+            batch.columns().iter().map(|c| ArrayFormatter::try_new(c.as_ref(), &options)).collect::<Result<_, _>>().map_err(err)?;
         for row in 0..batch.num_rows() {
             rows.push(
                 formatters
                     .iter()
                     .map(|f| {
                         let text = f.value(row).to_string();
-                        if text.is_empty() {
-                            "(empty)".to_owned()
-                        } else {
-                            text
-                        }
+                        if text.is_empty() { "(empty)".to_owned() } else { text }
                     })
                     .collect(),
             );

@@ -7,22 +7,14 @@ use datafusion::arrow::array::{Array, ArrayRef, Int64Array, StringBuilder};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Result, exec_err};
-use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
-};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use crate::digest::short_sha256;
 use crate::strings::{all_scalar, argument_arrays, columnar, is_text, string_at};
 
 /// The chain id for a chain of `agent` in `session` whose first event is at `first_ts_ms`.
 pub fn chain_id(session: &str, agent: &str, first_ts_ms: i64) -> String {
-    short_sha256(&[
-        session.as_bytes(),
-        b":",
-        agent.as_bytes(),
-        b":",
-        first_ts_ms.to_string().as_bytes(),
-    ])
+    short_sha256(&[session.as_bytes(), b":", agent.as_bytes(), b":", first_ts_ms.to_string().as_bytes()])
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -32,9 +24,7 @@ pub struct ChainIdUdf {
 
 impl ChainIdUdf {
     pub fn new() -> Self {
-        Self {
-            signature: Signature::any(3, Volatility::Immutable),
-        }
+        Self { signature: Signature::any(3, Volatility::Immutable) }
     }
 }
 
@@ -54,18 +44,11 @@ impl ScalarUDFImpl for ChainIdUdf {
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         for t in &arg_types[..2] {
             if !is_text(t) {
-                return exec_err!(
-                    "chain_id(session, agent, first_ts): session and agent must be text, got {t}"
-                );
+                return exec_err!("chain_id(session, agent, first_ts): session and agent must be text, got {t}");
             }
         }
-        if !(arg_types[2].is_integer()
-            || matches!(arg_types[2], DataType::Timestamp(..) | DataType::Null))
-        {
-            return exec_err!(
-                "chain_id(session, agent, first_ts): first_ts must be an integer (ms) or a timestamp, got {}",
-                arg_types[2]
-            );
+        if !(arg_types[2].is_integer() || matches!(arg_types[2], DataType::Timestamp(..) | DataType::Null)) {
+            return exec_err!("chain_id(session, agent, first_ts): first_ts must be an integer (ms) or a timestamp, got {}", arg_types[2]);
         }
         Ok(DataType::Utf8)
     }
@@ -76,17 +59,11 @@ impl ScalarUDFImpl for ChainIdUdf {
         // The rows of one chain come together: hash each chain once.
         let mut last: Option<(&str, &str, i64, String)> = None;
         for row in 0..rows {
-            match (
-                string_at(&arrays[0], row)?,
-                string_at(&arrays[1], row)?,
-                ts.is_valid(row),
-            ) {
+            match (string_at(&arrays[0], row)?, string_at(&arrays[1], row)?, ts.is_valid(row)) {
                 (Some(session), Some(agent), true) => {
                     let first_ts = ts.value(row);
                     match &last {
-                        Some((s, a, t, id)) if *t == first_ts && *s == session && *a == agent => {
-                            out.append_value(id)
-                        }
+                        Some((s, a, t, id)) if *t == first_ts && *s == session && *a == agent => out.append_value(id),
                         _ => {
                             let id = chain_id(session, agent, first_ts);
                             out.append_value(&id);
@@ -104,21 +81,11 @@ impl ScalarUDFImpl for ChainIdUdf {
 /// Integer milliseconds from an integer or a timestamp array.
 fn as_millis(array: &ArrayRef) -> Result<Int64Array> {
     let millis = match array.data_type() {
-        DataType::Timestamp(_, tz) => cast(
-            array,
-            &DataType::Timestamp(
-                datafusion::arrow::datatypes::TimeUnit::Millisecond,
-                tz.clone(),
-            ),
-        )?,
+        DataType::Timestamp(_, tz) => cast(array, &DataType::Timestamp(datafusion::arrow::datatypes::TimeUnit::Millisecond, tz.clone()))?,
         _ => array.clone(),
     };
     let ints = cast(&millis, &DataType::Int64)?;
-    Ok(ints
-        .as_any()
-        .downcast_ref::<Int64Array>()
-        .expect("cast to Int64")
-        .clone())
+    Ok(ints.as_any().downcast_ref::<Int64Array>().expect("cast to Int64").clone())
 }
 
 #[cfg(test)]
@@ -128,10 +95,7 @@ mod tests {
     #[test]
     fn the_id_is_the_first_16_hex_digits_of_the_sha256_of_session_agent_and_time() {
         // Digests from Python's hashlib.
-        assert_eq!(
-            chain_id("test-session", "main", 1_700_000_000_000),
-            "7d2b5a891ac8bd2b"
-        );
+        assert_eq!(chain_id("test-session", "main", 1_700_000_000_000), "7d2b5a891ac8bd2b");
         assert_eq!(chain_id("s", "main", -5), "5563a0f0fd2dc7d2");
     }
 }

@@ -31,20 +31,11 @@ const FIELDS: [&str; 5] = ["chain_no", "idx", "len", "start_ms", "piece"];
 
 /// The `chain_position` window function.
 pub fn udf() -> WindowUDF {
-    WindowFunction::udf(
-        "chain_position",
-        Some(6),
-        DataType::Struct(fields()),
-        false,
-        || Box::new(ChainPositionEvaluator),
-    )
+    WindowFunction::udf("chain_position", Some(6), DataType::Struct(fields()), false, || Box::new(ChainPositionEvaluator))
 }
 
 fn fields() -> Fields {
-    FIELDS
-        .iter()
-        .map(|name| Field::new(*name, DataType::Int64, false))
-        .collect()
+    FIELDS.iter().map(|name| Field::new(*name, DataType::Int64, false)).collect()
 }
 
 #[derive(Debug)]
@@ -52,18 +43,11 @@ struct ChainPositionEvaluator;
 
 impl PartitionEvaluator for ChainPositionEvaluator {
     fn evaluate_all(&mut self, values: &[ArrayRef], n: usize) -> Result<ArrayRef> {
-        let [agents, sessions, types, ts, gap, cap] = values else {
-            unreachable!("the signature takes six arguments")
-        };
+        let [agents, sessions, types, ts, gap, cap] = values else { unreachable!("the signature takes six arguments") };
         let ts = cast(ts, &DataType::Int64)?;
         let ts = ts.as_primitive::<Int64Type>();
-        let gap_ms = cast(gap, &DataType::Int64)?
-            .as_primitive::<Int64Type>()
-            .value(0);
-        let cap = cast(cap, &DataType::Int64)?
-            .as_primitive::<Int64Type>()
-            .value(0)
-            .max(1);
+        let gap_ms = cast(gap, &DataType::Int64)?.as_primitive::<Int64Type>().value(0);
+        let cap = cast(cap, &DataType::Int64)?.as_primitive::<Int64Type>().value(0).max(1);
 
         let mut pos_in_segment = vec![0i64; n];
         for i in 1..n {
@@ -74,15 +58,9 @@ impl PartitionEvaluator for ChainPositionEvaluator {
                 || string_at(sessions, i)? != string_at(sessions, i - 1)?
                 || kind == Some("session.start")
                 || prev_type == Some("session.end")
-                || (prev_type == Some("run.end")
-                    && kind == Some("run.start")
-                    && pause > RUN_PAUSE_MS)
+                || (prev_type == Some("run.end") && kind == Some("run.start") && pause > RUN_PAUSE_MS)
                 || pause > gap_ms;
-            pos_in_segment[i] = if starts_segment {
-                0
-            } else {
-                pos_in_segment[i - 1] + 1
-            };
+            pos_in_segment[i] = if starts_segment { 0 } else { pos_in_segment[i - 1] + 1 };
         }
 
         let mut chain_no = Vec::with_capacity(n);
@@ -105,10 +83,8 @@ impl PartitionEvaluator for ChainPositionEvaluator {
         }
         len[chain_start..n].fill((n - chain_start) as i64);
 
-        let columns: Vec<ArrayRef> = [chain_no, idx, len, start_ms, piece]
-            .into_iter()
-            .map(|v| Arc::new(Int64Array::from(v)) as ArrayRef)
-            .collect();
+        let columns: Vec<ArrayRef> =
+            [chain_no, idx, len, start_ms, piece].into_iter().map(|v| Arc::new(Int64Array::from(v)) as ArrayRef).collect();
         Ok(Arc::new(StructArray::try_new(fields(), columns, None)?))
     }
 }
@@ -131,9 +107,7 @@ mod tests {
         ];
         let out = ChainPositionEvaluator.evaluate_all(&values, n).unwrap();
         let out = out.as_struct();
-        (0..n)
-            .map(|i| std::array::from_fn(|f| out.column(f).as_primitive::<Int64Type>().value(i)))
-            .collect()
+        (0..n).map(|i| std::array::from_fn(|f| out.column(f).as_primitive::<Int64Type>().value(i))).collect()
     }
 
     #[test]
@@ -162,19 +136,7 @@ mod tests {
     fn long_segments_are_cut_into_pieces_of_the_cap() {
         let rows: Vec<(&str, &str, i64)> = (0..7).map(|i| ("s", "msg.in", i)).collect();
         let p = positions(&rows, 60_000, 3);
-        let summary: Vec<(i64, i64, i64, i64)> =
-            p.iter().map(|r| (r[0], r[1], r[2], r[4])).collect();
-        assert_eq!(
-            summary,
-            [
-                (0, 0, 3, 0),
-                (0, 1, 3, 0),
-                (0, 2, 3, 0),
-                (1, 0, 3, 1),
-                (1, 1, 3, 1),
-                (1, 2, 3, 1),
-                (2, 0, 1, 2)
-            ]
-        );
+        let summary: Vec<(i64, i64, i64, i64)> = p.iter().map(|r| (r[0], r[1], r[2], r[4])).collect();
+        assert_eq!(summary, [(0, 0, 3, 0), (0, 1, 3, 0), (0, 2, 3, 0), (1, 0, 3, 1), (1, 1, 3, 1), (1, 2, 3, 1), (2, 0, 1, 2)]);
     }
 }

@@ -14,9 +14,7 @@ use datafusion::arrow::array::UInt64Array;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::hash_utils::RandomState;
 use datafusion::common::{Result, exec_err};
-use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
-};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use crate::strings::{all_scalar, argument_arrays, columnar, is_text, string_at};
 
@@ -33,9 +31,7 @@ pub fn dedup_key(
     tool_params: Option<&str>,
 ) -> u64 {
     match event_type {
-        Some("msg.in" | "msg.out") => {
-            state.hash_one(prefix_chars(content.unwrap_or(""), MESSAGE_PREFIX_CHARS))
-        }
+        Some("msg.in" | "msg.out") => state.hash_one(prefix_chars(content.unwrap_or(""), MESSAGE_PREFIX_CHARS)),
         Some("tool.call") => state.hash_one((tool_name.unwrap_or(""), tool_params.unwrap_or("{}"))),
         Some("tool.result") => state.hash_one(tool_name.unwrap_or("")),
         _ => 0,
@@ -44,9 +40,7 @@ pub fn dedup_key(
 
 /// The first `chars` characters of `text`.
 fn prefix_chars(text: &str, chars: usize) -> &str {
-    text.char_indices()
-        .nth(chars)
-        .map_or(text, |(end, _)| &text[..end])
+    text.char_indices().nth(chars).map_or(text, |(end, _)| &text[..end])
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -56,9 +50,7 @@ pub struct DedupKeyUdf {
 
 impl DedupKeyUdf {
     pub fn new() -> Self {
-        Self {
-            signature: Signature::any(4, Volatility::Immutable),
-        }
+        Self { signature: Signature::any(4, Volatility::Immutable) }
     }
 }
 
@@ -78,9 +70,7 @@ impl ScalarUDFImpl for DedupKeyUdf {
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         for t in arg_types {
             if !is_text(t) {
-                return exec_err!(
-                    "dedup_key(type, content, tool_name, tool_params) takes text arguments, got {t}"
-                );
+                return exec_err!("dedup_key(type, content, tool_name, tool_params) takes text arguments, got {t}");
             }
         }
         Ok(DataType::UInt64)
@@ -105,45 +95,16 @@ mod tests {
     #[test]
     fn copies_share_a_key_and_other_events_do_not() {
         let state = RandomState::with_seed(0);
-        let key = |t: &str, c: Option<&str>, n: Option<&str>, p: Option<&str>| {
-            dedup_key(&state, Some(t), c, n, p)
-        };
+        let key = |t: &str, c: Option<&str>, n: Option<&str>, p: Option<&str>| dedup_key(&state, Some(t), c, n, p);
         let long = "ä".repeat(200);
-        assert_eq!(
-            key("msg.in", Some(&format!("{long}-one")), None, None),
-            key("msg.in", Some(&format!("{long}-two")), Some("x"), None)
-        );
-        assert_ne!(
-            key("msg.in", Some(&"ä".repeat(199)), None, None),
-            key("msg.in", Some(&format!("{}b", "ä".repeat(199))), None, None)
-        );
-        assert_eq!(
-            key("msg.out", None, None, None),
-            key("msg.out", Some(""), None, None)
-        );
-        assert_eq!(
-            key("tool.call", Some("a"), Some("exec"), None),
-            key("tool.call", Some("b"), Some("exec"), Some("{}"))
-        );
-        assert_ne!(
-            key("tool.call", None, Some("exec"), Some("{\"a\":1}")),
-            key("tool.call", None, Some("exec"), Some("{\"a\":2}"))
-        );
-        assert_ne!(
-            key("tool.call", None, Some("ab"), Some("c")),
-            key("tool.call", None, Some("a"), Some("bc"))
-        );
-        assert_eq!(
-            key("tool.result", Some("ok"), Some("exec"), Some("x")),
-            key("tool.result", Some("failed"), Some("exec"), None)
-        );
-        assert_ne!(
-            key("tool.result", None, Some("exec"), None),
-            key("tool.result", None, Some("read"), None)
-        );
-        assert_eq!(
-            key("run.start", Some("a"), Some("b"), None),
-            dedup_key(&state, None, None, None, None)
-        );
+        assert_eq!(key("msg.in", Some(&format!("{long}-one")), None, None), key("msg.in", Some(&format!("{long}-two")), Some("x"), None));
+        assert_ne!(key("msg.in", Some(&"ä".repeat(199)), None, None), key("msg.in", Some(&format!("{}b", "ä".repeat(199))), None, None));
+        assert_eq!(key("msg.out", None, None, None), key("msg.out", Some(""), None, None));
+        assert_eq!(key("tool.call", Some("a"), Some("exec"), None), key("tool.call", Some("b"), Some("exec"), Some("{}")));
+        assert_ne!(key("tool.call", None, Some("exec"), Some("{\"a\":1}")), key("tool.call", None, Some("exec"), Some("{\"a\":2}")));
+        assert_ne!(key("tool.call", None, Some("ab"), Some("c")), key("tool.call", None, Some("a"), Some("bc")));
+        assert_eq!(key("tool.result", Some("ok"), Some("exec"), Some("x")), key("tool.result", Some("failed"), Some("exec"), None));
+        assert_ne!(key("tool.result", None, Some("exec"), None), key("tool.result", None, Some("read"), None));
+        assert_eq!(key("run.start", Some("a"), Some("b"), None), dedup_key(&state, None, None, None, None));
     }
 }

@@ -10,9 +10,5 @@ pub(crate) fn short_sha256(parts: &[&[u8]]) -> String {
         hasher.update(part);
     }
     let digest = hasher.finalize();
-    digest[..8]
-        .iter()
-        .flat_map(|b| [HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]])
-        .map(char::from)
-        .collect()
+    digest[..8].iter().flat_map(|b| [HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]]).map(char::from).collect()
 }

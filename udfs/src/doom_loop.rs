@@ -25,9 +25,7 @@ const MIN_LOOP: usize = 3;
 
 /// The `doom_loop_id` window function.
 pub fn udf() -> WindowUDF {
-    WindowFunction::udf("doom_loop_id", Some(4), DataType::Int64, true, || {
-        Box::new(DoomLoopEvaluator)
-    })
+    WindowFunction::udf("doom_loop_id", Some(4), DataType::Int64, true, || Box::new(DoomLoopEvaluator))
 }
 
 #[derive(Debug)]
@@ -35,9 +33,7 @@ struct DoomLoopEvaluator;
 
 impl PartitionEvaluator for DoomLoopEvaluator {
     fn evaluate_all(&mut self, values: &[ArrayRef], n: usize) -> Result<ArrayRef> {
-        let [chains, tools, params, failed] = values else {
-            unreachable!("the signature takes four arguments")
-        };
+        let [chains, tools, params, failed] = values else { unreachable!("the signature takes four arguments") };
         let chains = cast(chains, &DataType::Int64)?;
         let chains = chains.as_primitive::<Int64Type>();
         let failed = match failed.data_type() {

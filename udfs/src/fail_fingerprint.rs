@@ -8,9 +8,7 @@ use std::sync::{Arc, LazyLock};
 use datafusion::arrow::array::StringBuilder;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::Result;
-use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
-};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 use regex::Regex;
 use serde_json::Value;
 
@@ -19,10 +17,7 @@ use crate::strings::{all_scalar, argument_arrays, columnar, string_at};
 
 static VOLATILE: LazyLock<[(Regex, &'static str); 4]> = LazyLock::new(|| {
     [
-        (
-            Regex::new(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}[.\dZ]*").expect("valid"),
-            "<TIMESTAMP>",
-        ),
+        (Regex::new(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}[.\dZ]*").expect("valid"), "<TIMESTAMP>"),
         (Regex::new(r"(?i)\bpid[= ]\d+").expect("valid"), "pid=<PID>"),
         (Regex::new(r"(?i)\bseq[= ]\d+").expect("valid"), "seq=<SEQ>"),
         (Regex::new(r"/tmp/\S+").expect("valid"), "/tmp/<PATH>"),
@@ -42,19 +37,12 @@ pub fn normalize_error(error: &str) -> String {
 
 /// First 16 hex digits of sha256("tool|stable params|normalized error").
 pub fn fail_fingerprint(tool_name: &str, params: &str, error: &str) -> String {
-    let mut params: Value =
-        serde_json::from_str(params).unwrap_or(Value::Object(Default::default()));
+    let mut params: Value = serde_json::from_str(params).unwrap_or(Value::Object(Default::default()));
     if let Some(object) = params.as_object_mut() {
         object.remove("timeout");
         object.remove("timestamp");
     }
-    short_sha256(&[
-        tool_name.as_bytes(),
-        b"|",
-        params.to_string().as_bytes(),
-        b"|",
-        normalize_error(error).as_bytes(),
-    ])
+    short_sha256(&[tool_name.as_bytes(), b"|", params.to_string().as_bytes(), b"|", normalize_error(error).as_bytes()])
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -64,9 +52,7 @@ pub struct FailFingerprintUdf {
 
 impl FailFingerprintUdf {
     pub fn new() -> Self {
-        Self {
-            signature: Signature::string(3, Volatility::Immutable),
-        }
+        Self { signature: Signature::string(3, Volatility::Immutable) }
     }
 }
 
@@ -108,34 +94,16 @@ mod tests {
 
     #[test]
     fn volatile_parts_do_not_change_the_fingerprint() {
-        let a = fail_fingerprint(
-            "exec",
-            r#"{"command":"x","timeout":5}"#,
-            "2026-01-01T10:00:00.123Z pid=123 failed at /tmp/abc.sock",
-        );
-        let b = fail_fingerprint(
-            "exec",
-            r#"{"command":"x","timeout":30}"#,
-            "2026-02-03 11:22:33 pid 999 failed at /tmp/zzz",
-        );
+        let a = fail_fingerprint("exec", r#"{"command":"x","timeout":5}"#, "2026-01-01T10:00:00.123Z pid=123 failed at /tmp/abc.sock");
+        let b = fail_fingerprint("exec", r#"{"command":"x","timeout":30}"#, "2026-02-03 11:22:33 pid 999 failed at /tmp/zzz");
         assert_eq!(a, b);
-        assert_ne!(
-            a,
-            fail_fingerprint("exec", r#"{"command":"y"}"#, "pid=1 failed at /tmp/x")
-        );
+        assert_ne!(a, fail_fingerprint("exec", r#"{"command":"y"}"#, "pid=1 failed at /tmp/x"));
         assert_eq!(normalize_error("seq=42 seq 7"), "seq=<SEQ> seq=<SEQ>");
     }
 
     #[test]
     fn the_fingerprint_is_the_first_16_hex_digits_of_the_sha256_of_tool_params_and_error() {
         // sha256("exec|{\"command\":\"x\"}|boom at /tmp/<PATH>") from Python's hashlib.
-        assert_eq!(
-            fail_fingerprint(
-                "exec",
-                r#"{"command":"x","timeout":5}"#,
-                " boom at /tmp/a.sock "
-            ),
-            "855bb93e27b52911"
-        );
+        assert_eq!(fail_fingerprint("exec", r#"{"command":"x","timeout":5}"#, " boom at /tmp/a.sock "), "855bb93e27b52911");
     }
 }

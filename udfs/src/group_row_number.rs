@@ -19,9 +19,7 @@ use crate::window_function::WindowFunction;
 
 /// The `group_row_number` window function.
 pub fn udf() -> WindowUDF {
-    WindowFunction::udf("group_row_number", None, DataType::UInt64, false, || {
-        Box::new(GroupRowNumberEvaluator)
-    })
+    WindowFunction::udf("group_row_number", None, DataType::UInt64, false, || Box::new(GroupRowNumberEvaluator))
 }
 
 #[derive(Debug)]
@@ -51,21 +49,10 @@ mod tests {
     #[test]
     fn rows_are_numbered_within_each_run_of_equal_keys() {
         let values: Vec<ArrayRef> = vec![
-            Arc::new(StringArray::from(vec![
-                Some("a"),
-                Some("a"),
-                Some("a"),
-                Some("b"),
-                None,
-                None,
-            ])),
+            Arc::new(StringArray::from(vec![Some("a"), Some("a"), Some("a"), Some("b"), None, None])),
             Arc::new(Int64Array::from(vec![1, 1, 2, 2, 2, 2])),
         ];
         let out = GroupRowNumberEvaluator.evaluate_all(&values, 6).unwrap();
-        assert_eq!(
-            out.as_primitive::<UInt64Type>().values().to_vec(),
-            [1, 2, 1, 1, 1, 2],
-            "null keys group together"
-        );
+        assert_eq!(out.as_primitive::<UInt64Type>().values().to_vec(), [1, 2, 1, 1, 1, 2], "null keys group together");
     }
 }

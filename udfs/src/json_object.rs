@@ -7,9 +7,7 @@ use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
 use datafusion::common::{Result, exec_err};
-use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
-};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 use serde_json::{Map, Value};
 
 use crate::strings::{all_scalar, argument_arrays, columnar, string_at};
@@ -21,9 +19,7 @@ pub struct JsonObjectUdf {
 
 impl JsonObjectUdf {
     pub fn new() -> Self {
-        Self {
-            signature: Signature::variadic_any(Volatility::Immutable),
-        }
+        Self { signature: Signature::variadic_any(Volatility::Immutable) }
     }
 }
 
@@ -55,9 +51,7 @@ impl ScalarUDFImpl for JsonObjectUdf {
                 DataType::Int8 | DataType::Int16 | DataType::Int32 => cast(a, &DataType::Int64),
                 DataType::UInt8 | DataType::UInt16 | DataType::UInt32 => cast(a, &DataType::UInt64),
                 DataType::Float32 => cast(a, &DataType::Float64),
-                DataType::Timestamp(..) | DataType::Date32 | DataType::Date64 => {
-                    cast(a, &DataType::Utf8)
-                }
+                DataType::Timestamp(..) | DataType::Date32 | DataType::Date64 => cast(a, &DataType::Utf8),
                 _ => Ok(Arc::clone(a)),
             })
             .collect::<std::result::Result<_, _>>()?;
@@ -81,24 +75,15 @@ fn json_value(array: &ArrayRef, row: usize) -> Result<Value> {
         return Ok(Value::Null);
     }
     Ok(match array.data_type() {
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
-            Value::from(string_at(array, row)?.unwrap_or(""))
-        }
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => Value::from(string_at(array, row)?.unwrap_or("")),
         DataType::Boolean => Value::from(array.as_boolean().value(row)),
         DataType::Int64 => Value::from(array.as_primitive::<Int64Type>().value(row)),
         DataType::UInt64 => Value::from(array.as_primitive::<UInt64Type>().value(row)),
         DataType::Float64 => Value::from(array.as_primitive::<Float64Type>().value(row)),
         DataType::List(_) | DataType::LargeList(_) => {
-            let list = cast(
-                &array.slice(row, 1),
-                &DataType::new_list(DataType::Utf8, true),
-            )?;
+            let list = cast(&array.slice(row, 1), &DataType::new_list(DataType::Utf8, true))?;
             let items = list.as_list::<i32>().value(0);
-            Value::Array(
-                (0..items.len())
-                    .map(|i| json_value(&items, i))
-                    .collect::<Result<_>>()?,
-            )
+            Value::Array((0..items.len()).map(|i| json_value(&items, i)).collect::<Result<_>>()?)
         }
         other => return exec_err!("json_object cannot encode {other}"),
     })

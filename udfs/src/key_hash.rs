@@ -8,9 +8,7 @@ use datafusion::arrow::array::{ArrayRef, UInt64Array};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::hash_utils::{RandomState, create_hashes};
 use datafusion::common::{Result, exec_err};
-use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
-};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use crate::strings::{all_scalar, argument_arrays, columnar, is_text};
 
@@ -29,9 +27,7 @@ pub struct KeyHashUdf {
 
 impl KeyHashUdf {
     pub fn new() -> Self {
-        Self {
-            signature: Signature::variadic_any(Volatility::Immutable),
-        }
+        Self { signature: Signature::variadic_any(Volatility::Immutable) }
     }
 }
 
@@ -70,15 +66,11 @@ mod tests {
 
     #[test]
     fn equal_text_hashes_equal_and_parts_do_not_run_together() {
-        let text =
-            |values: &[Option<&str>]| Arc::new(StringArray::from(values.to_vec())) as ArrayRef;
+        let text = |values: &[Option<&str>]| Arc::new(StringArray::from(values.to_vec())) as ArrayRef;
         let first = text(&[Some("exec"), Some("ab"), Some("a"), None, Some("")]);
         let second = text(&[Some("{}"), Some("c"), Some("bc"), None, Some("")]);
         let h = key_hashes(&[first.clone(), second]).unwrap();
-        assert_eq!(
-            h[0],
-            key_hashes(&[text(&[Some("exec")]), text(&[Some("{}")])]).unwrap()[0]
-        );
+        assert_eq!(h[0], key_hashes(&[text(&[Some("exec")]), text(&[Some("{}")])]).unwrap()[0]);
         assert_ne!(h[1], h[2], "(ab, c) and (a, bc)");
         let single = key_hashes(&[first]).unwrap();
         assert_ne!(single[3], single[4], "null and the empty text");

@@ -44,12 +44,8 @@ pub fn register_all(ctx: &SessionContext, redactor: Redactor, patterns: Arc<Patt
     ctx.register_udf(ScalarUDF::from(key_hash::KeyHashUdf::new()));
     ctx.register_udf(ScalarUDF::from(dedup_key::DedupKeyUdf::new()));
     ctx.register_udf(ScalarUDF::from(sort_key::SortKeyUdf::new()));
-    ctx.register_udf(ScalarUDF::from(
-        similarity::PairSimilarityUdf::levenshtein_ratio(),
-    ));
-    ctx.register_udf(ScalarUDF::from(
-        similarity::PairSimilarityUdf::param_similarity(),
-    ));
+    ctx.register_udf(ScalarUDF::from(similarity::PairSimilarityUdf::levenshtein_ratio()));
+    ctx.register_udf(ScalarUDF::from(similarity::PairSimilarityUdf::param_similarity()));
     for udf in text_category::TextCategoryUdf::all(&patterns) {
         ctx.register_udf(ScalarUDF::from(udf));
     }

@@ -136,9 +136,7 @@ pub enum PatternError {
     UnknownLanguage(String),
     #[error("language pack {code}: {message}")]
     BadPack { code: String, message: String },
-    #[error(
-        "unknown tool category {0:?} in `toolPatterns`; known: noop, consequential, readOnly, handoff"
-    )]
+    #[error("unknown tool category {0:?} in `toolPatterns`; known: noop, consequential, readOnly, handoff")]
     UnknownToolCategory(String),
 }
 
@@ -147,19 +145,11 @@ pub enum PatternError {
 fn bad_pattern(category: Category, patterns: &[(&str, String)]) -> PatternError {
     patterns
         .iter()
-        .find_map(|(code, p)| {
-            Regex::new(p).err().map(|e| PatternError::BadPack {
-                code: (*code).to_owned(),
-                message: e.to_string(),
-            })
-        })
+        .find_map(|(code, p)| Regex::new(p).err().map(|e| PatternError::BadPack { code: (*code).to_owned(), message: e.to_string() }))
         .unwrap_or_else(|| {
             let mut codes: Vec<&str> = patterns.iter().map(|(code, _)| *code).collect();
             codes.dedup();
-            PatternError::BadPack {
-                code: codes.join("+"),
-                message: format!("the {} patterns are too large together", category.key()),
-            }
+            PatternError::BadPack { code: codes.join("+"), message: format!("the {} patterns are too large together", category.key()) }
         })
 }
 
@@ -179,61 +169,34 @@ impl Patterns {
 
     /// The packs of `languages`, with the tool-name categories in `tool_patterns` (keys as
     /// in [`Category::TOOLS`]) replaced by the patterns given.
-    pub fn with_tool_patterns(
-        languages: &[String],
-        tool_patterns: &BTreeMap<String, Vec<String>>,
-    ) -> Result<Self, PatternError> {
+    pub fn with_tool_patterns(languages: &[String], tool_patterns: &BTreeMap<String, Vec<String>>) -> Result<Self, PatternError> {
         // (language, pattern) per category.
         let mut sources: HashMap<Category, Vec<(&str, String)>> = HashMap::new();
         let codes = std::iter::once("common").chain(languages.iter().map(String::as_str));
         for code in codes {
-            let text =
-                pack_source(code).ok_or_else(|| PatternError::UnknownLanguage(code.to_owned()))?;
+            let text = pack_source(code).ok_or_else(|| PatternError::UnknownLanguage(code.to_owned()))?;
             let pack: HashMap<String, Vec<String>> =
-                serde_json::from_str(text).map_err(|e| PatternError::BadPack {
-                    code: code.to_owned(),
-                    message: e.to_string(),
-                })?;
+                serde_json::from_str(text).map_err(|e| PatternError::BadPack { code: code.to_owned(), message: e.to_string() })?;
             for category in Category::ALL {
                 for pattern in pack.get(category.key()).into_iter().flatten() {
                     // Texts are matched with compound words joined (`dois-je` → `dois_je`).
-                    let pattern = if category.is_tool_name() {
-                        Cow::Borrowed(pattern.as_str())
-                    } else {
-                        joined_hyphens(pattern)
-                    };
-                    sources
-                        .entry(category)
-                        .or_default()
-                        .push((code, format!("(?i){pattern}")));
+                    let pattern = if category.is_tool_name() { Cow::Borrowed(pattern.as_str()) } else { joined_hyphens(pattern) };
+                    sources.entry(category).or_default().push((code, format!("(?i){pattern}")));
                 }
             }
         }
         for (key, patterns) in tool_patterns {
-            let (category, _) = Category::TOOLS
-                .iter()
-                .find(|(_, k)| k == key)
-                .ok_or_else(|| PatternError::UnknownToolCategory(key.clone()))?;
-            sources.insert(
-                *category,
-                patterns
-                    .iter()
-                    .map(|p| ("toolPatterns", format!("(?i){p}")))
-                    .collect(),
-            );
+            let (category, _) =
+                Category::TOOLS.iter().find(|(_, k)| k == key).ok_or_else(|| PatternError::UnknownToolCategory(key.clone()))?;
+            sources.insert(*category, patterns.iter().map(|p| ("toolPatterns", format!("(?i){p}"))).collect());
         }
         let mut sets = HashMap::new();
         for category in Category::ALL {
             let patterns = sources.remove(&category).unwrap_or_default();
-            let set = RegexSet::new(patterns.iter().map(|(_, p)| p))
-                .map_err(|_| bad_pattern(category, &patterns))?;
+            let set = RegexSet::new(patterns.iter().map(|(_, p)| p)).map_err(|_| bad_pattern(category, &patterns))?;
             sets.insert(category, set);
         }
-        Ok(Self {
-            languages: languages.to_vec(),
-            tool_patterns: tool_patterns.clone(),
-            sets,
-        })
+        Ok(Self { languages: languages.to_vec(), tool_patterns: tool_patterns.clone(), sets })
     }
 
     /// The default: English and German.
@@ -261,9 +224,7 @@ impl Patterns {
             let name = tool_words(text);
             return match category {
                 Category::ConsequentialTool => {
-                    self.matches(category, &name)
-                        && !self.matches(Category::ReadTool, &name)
-                        && !self.matches(Category::HandoffTool, &name)
+                    self.matches(category, &name) && !self.matches(Category::ReadTool, &name) && !self.matches(Category::HandoffTool, &name)
                 }
                 _ => self.matches(category, &name),
             };
@@ -278,17 +239,15 @@ impl Patterns {
             // A claim only counts in a sentence that is not a question ("Is it done?"), and
             // not in a message that owns up to a failure ("X worked. However, Y failed").
             Category::CompletionClaim => {
-                sentences(text)
-                    .any(|s| self.matches(category, s) && !self.matches(Category::Question, s))
+                sentences(text).any(|s| self.matches(category, s) && !self.matches(Category::Question, s))
                     && !self.matches(Category::FailureAdmission, text)
             }
             // System-state claims outside code blocks, in sentences that are not opinions.
-            Category::SystemStateClaim => sentences(&strip_code(text))
-                .any(|s| self.matches(category, s) && !self.matches(Category::Opinion, s)),
-            // "No, don't go ahead" agrees to nothing.
-            Category::Confirmation => {
-                self.matches(category, text) && !self.matches(Category::Refusal, text)
+            Category::SystemStateClaim => {
+                sentences(&strip_code(text)).any(|s| self.matches(category, s) && !self.matches(Category::Opinion, s))
             }
+            // "No, don't go ahead" agrees to nothing.
+            Category::Confirmation => self.matches(category, text) && !self.matches(Category::Refusal, text),
             _ => self.matches(category, text),
         }
     }
@@ -303,26 +262,13 @@ fn joined_words(text: &str) -> Cow<'_, str> {
     let joins = |i: usize| match bytes[i] {
         b'#' => true,
         b'-' | b'/' | b'.' | b'@' => {
-            let before = text[..i]
-                .chars()
-                .next_back()
-                .is_some_and(char::is_alphanumeric);
-            before
-                && text[i + 1..]
-                    .chars()
-                    .next()
-                    .is_some_and(char::is_alphanumeric)
+            let before = text[..i].chars().next_back().is_some_and(char::is_alphanumeric);
+            before && text[i + 1..].chars().next().is_some_and(char::is_alphanumeric)
         }
         _ => false,
     };
     let marks = |b: &u8| matches!(b, b'#' | b'-' | b'/' | b'.' | b'@');
-    let Some(first) = bytes
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| marks(b))
-        .map(|(i, _)| i)
-        .find(|&i| joins(i))
-    else {
+    let Some(first) = bytes.iter().enumerate().filter(|(_, b)| marks(b)).map(|(i, _)| i).find(|&i| joins(i)) else {
         return Cow::Borrowed(text);
     };
     let mut joined = bytes.to_vec();
@@ -338,28 +284,21 @@ fn joined_words(text: &str) -> Cow<'_, str> {
 /// A pattern's hyphens between two letters made `_`, as [`joined_words`] makes them in texts.
 fn joined_hyphens(pattern: &str) -> Cow<'_, str> {
     let chars: Vec<char> = pattern.chars().collect();
-    if !chars
-        .windows(3)
-        .any(|w| w[1] == '-' && w[0].is_alphabetic() && w[2].is_alphabetic())
-    {
+    if !chars.windows(3).any(|w| w[1] == '-' && w[0].is_alphabetic() && w[2].is_alphabetic()) {
         return Cow::Borrowed(pattern);
     }
-    let joined = chars
-        .iter()
-        .enumerate()
-        .map(|(i, &c)| {
-            if c == '-'
-                && i > 0
-                && i + 1 < chars.len()
-                && chars[i - 1].is_alphabetic()
-                && chars[i + 1].is_alphabetic()
-            {
-                '_'
-            } else {
-                c
-            }
-        })
-        .collect();
+    let joined =
+        chars
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| {
+                if c == '-' && i > 0 && i + 1 < chars.len() && chars[i - 1].is_alphabetic() && chars[i + 1].is_alphabetic() {
+                    '_'
+                } else {
+                    c
+                }
+            })
+            .collect();
     Cow::Owned(joined)
 }
 
@@ -367,10 +306,7 @@ fn joined_hyphens(pattern: &str) -> Cow<'_, str> {
 /// `cancel order` all become `cancel_order`. Borrowed when it is one already.
 fn tool_words(name: &str) -> Cow<'_, str> {
     let name = name.trim();
-    if name
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-    {
+    if name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
         return Cow::Borrowed(name);
     }
     let mut out = String::with_capacity(name.len() + 4);
@@ -391,8 +327,7 @@ fn tool_words(name: &str) -> Cow<'_, str> {
 
 /// Sentences with their final punctuation.
 fn sentences(text: &str) -> impl Iterator<Item = &str> {
-    text.split_inclusive(['.', '!', '?', '\n', '。', '！', '？'])
-        .filter(|s| !s.trim().is_empty())
+    text.split_inclusive(['.', '!', '?', '\n', '。', '！', '？']).filter(|s| !s.trim().is_empty())
 }
 
 /// `text` without fenced (```) or inline (`) code.
@@ -419,18 +354,12 @@ mod tests {
     fn every_pack_compiles() {
         let all: Vec<String> = LANGUAGES.iter().map(|s| (*s).to_owned()).collect();
         assert!(Patterns::new(&all).is_ok());
-        assert!(matches!(
-            Patterns::new(&["xx".into()]),
-            Err(PatternError::UnknownLanguage(_))
-        ));
+        assert!(matches!(Patterns::new(&["xx".into()]), Err(PatternError::UnknownLanguage(_))));
     }
 
     #[test]
     fn a_pattern_that_does_not_compile_is_named_by_its_pack() {
-        let patterns = [
-            ("en", "(?i)fine".to_owned()),
-            ("de", "(?i)(offen".to_owned()),
-        ];
+        let patterns = [("en", "(?i)fine".to_owned()), ("de", "(?i)(offen".to_owned())];
         assert!(RegexSet::new(patterns.iter().map(|(_, p)| p)).is_err());
         match bad_pattern(Category::Question, &patterns) {
             PatternError::BadPack { code, message } => {
@@ -445,13 +374,7 @@ mod tests {
     fn markers_and_compound_words_hold_no_pattern_word() {
         let p = Patterns::default_languages();
         assert!(p.is(Category::Correction, "stop, that is wrong"));
-        for text in [
-            "Thanks! ###STOP###",
-            "a non-stop flight",
-            "a one-stop shop",
-            "run /usr/bin/stop",
-            "see stop.sh",
-        ] {
+        for text in ["Thanks! ###STOP###", "a non-stop flight", "a one-stop shop", "run /usr/bin/stop", "see stop.sh"] {
             assert!(!p.is(Category::Correction, text), "{text}");
         }
         // A hyphenated pattern still finds its hyphenated text.
@@ -462,32 +385,14 @@ mod tests {
     #[test]
     fn tool_names_are_read_as_words() {
         let p = Patterns::default_languages();
-        for name in [
-            "cancel_reservation",
-            "cancelOrder",
-            "Update-Address",
-            "send email",
-            "book_reservation",
-        ] {
+        for name in ["cancel_reservation", "cancelOrder", "Update-Address", "send email", "book_reservation"] {
             assert!(p.is(Category::ConsequentialTool, name), "{name}");
         }
-        for name in [
-            "get_booking_details",
-            "search_flights",
-            "transfer_to_human_agents",
-            "think",
-            "bookmark",
-            "list_orders_to_cancel",
-        ] {
+        for name in ["get_booking_details", "search_flights", "transfer_to_human_agents", "think", "bookmark", "list_orders_to_cancel"] {
             assert!(!p.is(Category::ConsequentialTool, name), "{name}");
         }
-        assert!(
-            p.is(Category::NoopTool, "think") && p.is(Category::NoopTool, "Sequential-Thinking")
-        );
-        assert!(
-            p.is(Category::HandoffTool, "transfer_to_human_agents")
-                && p.is(Category::HandoffTool, "escalateToHuman")
-        );
+        assert!(p.is(Category::NoopTool, "think") && p.is(Category::NoopTool, "Sequential-Thinking"));
+        assert!(p.is(Category::HandoffTool, "transfer_to_human_agents") && p.is(Category::HandoffTool, "escalateToHuman"));
     }
 
     #[test]
@@ -510,20 +415,14 @@ mod tests {
         assert!(!p.is(Category::Confirmation, "No, don't proceed yet."));
         assert!(!p.is(Category::Confirmation, "I'm not sure, what are my options?"));
         assert!(p.is(Category::CompletionClaim, "Successfully deployed."));
-        assert!(!p.is(
-            Category::CompletionClaim,
-            "I changed X successfully. However, I could not update Y."
-        ));
+        assert!(!p.is(Category::CompletionClaim, "I changed X successfully. However, I could not update Y."));
     }
 
     #[test]
     fn code_is_not_a_claim() {
         let p = Patterns::default_languages();
         assert!(p.is(Category::SystemStateClaim, "The disk usage is 45% now."));
-        assert!(!p.is(
-            Category::SystemStateClaim,
-            "Run this:\n```\necho 'disk usage is 45'\n```"
-        ));
+        assert!(!p.is(Category::SystemStateClaim, "Run this:\n```\necho 'disk usage is 45'\n```"));
         assert!(!p.is(Category::SystemStateClaim, "I think the disk usage is 45%."));
     }
 }

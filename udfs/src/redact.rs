@@ -6,9 +6,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Result, ScalarValue};
-use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
-};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 use regex::{Regex, RegexSet};
 
 use crate::strings::map_strings;
@@ -19,22 +17,13 @@ use crate::strings::map_strings;
 /// the text. A `KEY=value` value ends at white space or a quote, so that one match cannot
 /// swallow the next key and leave its value.
 const BUILTIN_PATTERNS: &[(&str, &str)] = &[
-    (
-        r"eyJ[A-Za-z0-9_-]{20,}\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}",
-        "[REDACTED_JWT]",
-    ),
-    (
-        r"(?:sk-|[sprk]k_(?:live|test)_|Bearer\s+)[A-Za-z0-9_-]{20,}",
-        "[REDACTED_API_KEY]",
-    ),
+    (r"eyJ[A-Za-z0-9_-]{20,}\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}", "[REDACTED_JWT]"),
+    (r"(?:sk-|[sprk]k_(?:live|test)_|Bearer\s+)[A-Za-z0-9_-]{20,}", "[REDACTED_API_KEY]"),
     (r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", "[REDACTED_AWS_KEY]"),
     (r"\bxox[abprs]-[A-Za-z0-9-]{10,}", "[REDACTED_SLACK_TOKEN]"),
     (r"\bAIza[0-9A-Za-z_-]{35}", "[REDACTED_GOOGLE_KEY]"),
     (r"://([^:/\s]+):([^@\s]+)@", "://${1}:[REDACTED]@"),
-    (
-        r#"(?i)((?:PASSWORD|SECRET|TOKEN|KEY|CREDENTIAL|API_KEY)\s*=\s*["']?)[^\s"']+"#,
-        "${1}[REDACTED]",
-    ),
+    (r#"(?i)((?:PASSWORD|SECRET|TOKEN|KEY|CREDENTIAL|API_KEY)\s*=\s*["']?)[^\s"']+"#, "${1}[REDACTED]"),
     (
         r"-----BEGIN [A-Z0-9 ]*(?:PRIVATE |RSA )?KEY(?: BLOCK)?-----(?:[\s\S]*?-----END [A-Z0-9 ]*KEY(?: BLOCK)?-----|[\s\S]*)",
         "[REDACTED_PEM_BLOCK]",
@@ -70,24 +59,14 @@ impl Redactor {
     /// A redactor with the built-in patterns and `custom` ones; an invalid custom pattern
     /// is an error naming it.
     pub fn new(custom: &[String]) -> Result<Self, RedactorError> {
-        let mut rules: Vec<(Regex, &'static str)> = BUILTIN_PATTERNS
-            .iter()
-            .map(|(p, r)| (Regex::new(p).expect("built-in pattern compiles"), *r))
-            .collect();
+        let mut rules: Vec<(Regex, &'static str)> =
+            BUILTIN_PATTERNS.iter().map(|(p, r)| (Regex::new(p).expect("built-in pattern compiles"), *r)).collect();
         for pattern in custom {
-            let regex = Regex::new(pattern).map_err(|source| RedactorError::InvalidPattern {
-                pattern: pattern.clone(),
-                source,
-            })?;
+            let regex = Regex::new(pattern).map_err(|source| RedactorError::InvalidPattern { pattern: pattern.clone(), source })?;
             rules.push((regex, CUSTOM_REPLACEMENT));
         }
-        let any = RegexSet::new(rules.iter().map(|(r, _)| r.as_str()))
-            .expect("patterns compiled one by one compile as a set");
-        Ok(Self {
-            rules: rules.into(),
-            custom: custom.into(),
-            any: Arc::new(any),
-        })
+        let any = RegexSet::new(rules.iter().map(|(r, _)| r.as_str())).expect("patterns compiled one by one compile as a set");
+        Ok(Self { rules: rules.into(), custom: custom.into(), any: Arc::new(any) })
     }
 
     /// A redactor with only the built-in patterns.
@@ -138,10 +117,7 @@ pub struct RedactUdf {
 
 impl RedactUdf {
     pub fn new(redactor: Redactor) -> Self {
-        Self {
-            signature: Signature::string(1, Volatility::Immutable),
-            redactor,
-        }
+        Self { signature: Signature::string(1, Volatility::Immutable), redactor }
     }
 }
 
@@ -159,9 +135,7 @@ impl ScalarUDFImpl for RedactUdf {
         match &args.args[0] {
             ColumnarValue::Scalar(scalar) => {
                 let text = scalar.try_as_str().flatten();
-                Ok(ColumnarValue::Scalar(ScalarValue::Utf8(
-                    text.map(|t| self.redactor.redact(t).into_owned()),
-                )))
+                Ok(ColumnarValue::Scalar(ScalarValue::Utf8(text.map(|t| self.redactor.redact(t).into_owned()))))
             }
             ColumnarValue::Array(array) => {
                 let out = map_strings(array, |t| self.redactor.redact(t).into_owned())?;

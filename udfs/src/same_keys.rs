@@ -9,9 +9,7 @@ pub(crate) struct SameKeys(Vec<DynComparator>);
 
 impl SameKeys {
     pub fn new(keys: &[ArrayRef]) -> Result<Self> {
-        let comparators = keys
-            .iter()
-            .map(|key| make_comparator(key.as_ref(), key.as_ref(), SortOptions::default()));
+        let comparators = keys.iter().map(|key| make_comparator(key.as_ref(), key.as_ref(), SortOptions::default()));
         Ok(Self(comparators.collect::<Result<_, _>>()?))
     }
 

@@ -7,9 +7,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{ArrayRef, Float64Builder};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::Result;
-use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
-};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 use serde_json::Value;
 
 use crate::strings::{all_scalar, argument_arrays, columnar, string_at};
@@ -52,38 +50,22 @@ pub fn param_similarity(a: &str, b: &str) -> f64 {
 
 /// The parsed parameters in row `row` of a text column (null when missing or not JSON).
 pub(crate) fn params_at(array: &ArrayRef, row: usize) -> Result<Value> {
-    Ok(string_at(array, row)?
-        .and_then(|t| serde_json::from_str(t).ok())
-        .unwrap_or(Value::Null))
+    Ok(string_at(array, row)?.and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null))
 }
 
 pub fn param_similarity_values(a: &Value, b: &Value) -> f64 {
-    let command = |v: &Value| {
-        v.get("command")
-            .and_then(Value::as_str)
-            .filter(|c| !c.is_empty())
-            .map(str::to_owned)
-    };
+    let command = |v: &Value| v.get("command").and_then(Value::as_str).filter(|c| !c.is_empty()).map(str::to_owned);
     if let (Some(ca), Some(cb)) = (command(a), command(b)) {
         return levenshtein_ratio(&ca, &cb);
     }
     let pairs = |v: &Value| -> HashSet<String> {
         v.as_object()
-            .map(|o| {
-                o.iter()
-                    .filter(|(k, _)| k.as_str() != "timeout")
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect()
-            })
+            .map(|o| o.iter().filter(|(k, _)| k.as_str() != "timeout").map(|(k, v)| format!("{k}={v}")).collect())
             .unwrap_or_default()
     };
     let (pa, pb) = (pairs(a), pairs(b));
     let union = pa.union(&pb).count();
-    if union == 0 {
-        0.0
-    } else {
-        pa.intersection(&pb).count() as f64 / union as f64
-    }
+    if union == 0 { 0.0 } else { pa.intersection(&pb).count() as f64 / union as f64 }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -101,16 +83,10 @@ pub struct PairSimilarityUdf {
 
 impl PairSimilarityUdf {
     pub fn levenshtein_ratio() -> Self {
-        Self {
-            measure: Measure::Levenshtein,
-            signature: Signature::string(2, Volatility::Immutable),
-        }
+        Self { measure: Measure::Levenshtein, signature: Signature::string(2, Volatility::Immutable) }
     }
     pub fn param_similarity() -> Self {
-        Self {
-            measure: Measure::Params,
-            signature: Signature::string(2, Volatility::Immutable),
-        }
+        Self { measure: Measure::Params, signature: Signature::string(2, Volatility::Immutable) }
     }
 }
 
@@ -158,20 +134,9 @@ mod tests {
 
     #[test]
     fn params_compare_commands_or_pairs() {
-        assert!(
-            param_similarity(
-                r#"{"command":"ls -la /tmp","timeout":5}"#,
-                r#"{"command":"ls -la /tmp/","timeout":9}"#
-            ) > 0.9
-        );
-        assert_eq!(
-            param_similarity(r#"{"path":"a","timeout":1}"#, r#"{"path":"a","timeout":2}"#),
-            1.0
-        );
-        assert_eq!(
-            param_similarity(r#"{"path":"a","mode":"r"}"#, r#"{"path":"a","mode":"w"}"#),
-            1.0 / 3.0
-        );
+        assert!(param_similarity(r#"{"command":"ls -la /tmp","timeout":5}"#, r#"{"command":"ls -la /tmp/","timeout":9}"#) > 0.9);
+        assert_eq!(param_similarity(r#"{"path":"a","timeout":1}"#, r#"{"path":"a","timeout":2}"#), 1.0);
+        assert_eq!(param_similarity(r#"{"path":"a","mode":"r"}"#, r#"{"path":"a","mode":"w"}"#), 1.0 / 3.0);
         assert_eq!(param_similarity("{}", "{}"), 0.0);
     }
 }

@@ -13,9 +13,7 @@ use datafusion::arrow::array::{Array, AsArray, FixedSizeBinaryArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type, UInt64Type};
 use datafusion::common::{Result, exec_err};
-use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
-};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use crate::strings::{all_scalar, argument_arrays, columnar};
 
@@ -26,9 +24,7 @@ pub struct SortKeyUdf {
 
 impl SortKeyUdf {
     pub fn new() -> Self {
-        Self {
-            signature: Signature::variadic_any(Volatility::Immutable),
-        }
+        Self { signature: Signature::variadic_any(Volatility::Immutable) }
     }
 }
 
@@ -48,9 +44,7 @@ impl ScalarUDFImpl for SortKeyUdf {
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         for t in arg_types {
             if !(t.is_integer() || matches!(t, DataType::Timestamp(..) | DataType::Null)) {
-                return exec_err!(
-                    "sort_key(int, …): every argument must be an integer or a timestamp, got {t}"
-                );
+                return exec_err!("sort_key(int, …): every argument must be an integer or a timestamp, got {t}");
             }
         }
         Ok(DataType::FixedSizeBinary(8 * arg_types.len() as i32))
@@ -89,10 +83,7 @@ mod tests {
 
     fn keys(columns: Vec<ArrayRef>) -> Vec<Vec<u8>> {
         let rows = columns[0].len();
-        let arg_fields = columns
-            .iter()
-            .map(|c| Arc::new(Field::new("a", c.data_type().clone(), true)))
-            .collect();
+        let arg_fields = columns.iter().map(|c| Arc::new(Field::new("a", c.data_type().clone(), true))).collect();
         let args = ScalarFunctionArgs {
             args: columns.into_iter().map(ColumnarValue::Array).collect(),
             arg_fields,
@@ -100,23 +91,16 @@ mod tests {
             return_field: Arc::new(Field::new("k", DataType::FixedSizeBinary(16), false)),
             config_options: Arc::new(ConfigOptions::default()),
         };
-        let ColumnarValue::Array(out) = SortKeyUdf::new().invoke_with_args(args).unwrap() else {
-            panic!("an array")
-        };
-        out.as_fixed_size_binary()
-            .iter()
-            .map(|k| k.unwrap().to_vec())
-            .collect()
+        let ColumnarValue::Array(out) = SortKeyUdf::new().invoke_with_args(args).unwrap() else { panic!("an array") };
+        out.as_fixed_size_binary().iter().map(|k| k.unwrap().to_vec()).collect()
     }
 
     #[test]
     fn keys_sort_as_their_columns_do() {
         let hashes = [u64::MAX, 3, 3, 0, 3, 3];
         let times = [5, i64::MIN, -1, 9, 0, 7];
-        let rows = keys(vec![
-            Arc::new(UInt64Array::from(hashes.to_vec())) as ArrayRef,
-            Arc::new(Int64Array::from(times.to_vec())) as ArrayRef,
-        ]);
+        let rows =
+            keys(vec![Arc::new(UInt64Array::from(hashes.to_vec())) as ArrayRef, Arc::new(Int64Array::from(times.to_vec())) as ArrayRef]);
         let mut by_key: Vec<usize> = (0..rows.len()).collect();
         by_key.sort_by(|a, b| rows[*a].cmp(&rows[*b]));
         let mut by_columns: Vec<usize> = (0..rows.len()).collect();
@@ -125,9 +109,6 @@ mod tests {
         assert_eq!(by_key, [3, 1, 2, 4, 5, 0]);
         // A timestamp (time zone or not) is its count of units.
         let stamps = TimestampMillisecondArray::from(times.to_vec()).with_timezone("UTC");
-        assert_eq!(
-            keys(vec![Arc::new(stamps) as ArrayRef]),
-            keys(vec![Arc::new(Int64Array::from(times.to_vec())) as ArrayRef])
-        );
+        assert_eq!(keys(vec![Arc::new(stamps) as ArrayRef]), keys(vec![Arc::new(Int64Array::from(times.to_vec())) as ArrayRef]));
     }
 }

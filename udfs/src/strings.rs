@@ -6,26 +6,11 @@ use datafusion::common::{Result, ScalarValue, exec_err};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs};
 
 /// Applies `f` to every value of a string array, producing a Utf8 array.
-pub(crate) fn map_strings(
-    array: &ArrayRef,
-    mut f: impl FnMut(&str) -> String,
-) -> Result<StringArray> {
+pub(crate) fn map_strings(array: &ArrayRef, mut f: impl FnMut(&str) -> String) -> Result<StringArray> {
     Ok(match array.data_type() {
-        DataType::Utf8 => array
-            .as_string::<i32>()
-            .iter()
-            .map(|v| v.map(&mut f))
-            .collect(),
-        DataType::LargeUtf8 => array
-            .as_string::<i64>()
-            .iter()
-            .map(|v| v.map(&mut f))
-            .collect(),
-        DataType::Utf8View => array
-            .as_string_view()
-            .iter()
-            .map(|v| v.map(&mut f))
-            .collect(),
+        DataType::Utf8 => array.as_string::<i32>().iter().map(|v| v.map(&mut f)).collect(),
+        DataType::LargeUtf8 => array.as_string::<i64>().iter().map(|v| v.map(&mut f)).collect(),
+        DataType::Utf8View => array.as_string_view().iter().map(|v| v.map(&mut f)).collect(),
         DataType::Null => StringArray::new_null(array.len()),
         other => return exec_err!("expected a string argument, got {other}"),
     })
@@ -33,10 +18,7 @@ pub(crate) fn map_strings(
 
 /// Whether a UDF argument of type `t` is text (or a null literal).
 pub(crate) fn is_text(t: &DataType) -> bool {
-    matches!(
-        t,
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null
-    )
+    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null)
 }
 
 /// The string at `row` of a string array of any string type, `None` when null.
@@ -56,11 +38,7 @@ pub(crate) fn string_at(array: &ArrayRef, row: usize) -> Result<Option<&str>> {
 /// scalar (the result is then a scalar too, see [`columnar`]).
 pub(crate) fn argument_arrays(args: &ScalarFunctionArgs) -> Result<(Vec<ArrayRef>, usize)> {
     let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-    let rows = if all_scalar(&args.args) {
-        1
-    } else {
-        args.number_rows
-    };
+    let rows = if all_scalar(&args.args) { 1 } else { args.number_rows };
     Ok((arrays, rows))
 }
 

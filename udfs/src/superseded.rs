@@ -18,9 +18,7 @@ use crate::window_function::WindowFunction;
 
 /// The `superseded` window function.
 pub fn udf() -> WindowUDF {
-    WindowFunction::udf("superseded", None, DataType::Boolean, false, || {
-        Box::new(SupersededEvaluator)
-    })
+    WindowFunction::udf("superseded", None, DataType::Boolean, false, || Box::new(SupersededEvaluator))
 }
 
 #[derive(Debug)]
@@ -33,11 +31,7 @@ impl PartitionEvaluator for SupersededEvaluator {
         }
         let int = |a: &ArrayRef| cast(a, &DataType::Int64);
         let (ts, seq, window) = (int(&values[0])?, int(&values[1])?, int(&values[2])?);
-        let (ts, seq, window) = (
-            ts.as_primitive::<Int64Type>(),
-            seq.as_primitive::<Int64Type>(),
-            window.as_primitive::<Int64Type>(),
-        );
+        let (ts, seq, window) = (ts.as_primitive::<Int64Type>(), seq.as_primitive::<Int64Type>(), window.as_primitive::<Int64Type>());
         let keys = SameKeys::new(&values[3..])?;
         // Whether event `other` is a copy of event `i` with a higher sequence.
         let copy = |i: usize, other: usize| seq.value(other) > seq.value(i) && keys.same(i, other);
@@ -71,22 +65,13 @@ mod tests {
         // (key, ts, seq), in window order: a pair 999 ms apart straddling a second
         // boundary with another event between them, a pair 1000 ms apart (not copies),
         // and a lone event of another key.
-        let rows = [
-            ("a", 1_500, 7),
-            ("x", 1_600, 8),
-            ("a", 2_499, 3),
-            ("b", 3_000, 1),
-            ("b", 4_000, 2),
-            ("c", 0, 9),
-        ];
+        let rows = [("a", 1_500, 7), ("x", 1_600, 8), ("a", 2_499, 3), ("b", 3_000, 1), ("b", 4_000, 2), ("c", 0, 9)];
         let n = rows.len();
         let values = [
             Arc::new(rows.iter().map(|r| r.1).collect::<Int64Array>()) as ArrayRef,
             Arc::new(rows.iter().map(|r| r.2).collect::<Int64Array>()) as ArrayRef,
             Arc::new(Int64Array::from(vec![1000; n])) as ArrayRef,
-            Arc::new(StringArray::from(
-                rows.iter().map(|r| r.0).collect::<Vec<_>>(),
-            )) as ArrayRef,
+            Arc::new(StringArray::from(rows.iter().map(|r| r.0).collect::<Vec<_>>())) as ArrayRef,
         ];
         let out = SupersededEvaluator.evaluate_all(&values, n).unwrap();
         let out: Vec<bool> = out.as_boolean().iter().map(Option::unwrap).collect();

@@ -9,9 +9,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Result, ScalarValue, exec_err};
-use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
-};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use crate::patterns::{Category, Patterns};
 
@@ -25,20 +23,12 @@ pub struct TextCategoryUdf {
 
 impl TextCategoryUdf {
     pub fn new(category: Category, patterns: Arc<Patterns>) -> Self {
-        Self {
-            name: format!("is_{}", category.key()),
-            category,
-            patterns,
-            signature: Signature::string(1, Volatility::Immutable),
-        }
+        Self { name: format!("is_{}", category.key()), category, patterns, signature: Signature::string(1, Volatility::Immutable) }
     }
 
     /// One UDF per category.
     pub fn all(patterns: &Arc<Patterns>) -> Vec<Self> {
-        Category::ALL
-            .iter()
-            .map(|c| Self::new(*c, Arc::clone(patterns)))
-            .collect()
+        Category::ALL.iter().map(|c| Self::new(*c, Arc::clone(patterns))).collect()
     }
 }
 
@@ -71,10 +61,7 @@ impl ScalarUDFImpl for TextCategoryUdf {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let array = match &args.args[0] {
             ColumnarValue::Scalar(s) => {
-                let answer = s
-                    .try_as_str()
-                    .flatten()
-                    .map(|t| self.patterns.is(self.category, t));
+                let answer = s.try_as_str().flatten().map(|t| self.patterns.is(self.category, t));
                 return Ok(ColumnarValue::Scalar(ScalarValue::Boolean(answer)));
             }
             ColumnarValue::Array(array) => array,
@@ -82,26 +69,15 @@ impl ScalarUDFImpl for TextCategoryUdf {
         let answers = if self.category.is_tool_name() {
             // A batch holds few distinct tool names: each is matched once.
             let mut seen: HashMap<&str, bool> = HashMap::new();
-            map_bool(array, |name| {
-                name.map(|n| {
-                    *seen
-                        .entry(n)
-                        .or_insert_with(|| self.patterns.is(self.category, n))
-                })
-            })?
+            map_bool(array, |name| name.map(|n| *seen.entry(n).or_insert_with(|| self.patterns.is(self.category, n))))?
         } else {
-            map_bool(array, |text| {
-                text.map(|t| self.patterns.is(self.category, t))
-            })?
+            map_bool(array, |text| text.map(|t| self.patterns.is(self.category, t)))?
         };
         Ok(ColumnarValue::Array(Arc::new(answers) as ArrayRef))
     }
 }
 
-fn map_bool<'a>(
-    array: &'a ArrayRef,
-    f: impl FnMut(Option<&'a str>) -> Option<bool>,
-) -> Result<BooleanArray> {
+fn map_bool<'a>(array: &'a ArrayRef, f: impl FnMut(Option<&'a str>) -> Option<bool>) -> Result<BooleanArray> {
     Ok(match array.data_type() {
         DataType::Utf8 => array.as_string::<i32>().iter().map(f).collect(),
         DataType::LargeUtf8 => array.as_string::<i64>().iter().map(f).collect(),

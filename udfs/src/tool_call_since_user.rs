@@ -18,13 +18,7 @@ use crate::window_function::WindowFunction;
 
 /// The `tool_call_since_user` window function.
 pub fn udf() -> WindowUDF {
-    WindowFunction::udf(
-        "tool_call_since_user",
-        Some(2),
-        DataType::Boolean,
-        false,
-        || Box::new(ToolCallSinceUserEvaluator),
-    )
+    WindowFunction::udf("tool_call_since_user", Some(2), DataType::Boolean, false, || Box::new(ToolCallSinceUserEvaluator))
 }
 
 #[derive(Debug)]
@@ -32,19 +26,13 @@ struct ToolCallSinceUserEvaluator;
 
 impl PartitionEvaluator for ToolCallSinceUserEvaluator {
     fn evaluate_all(&mut self, values: &[ArrayRef], n: usize) -> Result<ArrayRef> {
-        let [chains, types] = values else {
-            unreachable!("the signature takes two arguments")
-        };
+        let [chains, types] = values else { unreachable!("the signature takes two arguments") };
         let chains = cast(chains, &DataType::Int64)?;
         let chains = chains.as_primitive::<Int64Type>();
         let mut out = Vec::with_capacity(n);
         let mut called = false;
         for i in 0..n {
-            if i == 0
-                || chains.is_null(i)
-                || chains.is_null(i - 1)
-                || chains.value(i) != chains.value(i - 1)
-            {
+            if i == 0 || chains.is_null(i) || chains.is_null(i - 1) || chains.value(i) != chains.value(i - 1) {
                 called = false;
             }
             out.push(called);
@@ -65,38 +53,20 @@ mod tests {
     use super::*;
 
     fn evaluate(chains: &[i64], types: &[&str]) -> Vec<bool> {
-        let values: Vec<ArrayRef> = vec![
-            Arc::new(Int64Array::from(chains.to_vec())),
-            Arc::new(StringArray::from(types.to_vec())),
-        ];
-        let out = ToolCallSinceUserEvaluator
-            .evaluate_all(&values, chains.len())
-            .unwrap();
+        let values: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(chains.to_vec())), Arc::new(StringArray::from(types.to_vec()))];
+        let out = ToolCallSinceUserEvaluator.evaluate_all(&values, chains.len()).unwrap();
         out.as_boolean().iter().map(|v| v.unwrap()).collect()
     }
 
     #[test]
     fn a_call_counts_until_the_user_speaks_again() {
-        let types = [
-            "msg.in",
-            "tool.call",
-            "tool.result",
-            "msg.out",
-            "msg.in",
-            "msg.out",
-        ];
-        assert_eq!(
-            evaluate(&[1; 6], &types),
-            [false, false, true, true, true, false]
-        );
+        let types = ["msg.in", "tool.call", "tool.result", "msg.out", "msg.in", "msg.out"];
+        assert_eq!(evaluate(&[1; 6], &types), [false, false, true, true, true, false]);
     }
 
     #[test]
     fn a_call_before_any_user_message_counts() {
-        assert_eq!(
-            evaluate(&[1; 3], &["tool.call", "tool.result", "msg.out"]),
-            [false, true, true]
-        );
+        assert_eq!(evaluate(&[1; 3], &["tool.call", "tool.result", "msg.out"]), [false, true, true]);
     }
 
     #[test]

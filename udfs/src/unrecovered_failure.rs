@@ -28,13 +28,7 @@ const RECOVERY_SIMILARITY: f64 = 0.5;
 
 /// The `unrecovered_failure` window function.
 pub fn udf() -> WindowUDF {
-    WindowFunction::udf(
-        "unrecovered_failure",
-        Some(6),
-        DataType::Boolean,
-        false,
-        || Box::new(UnrecoveredFailureEvaluator),
-    )
+    WindowFunction::udf("unrecovered_failure", Some(6), DataType::Boolean, false, || Box::new(UnrecoveredFailureEvaluator))
 }
 
 #[derive(Debug)]
@@ -42,9 +36,7 @@ struct UnrecoveredFailureEvaluator;
 
 impl PartitionEvaluator for UnrecoveredFailureEvaluator {
     fn evaluate_all(&mut self, values: &[ArrayRef], n: usize) -> Result<ArrayRef> {
-        let [chains, types, tools, params, next_types, next_failed] = values else {
-            unreachable!("the signature takes six arguments")
-        };
+        let [chains, types, tools, params, next_types, next_failed] = values else { unreachable!("the signature takes six arguments") };
         let chains = cast(chains, &DataType::Int64)?;
         let chains = chains.as_primitive::<Int64Type>();
         let next_failed = match next_failed.data_type() {
@@ -54,12 +46,10 @@ impl PartitionEvaluator for UnrecoveredFailureEvaluator {
             }
         };
         let is_attempt = |i: usize| -> Result<bool> {
-            Ok(string_at(types, i)? == Some("tool.call")
-                && string_at(next_types, i)? == Some("tool.result"))
+            Ok(string_at(types, i)? == Some("tool.call") && string_at(next_types, i)? == Some("tool.result"))
         };
         let failed = |i: usize| next_failed.is_valid(i) && next_failed.value(i);
-        let same_chain =
-            |i: usize, j: usize| chains.is_valid(j) && chains.value(j) == chains.value(i);
+        let same_chain = |i: usize, j: usize| chains.is_valid(j) && chains.value(j) == chains.value(i);
 
         let mut out = vec![false; n];
         for (i, unrecovered) in out.iter_mut().enumerate() {
@@ -81,8 +71,7 @@ impl PartitionEvaluator for UnrecoveredFailureEvaluator {
                             Some(p) => p,
                             None => failed_params.insert(params_at(params, i)?),
                         };
-                        param_similarity_values(&params_at(params, j)?, failed_params)
-                            < RECOVERY_SIMILARITY
+                        param_similarity_values(&params_at(params, j)?, failed_params) < RECOVERY_SIMILARITY
                     };
                     if recovers {
                         break;
@@ -108,22 +97,12 @@ mod tests {
         let values: Vec<ArrayRef> = vec![
             Arc::new(Int64Array::from(vec![7; n])),
             Arc::new(StringArray::from_iter_values(events.iter().map(|e| e.0))),
-            Arc::new(StringArray::from(
-                events.iter().map(|e| e.1).collect::<Vec<_>>(),
-            )),
-            Arc::new(StringArray::from(
-                events.iter().map(|e| e.2).collect::<Vec<_>>(),
-            )),
-            Arc::new(StringArray::from(
-                (0..n).map(|i| next(i).map(|e| e.0)).collect::<Vec<_>>(),
-            )),
-            Arc::new(BooleanArray::from(
-                (0..n).map(|i| next(i).map(|e| e.3)).collect::<Vec<_>>(),
-            )),
+            Arc::new(StringArray::from(events.iter().map(|e| e.1).collect::<Vec<_>>())),
+            Arc::new(StringArray::from(events.iter().map(|e| e.2).collect::<Vec<_>>())),
+            Arc::new(StringArray::from((0..n).map(|i| next(i).map(|e| e.0)).collect::<Vec<_>>())),
+            Arc::new(BooleanArray::from((0..n).map(|i| next(i).map(|e| e.3)).collect::<Vec<_>>())),
         ];
-        let out = UnrecoveredFailureEvaluator
-            .evaluate_all(&values, n)
-            .unwrap();
+        let out = UnrecoveredFailureEvaluator.evaluate_all(&values, n).unwrap();
         out.as_boolean().iter().map(|v| v.unwrap()).collect()
     }
 
@@ -133,21 +112,13 @@ mod tests {
 
     #[test]
     fn a_failure_answered_without_a_retry_is_unrecovered() {
-        let events = [
-            (CALL, EXEC, Some(r#"{"command":"ls /a"}"#), false),
-            (RESULT, EXEC, None, true),
-            ("msg.out", None, None, false),
-        ];
+        let events = [(CALL, EXEC, Some(r#"{"command":"ls /a"}"#), false), (RESULT, EXEC, None, true), ("msg.out", None, None, false)];
         assert_eq!(evaluate(&events), [true, false, false]);
     }
 
     #[test]
     fn a_failure_never_answered_is_not_reported() {
-        let events = [
-            (CALL, EXEC, None, false),
-            (RESULT, EXEC, None, true),
-            ("msg.in", None, None, false),
-        ];
+        let events = [(CALL, EXEC, None, false), (RESULT, EXEC, None, true), ("msg.in", None, None, false)];
         assert_eq!(evaluate(&events), [false, false, false]);
     }
 
@@ -167,12 +138,7 @@ mod tests {
     fn only_a_clearly_different_retry_of_the_same_tool_recovers() {
         let retry = |params: &'static str| {
             [
-                (
-                    CALL,
-                    EXEC,
-                    Some(r#"{"command":"systemctl restart nginx"}"#),
-                    false,
-                ),
+                (CALL, EXEC, Some(r#"{"command":"systemctl restart nginx"}"#), false),
                 (RESULT, EXEC, None, true),
                 (CALL, EXEC, Some(params), false),
                 (RESULT, EXEC, None, false),

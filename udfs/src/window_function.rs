@@ -7,9 +7,7 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::Result;
 use datafusion::logical_expr::function::{PartitionEvaluatorArgs, WindowUDFFieldArgs};
-use datafusion::logical_expr::{
-    PartitionEvaluator, Signature, Volatility, WindowUDF, WindowUDFImpl,
-};
+use datafusion::logical_expr::{PartitionEvaluator, Signature, Volatility, WindowUDF, WindowUDFImpl};
 
 #[derive(Debug)]
 pub(crate) struct WindowFunction {
@@ -33,13 +31,7 @@ impl WindowFunction {
             Some(n) => Signature::any(n, Volatility::Immutable),
             None => Signature::variadic_any(Volatility::Immutable),
         };
-        WindowUDF::from(Self {
-            name,
-            signature,
-            result,
-            nullable,
-            evaluator,
-        })
+        WindowUDF::from(Self { name, signature, result, nullable, evaluator })
     }
 }
 
@@ -63,17 +55,10 @@ impl WindowUDFImpl for WindowFunction {
     fn signature(&self) -> &Signature {
         &self.signature
     }
-    fn partition_evaluator(
-        &self,
-        _args: PartitionEvaluatorArgs,
-    ) -> Result<Box<dyn PartitionEvaluator>> {
+    fn partition_evaluator(&self, _args: PartitionEvaluatorArgs) -> Result<Box<dyn PartitionEvaluator>> {
         Ok((self.evaluator)())
     }
     fn field(&self, field_args: WindowUDFFieldArgs) -> Result<FieldRef> {
-        Ok(Arc::new(Field::new(
-            field_args.name(),
-            self.result.clone(),
-            self.nullable,
-        )))
+        Ok(Arc::new(Field::new(field_args.name(), self.result.clone(), self.nullable)))
     }
 }
