@@ -11,9 +11,7 @@ pub mod raw;
 
 use std::borrow::Cow;
 
-use serde_json::Value;
-
-use crate::redact::{Redactor, redact_json};
+use crate::redact::{Redactor, redact_json_text};
 pub use event::{Event, Schema};
 use lines::Line;
 pub use quarantine::{QuarantineReason, QuarantinedLine};
@@ -62,18 +60,8 @@ impl Decoder {
             Ok(text) => text,
             Err(e) => return Err(fail(QuarantineReason::InvalidUtf8, e.to_string())),
         };
-        let redacted;
-        let text = if self.redactor.may_match_json(text) {
-            let mut value: Value = match serde_json::from_str(text) {
-                Ok(v) => v,
-                Err(e) => return Err(fail(QuarantineReason::InvalidJson, e.to_string())),
-            };
-            redact_json(&self.redactor, &mut value);
-            redacted = serde_json::to_string(&value).expect("a JSON value always serializes");
-            redacted.as_str()
-        } else {
-            text
-        };
+        let redacted = if self.redactor.may_match_json(text) { redact_json_text(&self.redactor, text) } else { Cow::Borrowed(text) };
+        let text = redacted.as_ref();
         let raw = match RawObject::parse(text) {
             Ok(raw) => raw,
             Err(NotAnObject::InvalidJson(e)) => {

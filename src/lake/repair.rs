@@ -89,11 +89,8 @@ pub fn unreadable_committed(lake: &Lake) -> Vec<(String, String)> {
     let Ok(manifest) = Manifest::load_unchecked(lake) else {
         return Vec::new();
     };
-    let mut bad: Vec<(String, String)> = manifest
-        .committed_files()
-        .into_iter()
-        .filter_map(|f| read_footer(&lake.root().join(f)).err().map(|e| (f.to_owned(), e)))
-        .collect();
+    let mut bad: Vec<(String, String)> =
+        manifest.committed_files().into_iter().filter_map(|f| read_footer(&lake.root().join(f)).err().map(|e| (f.to_owned(), e))).collect();
     bad.sort();
     bad
 }
