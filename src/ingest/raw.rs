@@ -6,6 +6,7 @@
 //! `payload`, tool results and unmapped fields are kept as the exact text they arrived in.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::collections::HashSet;
 use std::fmt;
 
@@ -23,6 +24,8 @@ pub struct Raw<'a>(&'a RawValue);
 #[derive(Default)]
 pub struct RawObject<'a> {
     fields: Vec<(Cow<'a, str>, Raw<'a>)>,
+    /// Per field, whether it is the last with its key (computed for large objects only).
+    last_of: OnceCell<Vec<bool>>,
 }
 
 /// Why a text did not parse as an object.
@@ -41,6 +44,23 @@ impl<'a> RawObject<'a> {
         }
     }
 
+    /// Whether field `i` is the last with its key (the one that counts). Objects of a few
+    /// fields are searched; large ones (a hostile line may have 100k keys) hashed once.
+    fn is_last(&self, i: usize) -> bool {
+        const SEARCHED: usize = 32;
+        if self.fields.len() <= SEARCHED {
+            let key = &self.fields[i].0;
+            return !self.fields[i + 1..].iter().any(|(later, _)| later == key);
+        }
+        let last = self.last_of.get_or_init(|| {
+            let mut seen: HashSet<&str> = HashSet::with_capacity(self.fields.len());
+            let mut last: Vec<bool> = self.fields.iter().rev().map(|(key, _)| seen.insert(key.as_ref())).collect();
+            last.reverse();
+            last
+        });
+        last[i]
+    }
+
     pub fn get(&self, key: &str) -> Option<Raw<'a>> {
         self.fields.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
     }
@@ -51,12 +71,9 @@ impl<'a> RawObject<'a> {
 
     /// The fields whose keys are not in `skip`, as a JSON object text; `None` when there are none.
     pub fn json_without(&self, skip: &[&str]) -> Option<String> {
-        // The last of each key wins: walk backwards, keeping each key's first sighting.
-        let mut seen: HashSet<&str> = HashSet::with_capacity(self.fields.len());
-        let kept: Vec<bool> = self.fields.iter().rev().map(|(key, _)| seen.insert(key.as_ref())).collect();
         let mut out = String::new();
-        for ((key, value), kept) in self.fields.iter().zip(kept.into_iter().rev()) {
-            if !kept || skip.contains(&key.as_ref()) {
+        for (i, (key, value)) in self.fields.iter().enumerate() {
+            if !self.is_last(i) || skip.contains(&key.as_ref()) {
                 continue;
             }
             out.push(if out.is_empty() { '{' } else { ',' });
@@ -149,7 +166,7 @@ impl<'de> Visitor<'de> for FieldsVisitor {
             let value: &'de RawValue = map.next_value()?;
             fields.push((key.0, Raw(value)));
         }
-        Ok(RawObject { fields })
+        Ok(RawObject { fields, last_of: OnceCell::new() })
     }
 }
 
