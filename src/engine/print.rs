@@ -36,7 +36,7 @@ impl PrintFormat {
     pub fn printer<'a>(self, out: &'a mut dyn Write, schema: &SchemaRef) -> Printer<'a> {
         let sink = match self {
             PrintFormat::Table => Sink::Table { out, shown: Vec::new(), shown_rows: 0 },
-            PrintFormat::Csv => Sink::Csv(datafusion::arrow::csv::WriterBuilder::new().with_header(true).build(out), false),
+            PrintFormat::Csv => Sink::Csv(Box::new(datafusion::arrow::csv::WriterBuilder::new().with_header(true).build(out)), false),
             PrintFormat::Json => Sink::Json(ArrayWriter::new(out)),
             PrintFormat::Ndjson => Sink::Ndjson(LineDelimitedWriter::new(out)),
         };
@@ -57,7 +57,7 @@ enum Sink<'a> {
         shown_rows: usize,
     },
     /// The writer, and whether it has written anything (the header comes with the first batch).
-    Csv(CsvWriter<&'a mut dyn Write>, bool),
+    Csv(Box<CsvWriter<&'a mut dyn Write>>, bool),
     Json(ArrayWriter<&'a mut dyn Write>),
     Ndjson(LineDelimitedWriter<&'a mut dyn Write>),
 }

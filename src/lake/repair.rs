@@ -95,15 +95,19 @@ pub fn unreadable_committed(lake: &Lake) -> Vec<(String, String)> {
     bad
 }
 
-fn read_footer(path: &std::path::Path) -> Result<(), String> {
+/// A reader of the Parquet file at `path`, its footer read; or why there is none.
+fn open_parquet(path: &std::path::Path) -> Result<ParquetRecordBatchReaderBuilder<File>, String> {
     let file = File::open(path).map_err(|e| e.to_string())?;
-    ParquetRecordBatchReaderBuilder::try_new(file).map(|_| ()).map_err(|e| e.to_string())
+    ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| e.to_string())
+}
+
+fn read_footer(path: &std::path::Path) -> Result<(), String> {
+    open_parquet(path).map(|_| ())
 }
 
 /// Rows of a data file, and for an exported events file its highest stream sequence.
 fn read_file(path: &std::path::Path, table: Table) -> Result<(u64, Option<u64>), String> {
-    let file = File::open(path).map_err(|e| e.to_string())?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| e.to_string())?;
+    let builder = open_parquet(path)?;
     let rows = builder.metadata().file_metadata().num_rows() as u64;
     if table != Table::Events {
         return Ok((rows, None));

@@ -79,12 +79,13 @@ pub fn sweep_uncommitted(lake: &Lake, manifest: &Manifest, _lock: &WriteLock) ->
     if gone.is_empty() {
         return Ok(Vec::new());
     }
+    let gone_ids: HashSet<&str> = gone.iter().map(|(id, _)| id.as_str()).collect();
     let committed = manifest.committed_files();
     let mut removed = Vec::new();
     for table in Table::ALL {
         for path in data_files(&lake.table_dir(table))? {
             let relative = lake.relative(&path);
-            let of_gone = file_name(&path).and_then(writer_of).is_some_and(|id| gone.iter().any(|(g, _)| g == id));
+            let of_gone = writer_of(&relative).is_some_and(|id| gone_ids.contains(id));
             if of_gone && !committed.contains(relative.as_str()) {
                 fs::remove_file(&path).map_err(|e| LakeError::io(&path, e))?;
                 removed.push(path);

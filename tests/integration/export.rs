@@ -25,6 +25,16 @@ fn export(lake: &str, server: &NatsServer, extra: &[&str]) -> String {
     tracelake_ok(&args)
 }
 
+/// An export committing every 2,000 messages, running in the background.
+fn spawn_export(lake: &str, server: &NatsServer) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_tracelake"))
+        .args(["export", "--lake", lake, "--nats-url", &server.url(), "--stream", STREAM, "--commit-every", "2000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 fn sql(lake: &str, query: &str) -> Vec<Value> {
     json_lines(&tracelake_ok(&["sql", "--lake", lake, "--format", "ndjson", query]))
 }
@@ -126,13 +136,7 @@ fn a_server_restart_mid_export_loses_and_duplicates_nothing() {
     server.publish(STREAM, &generated(60_000, 25));
     let dir = tempfile::tempdir().unwrap();
     let lake = dir.path().join("lake").display().to_string();
-    let url = server.url();
-    let child = Command::new(env!("CARGO_BIN_EXE_tracelake"))
-        .args(["export", "--lake", &lake, "--nats-url", &url, "--stream", STREAM, "--commit-every", "2000"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_export(&lake, &server);
     std::thread::sleep(Duration::from_millis(400));
     server.kill();
     std::thread::sleep(Duration::from_millis(700));
@@ -234,13 +238,7 @@ fn an_export_whose_server_dies_says_how_far_it_got_and_fails() {
     server.publish(STREAM, &generated(60_000, 29));
     let dir = tempfile::tempdir().unwrap();
     let lake = dir.path().join("lake").display().to_string();
-    let url = server.url();
-    let child = Command::new(env!("CARGO_BIN_EXE_tracelake"))
-        .args(["export", "--lake", &lake, "--nats-url", &url, "--stream", STREAM, "--commit-every", "2000"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_export(&lake, &server);
     std::thread::sleep(Duration::from_millis(300));
     server.kill();
     let out = child.wait_with_output().unwrap();

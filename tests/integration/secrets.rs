@@ -135,7 +135,7 @@ fn no_planted_secret_is_seen_anywhere() {
         seen.push(("a Parquet file".into(), text));
     }
     for file in walk(&lake) {
-        if !file.extension().is_some_and(|e| e == "parquet") {
+        if file.extension().is_none_or(|e| e != "parquet") {
             seen.push((file.display().to_string(), String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned()));
         }
     }
