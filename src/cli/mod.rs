@@ -105,6 +105,9 @@ pub fn run() -> ExitCode {
                         files.join(", ")
                     );
                 }
+                None if is_out_of_memory(&e) => eprintln!(
+                    "error: {e:#}\nThe query needs more memory than the engine's pool (1 GiB by default): select fewer rows or columns, or raise the pool first with `SET datafusion.runtime.memory_limit = '4G';`"
+                ),
                 None => eprintln!("error: {e:#}"),
             }
             ExitCode::from(1)
@@ -117,6 +120,13 @@ fn is_parquet_error(e: &anyhow::Error) -> bool {
         c.downcast_ref::<datafusion::error::DataFusionError>()
             .is_some_and(|d| matches!(d.find_root(), datafusion::error::DataFusionError::ParquetError(_)))
             || c.downcast_ref::<datafusion::parquet::errors::ParquetError>().is_some()
+    })
+}
+
+fn is_out_of_memory(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<datafusion::error::DataFusionError>()
+            .is_some_and(|d| matches!(d.find_root(), datafusion::error::DataFusionError::ResourcesExhausted(_)))
     })
 }
 

@@ -4,6 +4,7 @@
 pub mod committed;
 pub mod print;
 pub mod session;
+pub mod window_memory;
 
 pub use print::PrintFormat;
 pub use session::{EngineOptions, open_session, print_statements, run_statements};

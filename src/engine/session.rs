@@ -10,12 +10,14 @@ use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
 use datafusion::execution::memory_pool::FairSpillPool;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement};
 
 use super::EngineError;
 use super::committed::CommittedFiles;
 use super::print::PrintFormat;
+use super::window_memory::AccountWindowInputs;
 use crate::detect::sql::{CHAIN_VIEWS, CHAINS, RULE_EFFECTIVENESS, SIGNAL_SCORES, SqlParams};
 use crate::lake::schema::{EVENTS_SCHEMA, PARTITION_COLUMN, file_schema};
 use crate::lake::state::{AnalysisRecord, Manifest};
@@ -107,7 +109,13 @@ fn new_context(redactor: Redactor, opts: &EngineOptions) -> Result<SessionContex
         .set_bool("datafusion.execution.parquet.reorder_filters", true)
         .set_bool("datafusion.execution.collect_statistics", true);
     let runtime = RuntimeEnvBuilder::new().with_memory_pool(Arc::new(FairSpillPool::new(opts.memory_limit_bytes))).build_arc()?;
-    let ctx = SessionContext::new_with_config_rt(config, runtime);
+    let state = SessionStateBuilder::new()
+        .with_config(config)
+        .with_runtime_env(runtime)
+        .with_default_features()
+        .with_physical_optimizer_rule(Arc::new(AccountWindowInputs))
+        .build();
+    let ctx = SessionContext::new_with_state(state);
     tracelake_udfs::register_all(&ctx, redactor, Arc::clone(&opts.patterns));
     Ok(ctx)
 }

@@ -109,3 +109,18 @@ fn the_text_functions_follow_the_configured_languages() {
     let french = tracelake_ok(&["sql", "--lake", &lake, "--config", config.to_str().unwrap(), "--format", "csv", query]);
     assert_eq!(french, "fr,en\ntrue,false\n");
 }
+
+#[test]
+fn a_window_that_needs_more_than_the_pool_fails_instead_of_growing() {
+    let (_dir, lake) = imported_lake();
+    // `OVER ()` holds every event (no sort, which the pool already limits, runs before it).
+    let query =
+        "SELECT max(length(content)) > 0 AS read, max(n) = count(*) AS whole FROM (SELECT content, count(*) OVER () AS n FROM events)";
+    assert_eq!(tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", query]), "read,whole\ntrue,true\n");
+
+    let out = tracelake(&["sql", "--lake", &lake, &format!("SET datafusion.runtime.memory_limit = '256K'; {query}")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("Resources exhausted") && stderr.contains("WindowInput"), "{stderr}");
+    assert!(stderr.contains("SET datafusion.runtime.memory_limit"), "says what to do: {stderr}");
+}
