@@ -12,6 +12,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
 
 use regex::{Regex, RegexSet};
 
@@ -159,7 +160,86 @@ pub struct Patterns {
     languages: Vec<String>,
     /// The config's replacements of tool-name patterns (`toolPatterns`).
     tool_patterns: BTreeMap<String, Vec<String>>,
-    sets: HashMap<Category, RegexSet>,
+    sets: HashMap<Category, CategorySet>,
+}
+
+/// The patterns of one category, compiled on first use (a run needs only the categories of
+/// its detectors), and the same without their word boundaries.
+///
+/// A Unicode `\b` makes the regex crate's lazy DFA give up on a text that is not ASCII,
+/// and the set then runs on the far slower PikeVM. Without its `\b`s a pattern matches a
+/// superset of the texts, on the DFA: most texts fail that cheap test, and only those
+/// that pass it pay for the exact one.
+#[derive(Debug, Clone)]
+struct CategorySet {
+    sources: Vec<String>,
+    exact: OnceLock<RegexSet>,
+    loose: OnceLock<Option<RegexSet>>,
+}
+
+impl CategorySet {
+    fn new(sources: Vec<String>) -> Self {
+        Self { sources, exact: OnceLock::new(), loose: OnceLock::new() }
+    }
+
+    /// The compiled set; `Err` names the first pattern that does not compile.
+    fn try_exact(&self) -> Result<&RegexSet, regex::Error> {
+        if let Some(set) = self.exact.get() {
+            return Ok(set);
+        }
+        let set = RegexSet::new(&self.sources)?;
+        Ok(self.exact.get_or_init(|| set))
+    }
+
+    fn exact(&self) -> &RegexSet {
+        // Built-in packs compile (a test compiles every one), and the config's patterns
+        // were compiled when they were read.
+        self.try_exact().expect("patterns compiled before")
+    }
+
+    fn loose(&self) -> Option<&RegexSet> {
+        self.loose
+            .get_or_init(|| {
+                let loosened: Vec<Cow<str>> = self.sources.iter().map(|p| without_word_boundaries(p)).collect();
+                let changed = loosened.iter().any(|p| matches!(p, Cow::Owned(_)));
+                changed.then(|| RegexSet::new(&loosened).expect("a compiled pattern compiles without its \\b"))
+            })
+            .as_ref()
+    }
+
+    fn is_match(&self, text: &str) -> bool {
+        if !text.is_ascii()
+            && let Some(loose) = self.loose()
+            && !loose.is_match(text)
+        {
+            return false;
+        }
+        self.exact().is_match(text)
+    }
+}
+
+/// `pattern` without its `\b` assertions (an escaped backslash before a `b` is kept).
+fn without_word_boundaries(pattern: &str) -> Cow<'_, str> {
+    if !pattern.contains("\\b") {
+        return Cow::Borrowed(pattern);
+    }
+    let mut out = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('b') => {}
+            Some(next) => {
+                out.push(c);
+                out.push(next);
+            }
+            None => out.push(c),
+        }
+    }
+    Cow::Owned(out)
 }
 
 impl Patterns {
@@ -193,7 +273,11 @@ impl Patterns {
         let mut sets = HashMap::new();
         for category in Category::ALL {
             let patterns = sources.remove(&category).unwrap_or_default();
-            let set = RegexSet::new(patterns.iter().map(|(_, p)| p)).map_err(|_| bad_pattern(category, &patterns))?;
+            let set = CategorySet::new(patterns.iter().map(|(_, p)| p.clone()).collect());
+            let from_config = patterns.iter().any(|(code, _)| *code == "toolPatterns");
+            if from_config {
+                set.try_exact().map_err(|_| bad_pattern(category, &patterns))?;
+            }
             sets.insert(category, set);
         }
         Ok(Self { languages: languages.to_vec(), tool_patterns: tool_patterns.clone(), sets })
@@ -353,8 +437,41 @@ mod tests {
     #[test]
     fn every_pack_compiles() {
         let all: Vec<String> = LANGUAGES.iter().map(|s| (*s).to_owned()).collect();
-        assert!(Patterns::new(&all).is_ok());
+        let patterns = Patterns::new(&all).unwrap();
+        for category in Category::ALL {
+            let set = &patterns.sets[&category];
+            assert!(set.try_exact().is_ok(), "{category:?}");
+            set.loose();
+        }
         assert!(matches!(Patterns::new(&["xx".into()]), Err(PatternError::UnknownLanguage(_))));
+    }
+
+    #[test]
+    fn word_boundaries_are_loosened_and_other_escapes_kept() {
+        assert_eq!(without_word_boundaries(r"\b(?:nein|\\b|\B\d)\b"), r"(?:nein|\\b|\B\d)");
+        assert!(matches!(without_word_boundaries(r"^(?:no|stop)$"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn texts_that_are_not_ascii_match_as_the_exact_patterns_do() {
+        let all: Vec<String> = LANGUAGES.iter().map(|s| (*s).to_owned()).collect();
+        let patterns = Patterns::new(&all).unwrap();
+        let texts = [
+            "Das ist falsch, Jürgen",
+            "Überfalsch wäre übertrieben",
+            "Нет, это неправильно",
+            "これは違います",
+            "Ça marche, merci",
+            "wrongé",
+        ];
+        for category in Category::ALL {
+            let set = &patterns.sets[&category];
+            for text in texts {
+                assert_eq!(set.is_match(text), set.exact().is_match(text), "{category:?} on {text:?}");
+            }
+        }
+        assert!(patterns.matches(Category::Correction, "Das ist falsch, Jürgen"));
+        assert!(!patterns.matches(Category::Correction, "Überfalsch wäre übertrieben"));
     }
 
     #[test]
