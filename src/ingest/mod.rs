@@ -81,6 +81,9 @@ impl Decoder {
     /// (`sk\u002d…`, `https:\/\/user:pw@…`): when decoding the escapes reveals one, the
     /// line is kept decoded and redacted.
     fn redact_raw(&self, raw: &str) -> String {
+        if is_key_material(raw) {
+            return KEY_MATERIAL.to_owned();
+        }
         if raw.contains('\\') {
             let unescaped = unescape_json(raw);
             if let Cow::Owned(redacted) = self.redactor.redact(&unescaped) {
@@ -111,6 +114,17 @@ impl Decoder {
             quarantined_at: chrono::Utc::now().timestamp_millis(),
         }
     }
+}
+
+/// What a quarantined line that looks like key material is replaced with.
+const KEY_MATERIAL: &str = "[REDACTED_KEY_MATERIAL]";
+
+/// Whether `line` is nothing but base64: most likely a body line of a key or certificate
+/// pasted across lines, whose BEGIN and END lines are quarantined apart from it. Such a
+/// line tells nothing about why it is not an event, and may be a secret.
+fn is_key_material(line: &str) -> bool {
+    let line = line.trim();
+    line.len() >= 16 && line.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
 }
 
 /// `text` with JSON string escapes decoded wherever they appear; an escape that is not

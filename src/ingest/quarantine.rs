@@ -59,3 +59,10 @@ pub struct QuarantinedLine {
     /// When it was quarantined, ms since the epoch.
     pub quarantined_at: i64,
 }
+
+impl QuarantinedLine {
+    /// Roughly what the line takes in memory.
+    pub fn approx_bytes(&self) -> usize {
+        64 + self.source.len() + self.detail.len() + self.raw.len()
+    }
+}

@@ -193,7 +193,7 @@ pub async fn export(
                         }
                         Err(line) => {
                             *summary.quarantined.entry(line.reason).or_default() += 1;
-                            committer.sink.push_quarantined(line);
+                            committer.sink.push_quarantined(line)?;
                         }
                     }
                 }

@@ -245,7 +245,7 @@ fn run_pipeline(
                 }
                 Err(line) => {
                     *counts.quarantined.entry(line.reason).or_default() += 1;
-                    sink.push_quarantined(line);
+                    sink.push_quarantined(line)?;
                 }
             }
         }

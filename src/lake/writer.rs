@@ -150,6 +150,9 @@ pub struct EventSink {
     /// Keyed by days since the epoch.
     partitions: HashMap<i64, (EventBuffer, usize)>,
     quarantined: Vec<QuarantinedLine>,
+    quarantined_bytes: usize,
+    /// Quarantine files written before the last `flush_all`.
+    quarantine_files: Vec<WrittenFile>,
     files_written: usize,
     writes: Option<BackgroundWriter>,
 }
@@ -211,6 +214,8 @@ impl EventSink {
             buffered_bytes: 0,
             partitions: HashMap::new(),
             quarantined: Vec::new(),
+            quarantined_bytes: 0,
+            quarantine_files: Vec::new(),
             files_written: 0,
             writes: None,
         }
@@ -228,8 +233,17 @@ impl EventSink {
         Ok(())
     }
 
-    pub fn push_quarantined(&mut self, line: QuarantinedLine) {
+    /// Buffers a quarantined line. Quarantined lines have a buffer of the events' size of
+    /// their own, written out as a file when full: input that is mostly bad is not held in
+    /// memory.
+    pub fn push_quarantined(&mut self, line: QuarantinedLine) -> Result<(), LakeError> {
+        self.quarantined_bytes += line.approx_bytes();
         self.quarantined.push(line);
+        if self.quarantined_bytes > self.max_buffer_bytes {
+            let file = self.flush_quarantine()?;
+            self.quarantine_files.extend(file);
+        }
+        Ok(())
     }
 
     /// Writes everything still buffered and returns every file written since the last call.
@@ -243,9 +257,8 @@ impl EventSink {
             Some(writes) => writes.finish()?,
             None => Vec::new(),
         };
-        if let Some(file) = self.flush_quarantine()? {
-            written.push(file);
-        }
+        written.append(&mut self.quarantine_files);
+        written.extend(self.flush_quarantine()?);
         Ok(written)
     }
 
@@ -286,6 +299,7 @@ impl EventSink {
             return Ok(None);
         }
         let lines = std::mem::take(&mut self.quarantined);
+        self.quarantined_bytes = 0;
         let date = PartitionDate::from_millis(lines[0].quarantined_at);
         let dir = self.lake.partition_dir(Table::Quarantine, &date);
         let name = self.next_name();
@@ -296,5 +310,37 @@ impl EventSink {
     fn next_name(&mut self) -> String {
         self.files_written += 1;
         part_file_name(&self.writer_id, self.files_written)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingest::QuarantineReason;
+
+    fn bad_line(position: u64) -> QuarantinedLine {
+        QuarantinedLine {
+            source: "input.jsonl".into(),
+            position,
+            reason: QuarantineReason::InvalidJson,
+            detail: "expected value".into(),
+            raw: "x".repeat(1000),
+            raw_bytes: 1000,
+            quarantined_at: 1_700_000_000_000,
+        }
+    }
+
+    #[test]
+    fn quarantined_lines_are_written_out_when_their_buffer_is_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sink = EventSink::new(Lake::new(dir.path()), WriterId::random(), 10_000);
+        for position in 1..=100 {
+            sink.push_quarantined(bad_line(position)).unwrap();
+            assert!(sink.quarantined_bytes <= 10_000 + bad_line(0).approx_bytes());
+        }
+        let written = sink.flush_all().unwrap();
+        assert!(written.len() >= 9, "{} files", written.len());
+        assert_eq!(written.iter().map(|f| f.rows).sum::<usize>(), 100);
+        assert!(written.iter().all(|f| f.path.exists()));
     }
 }

@@ -66,11 +66,15 @@ fn planted_lines(secret: &str, n: usize) -> Vec<Value> {
     ]
 }
 
-/// Lines that are not events but hold a secret: escaped, and cut off by the size limit.
+/// Lines that are not events but hold a secret: escaped, cut off by the size limit, and
+/// pasted as they are (a key's body lines each on a line of their own).
 fn invalid_lines(secret: &str) -> Vec<String> {
     let escaped = serde_json::to_string(secret).unwrap().replace('/', "\\/").replace('-', "\\u002d");
     let cut = format!("{{\"ts\": {TS}, \"type\": \"msg.in\", \"payload\": {{\"content\": {escaped}{}", "x".repeat(70_000));
-    vec![format!("{{\"ts\": {TS}, \"payload\": {escaped}, broken"), format!("{escaped} {}", secret.replace('\n', " ")), cut]
+    let mut lines =
+        vec![format!("{{\"ts\": {TS}, \"payload\": {escaped}, broken"), format!("{escaped} {}", secret.replace('\n', " ")), cut];
+    lines.extend(secret.lines().map(str::to_owned));
+    lines
 }
 
 #[test]
