@@ -14,14 +14,14 @@
 WITH acting AS (
     SELECT chain_no FROM chain_events WHERE type = 'tool.call' AND is_consequential_tool(tool_name) GROUP BY chain_no
 ),
--- The messages and calls of the chains that change state (most change nothing).
+-- The events of the chains that change state (most change nothing). Not filtered by type
+-- here: a filter would run before the join and copy the texts of every chain.
 positioned AS (
     SELECT c.*,
         CAST(c.chain_no AS BIGINT) * 4294967296 + c.idx AS pos,
         c.type = 'msg.out' AND c.prev_type = 'msg.in' AND coalesce(is_confirmation(c.prev_content), false)
             AND NOT coalesce(is_question(c.content), false) AS acknowledges
     FROM acting a JOIN chain_events c ON c.chain_no = a.chain_no
-    WHERE c.type IN ('msg.in', 'msg.out', 'tool.call')
 ),
 marked AS (
     SELECT *,

@@ -105,8 +105,9 @@ pub fn run() -> ExitCode {
                         files.join(", ")
                     );
                 }
-                None if is_out_of_memory(&e) => eprintln!(
-                    "error: {e:#}\nThe query needs more memory than the engine's pool (1 GiB by default): select fewer rows or columns, or raise the pool first with `SET datafusion.runtime.memory_limit = '4G';`"
+                // The pool's message once, instead of once per operator that passed it on.
+                None if let Some(root) = out_of_memory(&e) => eprintln!(
+                    "error: {root}\nThe query needs more memory than the engine's pool (1 GiB by default): select fewer rows or columns, or raise the pool first with `SET datafusion.runtime.memory_limit = '4G';`"
                 ),
                 None => eprintln!("error: {e:#}"),
             }
@@ -123,10 +124,11 @@ fn is_parquet_error(e: &anyhow::Error) -> bool {
     })
 }
 
-fn is_out_of_memory(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<datafusion::error::DataFusionError>()
-            .is_some_and(|d| matches!(d.find_root(), datafusion::error::DataFusionError::ResourcesExhausted(_)))
+/// The memory pool's refusal behind `e`, if that is what ended the command.
+fn out_of_memory(e: &anyhow::Error) -> Option<&datafusion::error::DataFusionError> {
+    e.chain().find_map(|c| {
+        let root = c.downcast_ref::<datafusion::error::DataFusionError>()?.find_root();
+        matches!(root, datafusion::error::DataFusionError::ResourcesExhausted(_)).then_some(root)
     })
 }
 

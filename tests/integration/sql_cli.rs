@@ -122,5 +122,6 @@ fn a_window_that_needs_more_than_the_pool_fails_instead_of_growing() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("Resources exhausted") && stderr.contains("WindowInput"), "{stderr}");
+    assert_eq!(stderr.matches("Resources exhausted").count(), 1, "the pool's refusal is told once: {stderr}");
     assert!(stderr.contains("SET datafusion.runtime.memory_limit"), "says what to do: {stderr}");
 }

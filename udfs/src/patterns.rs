@@ -160,7 +160,8 @@ pub struct Patterns {
     languages: Vec<String>,
     /// The config's replacements of tool-name patterns (`toolPatterns`).
     tool_patterns: BTreeMap<String, Vec<String>>,
-    sets: HashMap<Category, CategorySet>,
+    /// Indexed by `Category as usize`.
+    sets: Vec<CategorySet>,
 }
 
 /// The patterns of one category, compiled on first use (a run needs only the categories of
@@ -270,7 +271,7 @@ impl Patterns {
                 Category::TOOLS.iter().find(|(_, k)| k == key).ok_or_else(|| PatternError::UnknownToolCategory(key.clone()))?;
             sources.insert(*category, patterns.iter().map(|p| ("toolPatterns", format!("(?i){p}"))).collect());
         }
-        let mut sets = HashMap::new();
+        let mut sets = Vec::with_capacity(Category::ALL.len());
         for category in Category::ALL {
             let patterns = sources.remove(&category).unwrap_or_default();
             let set = CategorySet::new(patterns.iter().map(|(_, p)| p.clone()).collect());
@@ -278,7 +279,7 @@ impl Patterns {
             if from_config {
                 set.try_exact().map_err(|_| bad_pattern(category, &patterns))?;
             }
-            sets.insert(category, set);
+            sets.push(set);
         }
         Ok(Self { languages: languages.to_vec(), tool_patterns: tool_patterns.clone(), sets })
     }
@@ -298,7 +299,7 @@ impl Patterns {
 
     /// Whether `text` matches any pattern of `category`.
     pub fn matches(&self, category: Category, text: &str) -> bool {
-        self.sets[&category].is_match(text)
+        self.sets[category as usize].is_match(text)
     }
 
     /// The detectors' view of a text (or of a tool name, for the tool categories), with the
@@ -435,11 +436,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn categories_are_listed_in_their_order() {
+        assert!(Category::ALL.iter().enumerate().all(|(i, c)| *c as usize == i));
+    }
+
+    #[test]
     fn every_pack_compiles() {
         let all: Vec<String> = LANGUAGES.iter().map(|s| (*s).to_owned()).collect();
         let patterns = Patterns::new(&all).unwrap();
         for category in Category::ALL {
-            let set = &patterns.sets[&category];
+            let set = &patterns.sets[category as usize];
             assert!(set.try_exact().is_ok(), "{category:?}");
             set.loose();
         }
@@ -465,7 +471,7 @@ mod tests {
             "wrongé",
         ];
         for category in Category::ALL {
-            let set = &patterns.sets[&category];
+            let set = &patterns.sets[category as usize];
             for text in texts {
                 assert_eq!(set.is_match(text), set.exact().is_match(text), "{category:?} on {text:?}");
             }

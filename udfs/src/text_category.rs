@@ -2,7 +2,6 @@
 //! (or a tool name) fall in a signal category, per the chosen language packs. One struct
 //! serves every category.
 
-use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
@@ -68,7 +67,7 @@ impl ScalarUDFImpl for TextCategoryUdf {
         };
         let answers = if self.category.is_tool_name() {
             // A batch holds few distinct tool names: each is matched once.
-            let mut seen: HashMap<&str, bool> = HashMap::new();
+            let mut seen: datafusion::common::HashMap<&str, bool> = datafusion::common::HashMap::default();
             map_bool(array, |name| name.map(|n| *seen.entry(n).or_insert_with(|| self.patterns.is(self.category, n))))?
         } else {
             map_bool(array, |text| text.map(|t| self.patterns.is(self.category, t)))?
