@@ -56,5 +56,5 @@ SELECT
     json_object('toolName', u.tool_name, 'params', u.tool_params, 'agentMessage', substr(p.content, 1, 300)) AS evidence,
     CAST(NULL AS VARCHAR) AS fingerprint
 FROM unconfirmed u
-LEFT JOIN positioned p ON p.pos = u.agent_spoke_at AND u.agent_spoke_at >= u.pos - u.idx
+LEFT JOIN chain_events p ON p.chain_no = u.chain_no AND p.idx = u.agent_spoke_at - (u.pos - u.idx)
 WHERE u.why IS NOT NULL
