@@ -45,9 +45,9 @@ pub fn event(raw: Value) -> Event {
     decode(raw).expect("a valid event")
 }
 
-/// The realworld sample files next to the repository.
+/// The real traces in `tests/data/realworld/`.
 pub fn realworld(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/realworld").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/realworld").join(name)
 }
 
 /// Every `*.parquet` file below `dir`.
