@@ -1,9 +1,10 @@
 //! `tracelake demo`: the bundled sample through the whole pipeline.
 
 use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::Args;
 use tracelake::detect::report::AnalysisReport;
 use tracelake::detect::{AnalyzeOptions, analyze};
@@ -38,10 +39,35 @@ const QUERIES: &[(&str, &str)] = &[
     ),
 ];
 
+/// Marks a lake the demo made, which a later demo may write into again.
+const DEMO_MARKER: &str = "made-by-demo";
+
+/// `dir` as the demo's lake, when it is new, empty, or a lake an earlier demo made: the
+/// demo imports its sample and starts the analysis afresh, which must never touch a lake
+/// of real traces (`TRACELAKE_LAKE` may well name one).
+fn demo_lake(dir: &Path) -> anyhow::Result<Lake> {
+    let marker = dir.join("_state").join(DEMO_MARKER);
+    let empty = match std::fs::read_dir(dir) {
+        Ok(mut entries) => entries.next().is_none(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+    };
+    if !empty && !marker.exists() {
+        bail!(
+            "{} is not empty and is not a lake the demo made: the demo writes only into a new or empty directory. \
+             Run `tracelake demo --lake NEW_DIR`, or `tracelake demo` without --lake (and without TRACELAKE_LAKE) for a temporary lake",
+            dir.display()
+        );
+    }
+    std::fs::create_dir_all(dir.join("_state")).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::write(&marker, b"").with_context(|| format!("writing {}", marker.display()))?;
+    Ok(Lake::new(dir))
+}
+
 pub async fn run(ctx: &Ctx, _args: DemoArgs) -> anyhow::Result<ExitCode> {
     let temp = tempfile::tempdir().context("creating a temporary directory")?;
     let lake = match &ctx.lake {
-        Some(dir) => Lake::new(dir.clone()),
+        Some(dir) => demo_lake(dir)?,
         None => Lake::new(temp.path().join("lake")),
     };
     let sample = temp.path().join("sample.events.jsonl");

@@ -6,6 +6,7 @@ mod chains;
 mod classify;
 mod common;
 mod damage;
+mod demo;
 mod export;
 mod fuzz;
 mod generate;
