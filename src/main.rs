@@ -11,5 +11,10 @@ use std::process::ExitCode;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // A reader that stops early (`tracelake report | head`) ends the program quietly, as it
+    // ends other Unix tools, instead of a failed write or a panic. Sockets are not
+    // affected: Rust writes them with MSG_NOSIGNAL.
+    // SAFETY: signal() is called before any other thread exists.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     cli::run()
 }

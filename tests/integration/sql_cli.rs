@@ -125,3 +125,24 @@ fn a_window_that_needs_more_than_the_pool_fails_instead_of_growing() {
     assert_eq!(stderr.matches("Resources exhausted").count(), 1, "the pool's refusal is told once: {stderr}");
     assert!(stderr.contains("SET datafusion.runtime.memory_limit"), "says what to do: {stderr}");
 }
+
+#[test]
+fn a_reader_that_stops_early_ends_the_output_quietly() {
+    let (_dir, lake) = imported_lake();
+    for args in [vec!["sql", "--lake", &lake, "SELECT * FROM events"], vec!["report", "--lake", &lake, "--format", "markdown"]] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tracelake"))
+            .args(&args)
+            .env_remove("TRACELAKE_LAKE")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // `| head -c 0`: the reader is gone before the first write.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.is_empty(), "tracelake {args:?} says nothing: {stderr}");
+        assert_ne!(out.status.code(), Some(101), "no panic");
+        assert_ne!(out.status.code(), Some(1), "no error");
+    }
+}
