@@ -81,7 +81,7 @@ pub struct AnalyzeArgs {
 }
 
 pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
-    let lake = ctx.lake()?;
+    let lake = ctx.existing_lake()?;
     let opts = AnalyzeOptions {
         full: args.full,
         since_ms: args.since,

@@ -79,6 +79,18 @@ impl Ctx {
         self.lake.clone().map(Lake::new).context("no lake given: pass --lake DIR or set TRACELAKE_LAKE")
     }
 
+    /// The lake, which must exist: commands other than `import` and `export` never make
+    /// one (in a folder of other files, or at a mistyped path).
+    pub fn existing_lake(&self) -> anyhow::Result<Lake> {
+        let lake = self.lake()?;
+        if !lake.exists() {
+            let dir = lake.root().display();
+            let what = if lake.root().exists() { "holds no lake" } else { "does not exist" };
+            anyhow::bail!("{dir} {what}: make a lake with `tracelake import --lake {dir} FILE` or `tracelake export --lake {dir}`");
+        }
+        Ok(lake)
+    }
+
     pub fn redactor(&self) -> anyhow::Result<Redactor> {
         Redactor::new(&self.config.redact_patterns).context("check `traceAnalyzer.redactPatterns` in the config file")
     }

@@ -46,7 +46,7 @@ const SHOWN_REJECTS: usize = 5;
 
 pub fn run(ctx: &Ctx, args: OutcomesArgs) -> anyhow::Result<ExitCode> {
     let OutcomesCommand::Import(args) = args.command;
-    let lake = ctx.lake()?;
+    let lake = ctx.existing_lake()?;
     let mut bytes = Vec::new();
     if args.file == "-" {
         std::io::stdin().read_to_end(&mut bytes).context("reading standard input")?;

@@ -18,10 +18,7 @@ pub struct RepairArgs {
 }
 
 pub fn run(ctx: &Ctx, args: RepairArgs) -> anyhow::Result<ExitCode> {
-    let lake = ctx.lake()?;
-    if !lake.root().is_dir() {
-        bail!("no lake at {}", lake.root().display());
-    }
+    let lake = ctx.existing_lake()?;
     let lock = WriteLock::acquire(&lake)?;
     let (manifest, plan) = plan_repair(&lake)?;
     if plan.is_empty() {

@@ -34,7 +34,7 @@ pub struct ReportArgs {
 }
 
 pub async fn run(ctx: &Ctx, args: ReportArgs) -> anyhow::Result<ExitCode> {
-    let lake = ctx.lake()?;
+    let lake = ctx.existing_lake()?;
     let max = args.max_findings.unwrap_or_else(|| usize::try_from(ctx.config.output.max_findings.max(0)).unwrap_or(usize::MAX));
     let mut report = lake_report(&lake, &ctx.config, ctx.redactor()?, max).await?;
     if args.anonymize {

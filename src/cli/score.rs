@@ -24,7 +24,7 @@ enum ScoreFormat {
 }
 
 pub async fn run(ctx: &Ctx, args: ScoreArgs) -> anyhow::Result<ExitCode> {
-    let lake = ctx.lake()?;
+    let lake = ctx.existing_lake()?;
     let session = open_session(&lake, ctx.redactor()?, &ctx.engine()?).await?;
     let scores = signal_scores(&session).await?;
     let mut out = std::io::stdout().lock();

@@ -28,7 +28,7 @@ pub struct SqlArgs {
 }
 
 pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
-    let lake = ctx.lake()?;
+    let lake = ctx.existing_lake()?;
     let session = open_session(&lake, ctx.redactor()?, &ctx.engine()?).await?;
     let sql = match (&args.query, &args.file) {
         (Some(q), _) => q.clone(),

@@ -21,7 +21,7 @@ pub struct StatusArgs {
 }
 
 pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
-    let lake = ctx.lake()?;
+    let lake = ctx.existing_lake()?;
     let session = open_session(&lake, ctx.redactor()?, &ctx.engine()?).await?;
     print!("{}", describe(&session).await?);
     let manifest = Manifest::load(&lake)?;

@@ -63,6 +63,12 @@ impl Lake {
         self.root.join("_state")
     }
 
+    /// Whether the directory holds a lake: its state, or a table (a lake whose state is
+    /// gone is damaged, not absent). Only `import` and `export` make one.
+    pub fn exists(&self) -> bool {
+        self.state_dir().is_dir() || Table::ALL.iter().any(|t| self.table_dir(*t).is_dir())
+    }
+
     /// A path relative to the lake root, as stored in state files.
     pub fn relative(&self, path: &Path) -> String {
         path.strip_prefix(&self.root).unwrap_or(path).to_string_lossy().into_owned()

@@ -150,3 +150,29 @@ fn queries_cannot_write_into_the_lake_and_detector_files_cannot_write_at_all() {
     assert!(!stolen.exists(), "a detector file wrote a file: {}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("sig_copy"), "the detector is named: {}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn a_folder_that_holds_no_lake_is_named_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("my-jsonl-folder");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::write(folder.join("a.jsonl"), "{}\n").unwrap();
+    let missing = dir.path().join("typo");
+    for lake in [&folder, &missing] {
+        let lake = lake.to_str().unwrap();
+        for args in [
+            vec!["status", "--lake", lake],
+            vec!["analyze", "--lake", lake],
+            vec!["sql", "--lake", lake, "SELECT 1"],
+            vec!["report", "--lake", lake],
+            vec!["score", "--lake", lake],
+        ] {
+            let out = tracelake(&args);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+            assert!(stderr.contains("tracelake import --lake"), "{args:?} says how to make one: {stderr}");
+        }
+    }
+    assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 1, "nothing written into the folder");
+    assert!(!missing.exists(), "no directory made");
+}

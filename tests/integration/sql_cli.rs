@@ -78,7 +78,7 @@ fn errors_are_clear_and_exit_1() {
 
     let missing = tracelake(&["sql", "--lake", dir.path().join("nope").to_str().unwrap(), "SELECT 1"]);
     assert_eq!(missing.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&missing.stderr).contains("no lake at"), "{missing:?}");
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("does not exist: make a lake with `tracelake import"), "{missing:?}");
 
     let usage = tracelake(&["sql", "--lake", &lake, "--format", "xml", "SELECT 1"]);
     assert_eq!(usage.status.code(), Some(2), "usage errors exit 2");
