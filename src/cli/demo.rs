@@ -13,7 +13,7 @@ use tracelake::ingest::Decoder;
 use tracelake::lake::Lake;
 use tracelake::lake::import::{ImportOptions, ImportOutcome, ImportSource, import_source};
 
-use super::{Ctx, import::summary_line, status::describe};
+use super::{Ctx, import::summary_line, is_new_or_empty, status::describe};
 
 /// Generated with `tracelake generate --events 3000 --seed 7 --output data/sample.events.jsonl`.
 const SAMPLE: &[u8] = include_bytes!("../../data/sample.events.jsonl");
@@ -47,12 +47,7 @@ const DEMO_MARKER: &str = "made-by-demo";
 /// of real traces (`TRACELAKE_LAKE` may well name one).
 fn demo_lake(dir: &Path) -> anyhow::Result<Lake> {
     let marker = dir.join("_state").join(DEMO_MARKER);
-    let empty = match std::fs::read_dir(dir) {
-        Ok(mut entries) => entries.next().is_none(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
-        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
-    };
-    if !empty && !marker.exists() {
+    if !is_new_or_empty(dir)? && !marker.exists() {
         bail!(
             "{} is not empty and is not a lake the demo made: the demo writes only into a new or empty directory. \
              Run `tracelake demo --lake NEW_DIR`, or `tracelake demo` without --lake (and without TRACELAKE_LAKE) for a temporary lake",

@@ -45,7 +45,7 @@ pub struct ExportArgs {
 }
 
 pub async fn run(ctx: &Ctx, args: ExportArgs) -> anyhow::Result<ExitCode> {
-    let lake = ctx.lake()?;
+    let lake = ctx.lake_to_write()?;
     let decoder = Decoder::new(ctx.redactor()?);
     let nats = NatsConfig {
         url: args.nats_url.clone().unwrap_or_else(|| ctx.config.nats.url.clone()),

@@ -22,7 +22,7 @@ pub struct ImportArgs {
 }
 
 pub fn run(ctx: &Ctx, args: ImportArgs) -> anyhow::Result<ExitCode> {
-    let lake = ctx.lake()?;
+    let lake = ctx.lake_to_write()?;
     let decoder = Decoder::new(ctx.redactor()?);
     let opts = ImportOptions { force: args.force, max_event_bytes: args.max_event_bytes, ..ImportOptions::default() };
     for file in &args.files {

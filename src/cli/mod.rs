@@ -91,6 +91,17 @@ impl Ctx {
         Ok(lake)
     }
 
+    /// The lake that `import` and `export` write: an existing one, or a new one in a new or
+    /// empty directory, never in a folder of other files.
+    pub fn lake_to_write(&self) -> anyhow::Result<Lake> {
+        let lake = self.lake()?;
+        if !lake.exists() && !is_new_or_empty(lake.root())? {
+            let dir = lake.root().display();
+            anyhow::bail!("{dir} holds other files and no lake: make the lake in a new or empty directory");
+        }
+        Ok(lake)
+    }
+
     pub fn redactor(&self) -> anyhow::Result<Redactor> {
         Redactor::new(&self.config.redact_patterns).context("check `traceAnalyzer.redactPatterns` in the config file")
     }
@@ -98,6 +109,15 @@ impl Ctx {
     /// The query engine the config chooses (languages, chain settings).
     pub fn engine(&self) -> anyhow::Result<EngineOptions> {
         EngineOptions::from_config(&self.config).context("check `patterns.language` and `traceAnalyzer.toolPatterns` in the config file")
+    }
+}
+
+/// Whether `dir` does not exist or has nothing in it.
+pub fn is_new_or_empty(dir: &std::path::Path) -> anyhow::Result<bool> {
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => Ok(entries.next().is_none()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
+        Err(e) => Err(e).with_context(|| format!("reading {}", dir.display())),
     }
 }
 

@@ -173,6 +173,10 @@ fn a_folder_that_holds_no_lake_is_named_and_left_alone() {
             assert!(stderr.contains("tracelake import --lake"), "{args:?} says how to make one: {stderr}");
         }
     }
+    let import = tracelake(&["import", "--lake", folder.to_str().unwrap(), realworld("tau-retail.events.jsonl").to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&import.stderr);
+    assert_eq!(import.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("new or empty directory"), "{stderr}");
     assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 1, "nothing written into the folder");
     assert!(!missing.exists(), "no directory made");
 }
