@@ -43,16 +43,16 @@ impl Severity {
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
     /// Analyze every event and replace all earlier findings (default: only what is new).
-    #[arg(long, env = "TRACELAKE_FULL")]
+    #[arg(long, env = "TRACELAKE_ANALYZE_FULL")]
     full: bool,
     /// Analyze the sessions active since this time (RFC 3339, YYYY-MM-DD, or e.g. 24h ago).
-    #[arg(long, env = "TRACELAKE_SINCE", value_parser = parse_time, conflicts_with = "full")]
+    #[arg(long, env = "TRACELAKE_ANALYZE_SINCE", value_parser = parse_time, conflicts_with = "full")]
     since: Option<i64>,
     /// Report format.
-    #[arg(long, value_enum, env = "TRACELAKE_FORMAT", default_value_t = ReportFormat::Table)]
+    #[arg(long, value_enum, env = "TRACELAKE_ANALYZE_FORMAT", default_value_t = ReportFormat::Table)]
     format: ReportFormat,
     /// Write the report to this file instead of standard output.
-    #[arg(long, env = "TRACELAKE_OUTPUT")]
+    #[arg(long, env = "TRACELAKE_ANALYZE_OUTPUT")]
     output: Option<PathBuf>,
     /// Exit with code 3 when a finding at or above this severity exists.
     #[arg(long, value_enum, env = "TRACELAKE_FAIL_ON")]
@@ -112,6 +112,15 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         for file in &analysis.artifact_files {
             eprintln!("wrote {}", file.display());
         }
+    }
+    if analysis.events_processed == 0
+        && args.since.is_none()
+        && let Some(since) = analysis.resumed_from
+    {
+        let since = chrono::DateTime::from_timestamp_millis(since).unwrap_or_default().format("%Y-%m-%d %H:%M:%S UTC");
+        eprintln!(
+            "nothing new since {since}, where the last run stopped: `--full` analyzes every event again, `--since TIME` from a time on, and `tracelake report` shows what earlier runs found"
+        );
     }
     let fail = args.fail_on.is_some_and(|threshold| any_at_least(&analysis.findings, threshold.as_str()));
     let report = AnalysisReport::assemble(analysis);

@@ -18,7 +18,7 @@ pub struct GenerateArgs {
     #[arg(long, env = "TRACELAKE_SEED", default_value_t = 42)]
     seed: u64,
     /// Output JSONL file; what was injected goes to FILE.expected.json beside it.
-    #[arg(long, env = "TRACELAKE_OUTPUT")]
+    #[arg(long, env = "TRACELAKE_GENERATE_OUTPUT")]
     output: PathBuf,
 }
 

@@ -14,7 +14,7 @@ pub struct ImportArgs {
     #[arg(required = true)]
     files: Vec<String>,
     /// Import again even if the same content was imported before (replacing it).
-    #[arg(long, env = "TRACELAKE_FORCE")]
+    #[arg(long, env = "TRACELAKE_IMPORT_FORCE")]
     force: bool,
     /// Largest accepted event in bytes; longer lines are quarantined.
     #[arg(long, env = "TRACELAKE_MAX_EVENT_BYTES", default_value_t = tracelake::ingest::DEFAULT_MAX_EVENT_BYTES)]

@@ -141,11 +141,25 @@ pub fn run() -> ExitCode {
                 None if let Some(root) = out_of_memory(&e) => eprintln!(
                     "error: {root}\nThe query needs more memory than the engine's pool (1 GiB by default): select fewer rows or columns, or raise the pool first with `SET datafusion.runtime.memory_limit = '4G';`"
                 ),
-                None => eprintln!("error: {e:#}"),
+                None => eprintln!("error: {}", message(&e)),
             }
             ExitCode::from(1)
         }
     }
+}
+
+/// `e` and its causes on one line, each said once: many errors repeat their source's text
+/// in their own (DataFusion's and io's do), so that the plain chain would say it twice or
+/// four times.
+pub fn message(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !parts.iter().any(|said| said.contains(&text)) {
+            parts.push(text);
+        }
+    }
+    parts.join(": ")
 }
 
 fn is_parquet_error(e: &anyhow::Error) -> bool {

@@ -31,7 +31,7 @@ struct ImportArgs {
     #[arg(long, value_enum)]
     format: Option<OutcomesFormat>,
     /// Import again even if the same content was imported before.
-    #[arg(long, env = "TRACELAKE_FORCE")]
+    #[arg(long, env = "TRACELAKE_OUTCOMES_FORCE")]
     force: bool,
 }
 

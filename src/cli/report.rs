@@ -20,10 +20,10 @@ pub enum Format {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    #[arg(long, value_enum, env = "TRACELAKE_FORMAT", default_value_t = Format::Html)]
+    #[arg(long, value_enum, env = "TRACELAKE_REPORT_FORMAT", default_value_t = Format::Html)]
     format: Format,
     /// Write the report here instead of standard output.
-    #[arg(long, env = "TRACELAKE_OUTPUT")]
+    #[arg(long, env = "TRACELAKE_REPORT_OUTPUT")]
     output: Option<PathBuf>,
     /// Strip agent names, session ids, user content, paths, hostnames and IPs, for sharing.
     #[arg(long, env = "TRACELAKE_ANONYMIZE")]

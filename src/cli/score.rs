@@ -13,7 +13,7 @@ use super::Ctx;
 #[derive(Debug, Args)]
 pub struct ScoreArgs {
     /// Output format.
-    #[arg(long, value_enum, env = "TRACELAKE_FORMAT", default_value_t = ScoreFormat::Table)]
+    #[arg(long, value_enum, env = "TRACELAKE_SCORE_FORMAT", default_value_t = ScoreFormat::Table)]
     format: ScoreFormat,
 }
 

@@ -23,7 +23,7 @@ pub struct SqlArgs {
     #[arg(short = 'f', long = "file", env = "TRACELAKE_SQL_FILE", conflicts_with = "query")]
     file: Option<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, env = "TRACELAKE_FORMAT", default_value_t = PrintFormat::Table)]
+    #[arg(long, value_enum, env = "TRACELAKE_SQL_FORMAT", default_value_t = PrintFormat::Table)]
     format: PrintFormat,
 }
 
@@ -74,7 +74,7 @@ async fn repl(session: &SessionContext, lake: &Lake, format: PrintFormat) -> any
                 if trimmed.ends_with(';') {
                     let _ = editor.add_history_entry(buffer.trim());
                     if let Err(e) = execute(session, lake, &buffer, format).await {
-                        eprintln!("error: {e:#}");
+                        eprintln!("error: {}", super::message(&e));
                     }
                     buffer.clear();
                 }

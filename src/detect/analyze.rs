@@ -74,6 +74,8 @@ pub struct Analysis {
     pub events_processed: u64,
     pub chains: u64,
     pub time_range: (i64, i64),
+    /// Events before this time (ms) were left out as analyzed already (none with `full`).
+    pub resumed_from: Option<i64>,
     /// The most severe new findings of this run (`output.maxFindings`), most severe first.
     pub findings: Vec<Finding>,
     /// Every new finding of this run, counted (the lake keeps them all).
@@ -268,6 +270,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         events_processed,
         chains,
         time_range,
+        resumed_from: resume,
         findings,
         counts,
         skipped_detectors,

@@ -110,6 +110,7 @@ pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_f
         events_processed: stats.events,
         chains: stats.chains,
         time_range: (stats.first, stats.last),
+        resumed_from: None,
         findings,
         counts,
         skipped_detectors: Vec::new(),

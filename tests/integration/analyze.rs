@@ -112,6 +112,12 @@ fn incremental_runs_report_each_finding_once() {
     let run2 = analyze_json(&lake, &config, &[]);
     let run3 = analyze_json(&lake, &config, &[]);
     assert_eq!(run3["findings"].as_array().unwrap().len(), 0, "nothing new, nothing reported");
+    let again = tracelake(&["analyze", "--lake", &lake, "--config", &config]);
+    let hint = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        hint.contains("nothing new since") && hint.contains("--full") && hint.contains("tracelake report"),
+        "says why and what to do: {hint}"
+    );
 
     let ids =
         |r: &Value| -> Vec<String> { r["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap().to_owned()).collect() };

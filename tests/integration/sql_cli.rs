@@ -80,6 +80,18 @@ fn errors_are_clear_and_exit_1() {
     assert_eq!(missing.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("does not exist: make a lake with `tracelake import"), "{missing:?}");
 
+    for (args, said) in [
+        (vec!["sql", "--lake", &lake, "SELECT * FROM event"], "not found"),
+        (vec!["sql", "--lake", &lake, "SELECT nonexistent FROM events"], "Valid fields are"),
+        (vec!["import", "--lake", &lake, "/nonexistent.jsonl"], "No such file or directory"),
+        (vec!["status", "--lake", &lake, "--config", "/nonexistent.json"], "No such file or directory"),
+    ] {
+        let out = tracelake(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(stderr.matches(said).count(), 1, "{args:?} says it once: {stderr}");
+    }
+
     let usage = tracelake(&["sql", "--lake", &lake, "--format", "xml", "SELECT 1"]);
     assert_eq!(usage.status.code(), Some(2), "usage errors exit 2");
 
@@ -145,4 +157,22 @@ fn a_reader_that_stops_early_ends_the_output_quietly() {
         assert_ne!(out.status.code(), Some(101), "no panic");
         assert_ne!(out.status.code(), Some(1), "no error");
     }
+}
+
+#[test]
+fn an_environment_variable_sets_one_command_only() {
+    let (_dir, lake) = imported_lake();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_tracelake"))
+            .args(args)
+            .env("TRACELAKE_LAKE", &lake)
+            .env("TRACELAKE_SQL_FORMAT", "csv")
+            .output()
+            .unwrap()
+    };
+    let sql = run(&["sql", "SELECT count(*) AS n FROM events"]);
+    assert_eq!(String::from_utf8_lossy(&sql.stdout), "n\n3160\n");
+    let analyze = run(&["analyze", "--full"]);
+    assert!(analyze.status.success(), "analyze has no csv format and ignores sql's: {}", String::from_utf8_lossy(&analyze.stderr));
+    assert!(String::from_utf8_lossy(&analyze.stdout).contains("findings"), "the table format");
 }
