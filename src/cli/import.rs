@@ -50,8 +50,13 @@ pub fn summary_line(s: &ImportSummary) -> String {
     let quarantined = quarantined_text(&s.quarantined);
     let rate = rate(s.events, s.seconds);
     let swept = if s.swept > 0 { format!("; removed {} leftover file(s) of an interrupted write", s.swept) } else { String::new() };
+    let grown = if s.lines_before > 0 {
+        format!(" (lines {}–{}: the file grew since its last import)", s.lines_before + 1, s.lines_before + s.lines)
+    } else {
+        String::new()
+    };
     format!(
-        "imported {}: {} events, {quarantined}, {} in {:.2} s ({:.0} events/s){swept}",
+        "imported {}{grown}: {} events, {quarantined}, {} in {:.2} s ({:.0} events/s){swept}",
         s.source,
         s.events,
         human_bytes(s.bytes),

@@ -81,6 +81,8 @@ pub struct ImportSummary {
     pub seconds: f64,
     /// Leftover files of an earlier crashed writer that were removed first.
     pub swept: usize,
+    /// Lines of a file that grew that an earlier import took (not read again).
+    pub lines_before: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -124,14 +126,34 @@ pub fn import_source(
         }
     }
 
+    // A file imported before from the same path: read only what was added at its end.
+    let path = match source {
+        ImportSource::File(p) => Some(std::fs::canonicalize(p).map_err(|e| LakeError::io(p, e))?.display().to_string()),
+        ImportSource::Stdin => None,
+    };
+    let mut start = Start::default();
+    if let (ImportSource::File(file), Some(path)) = (source, &path)
+        && !opts.force
+        && let Some(previous) = manifest.imports.iter().rev().find(|r| r.path.as_ref() == Some(path))
+    {
+        start = grown_from(file, previous)?
+            .ok_or_else(|| LakeError::SourceChanged { source_name: name.clone(), imported_at: previous.finished_at.clone() })?;
+    }
+
     let reader: Box<dyn Read + Send> = match source {
-        ImportSource::File(path) => Box::new(File::open(path).map_err(|e| LakeError::io(path, e))?),
+        ImportSource::File(path) => {
+            let mut file = File::open(path).map_err(|e| LakeError::io(path, e))?;
+            io::Seek::seek(&mut file, io::SeekFrom::Start(start.bytes)).map_err(|e| LakeError::io(path, e))?;
+            Box::new(file)
+        }
         ImportSource::Stdin => Box::new(io::stdin()),
     };
     let writer = RegisteredWriter::start(lake)?;
     let writer_id = writer.id().clone();
     let mut sink = EventSink::new(lake.clone(), writer_id.clone(), opts.buffer_bytes);
-    let counts = run_pipeline(reader, &name, decoder, opts, &mut sink, progress)?;
+    let lines_before = start.lines;
+    let bytes_before = start.bytes;
+    let counts = run_pipeline(reader, &name, decoder, opts, start, &mut sink, progress)?;
     let files = sink.flush_all()?;
     let sha256 = counts.sha256;
 
@@ -152,7 +174,8 @@ pub fn import_source(
         source: name.clone(),
         sha256,
         quick: quick.unwrap_or_default(),
-        bytes: counts.bytes,
+        path,
+        bytes: bytes_before + counts.bytes,
         lines: counts.lines,
         events: counts.events,
         quarantined: counts.quarantined.values().sum(),
@@ -167,14 +190,48 @@ pub fn import_source(
     }
     Ok(ImportOutcome::Imported(ImportSummary {
         source: name,
-        lines: counts.lines,
+        lines: counts.lines - lines_before,
         events: counts.events,
         quarantined: counts.quarantined,
         bytes: counts.bytes,
         files: files.len(),
         seconds: started.elapsed().as_secs_f64(),
         swept,
+        lines_before,
     }))
+}
+
+/// Where reading a source starts: past what an earlier import of the same file took, with
+/// the hash of those bytes, so that the new record's hash is the whole file's.
+#[derive(Default)]
+struct Start {
+    bytes: u64,
+    lines: u64,
+    hasher: Sha256,
+}
+
+/// How `file` continues `previous` (an import of the same path), or `None` when it changed
+/// otherwise: shorter, or other bytes where the earlier content was, or the earlier
+/// content ended inside a line.
+fn grown_from(file: &std::path::Path, previous: &ImportRecord) -> Result<Option<Start>, LakeError> {
+    let size = std::fs::metadata(file).map_err(|e| LakeError::io(file, e))?.len();
+    if size <= previous.bytes {
+        return Ok(None);
+    }
+    let mut reader = File::open(file).map_err(|e| LakeError::io(file, e))?.take(previous.bytes);
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; READ_BUFFER];
+    let mut last = b'\n';
+    loop {
+        let n = reader.read(&mut buf).map_err(|e| LakeError::io(file, e))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        last = buf[n - 1];
+    }
+    let same = hex::encode(hasher.clone().finalize()) == previous.sha256 && last == b'\n';
+    Ok(same.then_some(Start { bytes: previous.bytes, lines: previous.lines, hasher }))
 }
 
 /// Size, and sha256 of the first and the last MiB, hex.
@@ -222,15 +279,16 @@ fn run_pipeline(
     source: &str,
     decoder: &Decoder,
     opts: &ImportOptions,
+    start: Start,
     sink: &mut EventSink,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Counts, LakeError> {
     let chunks = LineChunks {
         lines: BoundedLines::new(
-            BufReader::with_capacity(READ_BUFFER, HashingReader { inner: reader, hasher: Sha256::new() }),
+            BufReader::with_capacity(READ_BUFFER, HashingReader { inner: reader, hasher: start.hasher }),
             opts.max_event_bytes,
         ),
-        line_no: 0,
+        line_no: start.lines,
         error: None,
     };
     let mut counts = Counts { lines: 0, events: 0, bytes: 0, quarantined: BTreeMap::new(), sha256: String::new() };

@@ -37,6 +37,11 @@ pub enum LakeError {
     Locked(PathBuf),
     #[error("the lake at {lake} is damaged: {problem}")]
     Damaged { lake: PathBuf, problem: Damage },
+    #[error(
+        "{source_name} has changed since it was imported at {imported_at}, and not only by lines added at its end; \
+         import it again with --force (rows of the earlier import stay), or import the new content as a file of its own"
+    )]
+    SourceChanged { source_name: String, imported_at: String },
     #[error("reading {source_name}: {error}")]
     Read {
         source_name: String,

@@ -169,6 +169,7 @@ pub fn apply_repair(lake: &Lake, mut manifest: Manifest, plan: &RepairPlan, stre
                 source: "recovered by tracelake repair".into(),
                 sha256: format!("recovered-{writer}"),
                 quick: String::new(),
+                path: None,
                 bytes: 0,
                 lines: 0,
                 events: rows(&ingested, Table::Events),

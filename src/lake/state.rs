@@ -29,6 +29,9 @@ pub struct ImportRecord {
     /// without hashing the whole file first.
     #[serde(default)]
     pub quick: String,
+    /// The file's absolute path, by which a file that grew is known again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     pub bytes: u64,
     pub lines: u64,
     pub events: u64,

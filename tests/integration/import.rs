@@ -281,3 +281,36 @@ fn a_missing_file_is_a_clear_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("/nonexistent/events.jsonl") && err.contains("No such file"), "{err}");
 }
+
+#[test]
+fn a_file_that_grew_imports_only_its_new_lines_and_one_that_changed_needs_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = lake_arg(dir.path());
+    let all: Vec<String> = std::fs::read_to_string(realworld("tau-retail.events.jsonl")).unwrap().lines().map(str::to_owned).collect();
+    let log = dir.path().join("agent.log.jsonl");
+    let log_arg = log.to_str().unwrap();
+    write_lines(&log, &all[..2000]);
+    tracelake_ok(&["import", "--lake", &lake, log_arg]);
+
+    let mut grown = all.clone();
+    grown.push("not json".into());
+    write_lines(&log, &grown);
+    let out = tracelake_ok(&["import", "--lake", &lake, log_arg]);
+    assert!(out.contains("lines 2001–3161"), "says what it took: {out}");
+    let rows = sql_rows(&lake, "SELECT count(*) AS n, count(DISTINCT id) AS ids FROM events");
+    assert_eq!((rows[0]["n"].as_i64(), rows[0]["ids"].as_i64()), (Some(3160), Some(3160)), "every event once");
+    let bad = sql_rows(&lake, "SELECT position FROM quarantine");
+    assert_eq!(bad[0]["position"].as_i64(), Some(3161), "line numbers count from the file's start");
+    assert!(
+        tracelake_ok(&["import", "--lake", &lake, log_arg]).contains("the same content was imported"),
+        "the same content again is skipped"
+    );
+
+    write_lines(&log, &all[..100]);
+    let changed = tracelake(&["import", "--lake", &lake, log_arg]);
+    let stderr = String::from_utf8_lossy(&changed.stderr);
+    assert_eq!(changed.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("has changed since it was imported") && stderr.contains("--force"), "{stderr}");
+    assert_eq!(sql_rows(&lake, "SELECT count(*) AS n FROM events")[0]["n"].as_i64(), Some(3160), "nothing imported");
+    tracelake_ok(&["import", "--lake", &lake, "--force", log_arg]);
+}
