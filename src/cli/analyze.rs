@@ -113,6 +113,12 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             eprintln!("wrote {}", file.display());
         }
     }
+    if analysis.replaced_runs > 0 {
+        eprintln!(
+            "--full: the findings, failures, classifications and generated outputs of {} earlier run(s) were replaced by this run's; rule effectiveness is measured from this run on",
+            analysis.replaced_runs
+        );
+    }
     if analysis.events_processed == 0
         && args.since.is_none()
         && let Some(since) = analysis.resumed_from

@@ -76,6 +76,8 @@ pub struct Analysis {
     pub time_range: (i64, i64),
     /// Events before this time (ms) were left out as analyzed already (none with `full`).
     pub resumed_from: Option<i64>,
+    /// Earlier runs whose findings, failures, classifications and outputs a full run replaced.
+    pub replaced_runs: usize,
     /// The most severe new findings of this run (`output.maxFindings`), most severe first.
     pub findings: Vec<Finding>,
     /// Every new finding of this run, counted (the lake keeps them all).
@@ -236,6 +238,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         findings_file.finish().map(|file| file.map(|f| lake.relative(&f.path))),
     ];
     let files: Vec<String> = written.into_iter().filter_map(Result::transpose).collect::<Result<_, _>>()?;
+    let replaced_runs = if opts.full { manifest.analyses.len() } else { 0 };
     if opts.full {
         let earlier: Vec<String> = manifest.analyses.iter().flat_map(|a| a.files.clone()).collect();
         retire(lake, &earlier)?;
@@ -271,6 +274,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         chains,
         time_range,
         resumed_from: resume,
+        replaced_runs,
         findings,
         counts,
         skipped_detectors,

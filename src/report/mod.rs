@@ -111,6 +111,7 @@ pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_f
         chains: stats.chains,
         time_range: (stats.first, stats.last),
         resumed_from: None,
+        replaced_runs: 0,
         findings,
         counts,
         skipped_detectors: Vec::new(),

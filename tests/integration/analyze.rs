@@ -129,6 +129,9 @@ fn incremental_runs_report_each_finding_once() {
     let full_lake = full_dir.path().join("lake").display().to_string();
     tracelake_ok(&["import", "--lake", &full_lake, input.to_str().unwrap()]);
     let full = analyze_json(&full_lake, &config, &["--full"]);
+    let again = tracelake(&["analyze", "--lake", &full_lake, "--config", &config, "--full"]);
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert!(said.contains("--full: the findings") && said.contains("of 1 earlier run(s) were replaced"), "says what it reset: {said}");
     let mut all: Vec<String> = ids1.into_iter().chain(ids2).collect();
     all.sort();
     let mut expected = ids(&full);
