@@ -217,16 +217,11 @@ impl AnalysisReport {
         }
         if !self.findings.is_empty() {
             out.push_str("\nmost severe:\n");
-            for f in self.findings.iter().take(max_rows) {
+            let shown: Vec<_> = self.findings.iter().take(max_rows).collect();
+            let sessions = session_labels(&shown.iter().map(|f| f.session.as_str()).collect::<Vec<_>>());
+            for (f, session) in shown.iter().zip(sessions) {
                 let summary: String = f.signal.summary.chars().take(90).collect();
-                out.push_str(&format!(
-                    "  [{:<8}] {:<20} {}@{}: {}\n",
-                    f.signal.severity,
-                    f.signal.signal,
-                    f.agent,
-                    short(&f.session),
-                    summary
-                ));
+                out.push_str(&format!("  [{:<8}] {:<22} {}@{session}: {summary}\n", f.signal.severity, f.signal.signal, f.agent));
             }
             let not_shown = self.stats.findings_detected.saturating_sub(self.findings.len().min(max_rows));
             if not_shown > 0 {
@@ -259,8 +254,30 @@ fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
 }
 
-fn short(session: &str) -> String {
-    if session.chars().count() > 14 { session.chars().take(13).collect::<String>() + "…" } else { session.to_owned() }
+/// Session ids as the terminal shows them: a long one with its middle left out (ids
+/// differ at the start, as uuids do, or at the end, as counters do), all of them whole
+/// when that would make two different ones look the same.
+fn session_labels(sessions: &[&str]) -> Vec<String> {
+    const KEEP_START: usize = 12;
+    const KEEP_END: usize = 15;
+    let abbreviated: Vec<String> = sessions
+        .iter()
+        .map(|s| {
+            let chars: Vec<char> = s.chars().collect();
+            if chars.len() <= KEEP_START + KEEP_END + 1 {
+                return (*s).to_owned();
+            }
+            let start: String = chars[..KEEP_START].iter().collect();
+            let end: String = chars[chars.len() - KEEP_END..].iter().collect();
+            format!("{start}…{end}")
+        })
+        .collect();
+    let distinct = |labels: Vec<&str>| labels.into_iter().collect::<std::collections::HashSet<_>>().len();
+    if distinct(abbreviated.iter().map(String::as_str).collect()) == distinct(sessions.to_vec()) {
+        abbreviated
+    } else {
+        sessions.iter().map(|s| (*s).to_owned()).collect()
+    }
 }
 
 pub fn report_finding(f: Finding, classification: Option<Classification>) -> ReportFinding {
@@ -364,7 +381,20 @@ pub fn any_at_least(findings: &[Finding], severity: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::evidence_json;
+    use super::{evidence_json, session_labels};
+
+    #[test]
+    fn sessions_that_differ_never_look_the_same() {
+        let ends = ["conversation-2026-11-24-run-a81f3c", "conversation-2026-11-24-run-b92e44", "short"];
+        let labels = session_labels(&ends);
+        assert_eq!(labels[2], "short");
+        assert!(labels[0].contains('…') && labels[0] != labels[1], "{labels:?}");
+        let counters = ["tau-airline-12-t0-gpt4o-airline", "tau-airline-13-t0-gpt4o-airline"];
+        assert_eq!(session_labels(&counters), counters.map(str::to_owned), "shortened they would look the same");
+        // Shortened they would be the same: shown whole.
+        let same_ends = ["agent:main:s-aaaaaaaaaa-x-00000000000001", "agent:main:s-bbbbbbbbbb-x-00000000000001"];
+        assert_eq!(session_labels(&same_ends), same_ends.map(str::to_owned));
+    }
 
     #[test]
     fn evidence_is_written_as_it_is_or_as_a_string_when_not_json() {
