@@ -1,9 +1,10 @@
 //! `tracelake report`: what the lake knows, as HTML, Markdown or JSON.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use tracelake::detect::json_report::write_json_pretty;
 use tracelake::report::anonymize::anonymize;
@@ -20,6 +21,8 @@ pub enum Format {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
+    /// `html`: a page with charts and transcripts; `markdown` and `json`: the findings and
+    /// their statistics.
     #[arg(long, value_enum, env = "TRACELAKE_REPORT_FORMAT", default_value_t = Format::Html)]
     format: Format,
     /// Write the report here instead of standard output.
@@ -35,6 +38,9 @@ pub struct ReportArgs {
 
 pub async fn run(ctx: &Ctx, args: ReportArgs) -> anyhow::Result<ExitCode> {
     let lake = ctx.existing_lake()?;
+    if args.format == Format::Html && args.output.is_none() && std::io::stdout().is_terminal() {
+        bail!("the HTML report is a page for a browser: pass --output report.html, or --format markdown to read it here");
+    }
     let max = args.max_findings.unwrap_or_else(|| usize::try_from(ctx.config.output.max_findings.max(0)).unwrap_or(usize::MAX));
     let mut report = lake_report(&lake, &ctx.config, ctx.redactor()?, max).await?;
     if args.anonymize {

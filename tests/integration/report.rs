@@ -14,7 +14,7 @@ use tracelake::lake::state::ProcessingState;
 use tracelake::output::GeneratedOutput;
 use tracelake::output::effectiveness::RuleEffectiveness;
 
-use crate::common::tracelake_ok;
+use crate::common::{realworld, tracelake_ok};
 
 fn finding(signal: &str, severity: &str, agent: &str) -> Finding {
     Finding {
@@ -288,4 +288,25 @@ fn html_report_renders_its_charts_in_chromium_without_console_output() {
     let (broken_dom, broken_console) = chromium_render(&broken);
     assert!(!broken_console.is_empty());
     assert!(!broken_dom.contains("data-rendered=\"true\""));
+}
+
+#[test]
+fn the_html_report_is_not_written_to_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake").display().to_string();
+    tracelake_ok(&["import", "--lake", &lake, realworld("tau-retail.events.jsonl").to_str().unwrap()]);
+    // `script` runs the command on a pseudo-terminal, as a user's shell would.
+    let in_terminal = |args: &str| {
+        Command::new("script")
+            .args(["-qec", &format!("{} {args} --lake {lake}", env!("CARGO_BIN_EXE_tracelake")), "/dev/null"])
+            .env_remove("TRACELAKE_LAKE")
+            .output()
+            .expect("script (util-linux) is installed")
+    };
+    let html = in_terminal("report");
+    let said = String::from_utf8_lossy(&html.stdout);
+    assert_eq!(html.status.code(), Some(1), "{said}");
+    assert!(said.contains("--output report.html") && !said.contains("<html"), "{said}");
+    let markdown = in_terminal("report --format markdown");
+    assert!(markdown.status.success() && String::from_utf8_lossy(&markdown.stdout).contains("# "), "markdown is for terminals");
 }
