@@ -45,7 +45,7 @@ pub struct AnalyzeArgs {
     /// Analyze every event and replace all earlier findings (default: only what is new).
     #[arg(long, env = "TRACELAKE_ANALYZE_FULL")]
     full: bool,
-    /// Analyze the sessions active since this time (RFC 3339, YYYY-MM-DD, or e.g. 24h ago).
+    /// Analyze the sessions active since this time (RFC 3339, YYYY-MM-DD [HH:MM:SS] in UTC, or a duration ago: 24h, 24h ago).
     #[arg(long, env = "TRACELAKE_ANALYZE_SINCE", value_parser = parse_time, conflicts_with = "full")]
     since: Option<i64>,
     /// Report format.

@@ -32,7 +32,7 @@ pub struct ExportArgs {
     /// Rebuild the lake's exported events from the first message of the stream.
     #[arg(long, env = "TRACELAKE_EXPORT_FULL")]
     full: bool,
-    /// Rebuild the lake's exported events from this time on (RFC 3339, YYYY-MM-DD, or e.g. 24h ago).
+    /// Rebuild the lake's exported events from this time on (RFC 3339, YYYY-MM-DD [HH:MM:SS] in UTC, or a duration ago: 24h, 24h ago).
     #[arg(long, env = "TRACELAKE_EXPORT_SINCE", value_parser = parse_time, conflicts_with = "full")]
     since: Option<i64>,
     /// Run again at this interval (e.g. 24h) until interrupted; default from

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
@@ -28,15 +28,23 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// Milliseconds since the epoch of `text`: RFC 3339, a UTC date, or a duration ago.
 pub fn parse_time(text: &str) -> Result<i64, String> {
+    let text = text.trim();
     if let Ok(t) = DateTime::parse_from_rfc3339(text) {
         return Ok(t.timestamp_millis());
+    }
+    // As SQL writes a timestamp: a space for the `T`, UTC without a zone.
+    if let Ok(t) = NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S") {
+        return Ok(t.and_utc().timestamp_millis());
     }
     if let Ok(d) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
         return Ok(d.and_hms_opt(0, 0, 0).expect("midnight").and_utc().timestamp_millis());
     }
-    match parse_duration(text) {
+    let duration = text.strip_suffix("ago").map_or(text, str::trim_end);
+    match parse_duration(duration) {
         Ok(ago) => Ok(Utc::now().timestamp_millis() - ago.as_millis() as i64),
-        Err(_) => Err(format!("{text:?} is not a time: use RFC 3339 (2026-01-05T08:00:00Z), a date (2026-01-05) or a duration ago (24h)")),
+        Err(_) => Err(format!(
+            "{text:?} is not a time: use RFC 3339 (2026-01-05T08:00:00Z), a UTC timestamp (2026-01-05 08:00:00), a date (2026-01-05) or a duration ago (24h or 24h ago)"
+        )),
     }
 }
 
@@ -59,6 +67,11 @@ mod tests {
         assert_eq!(parse_time("2026-01-05T08:00:00Z"), Ok(1_767_600_000_000));
         let ago = parse_time("1h").unwrap();
         assert!((Utc::now().timestamp_millis() - ago - 3_600_000).abs() < 5_000);
+        // As `--help` writes it, and as SQL writes a timestamp.
+        let ago = parse_time("24h ago").unwrap();
+        assert!((Utc::now().timestamp_millis() - ago - 86_400_000).abs() < 5_000);
+        assert_eq!(parse_time("2026-01-05 08:00:00"), Ok(1_767_600_000_000));
+        assert!(parse_time("yesterday").is_err());
         assert!(parse_time("yesterday").is_err());
     }
 }
