@@ -218,19 +218,8 @@ fn grown_from(file: &std::path::Path, previous: &ImportRecord) -> Result<Option<
     if size <= previous.bytes {
         return Ok(None);
     }
-    let mut reader = File::open(file).map_err(|e| LakeError::io(file, e))?.take(previous.bytes);
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; READ_BUFFER];
-    let mut last = b'\n';
-    loop {
-        let n = reader.read(&mut buf).map_err(|e| LakeError::io(file, e))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-        last = buf[n - 1];
-    }
-    let same = hex::encode(hasher.clone().finalize()) == previous.sha256 && last == b'\n';
+    let (hasher, last) = hash_prefix(file, previous.bytes)?;
+    let same = hex::encode(hasher.clone().finalize()) == previous.sha256 && last.is_none_or(|b| b == b'\n');
     Ok(same.then_some(Start { bytes: previous.bytes, lines: previous.lines, hasher }))
 }
 
@@ -253,17 +242,24 @@ pub fn quick_fingerprint(path: &std::path::Path) -> Result<String, LakeError> {
 
 /// sha256 of a file's content, hex.
 pub fn hash_file(path: &std::path::Path) -> Result<String, LakeError> {
-    let mut file = File::open(path).map_err(|e| LakeError::io(path, e))?;
+    Ok(hex::encode(hash_prefix(path, u64::MAX)?.0.finalize()))
+}
+
+/// The sha256 of the first `limit` bytes of a file (so far: more may be fed to it), and
+/// the last of those bytes.
+fn hash_prefix(path: &std::path::Path, limit: u64) -> Result<(Sha256, Option<u8>), LakeError> {
+    let mut file = File::open(path).map_err(|e| LakeError::io(path, e))?.take(limit);
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; READ_BUFFER];
+    let mut last = None;
     loop {
         let n = file.read(&mut buf).map_err(|e| LakeError::io(path, e))?;
         if n == 0 {
-            break;
+            return Ok((hasher, last));
         }
         hasher.update(&buf[..n]);
+        last = Some(buf[n - 1]);
     }
-    Ok(hex::encode(hasher.finalize()))
 }
 
 struct Counts {

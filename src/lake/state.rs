@@ -32,8 +32,10 @@ pub struct ImportRecord {
     /// The file's absolute path, by which a file that grew is known again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// Size and lines of the whole source, also when only its new end was read.
     pub bytes: u64,
     pub lines: u64,
+    /// Events and quarantined lines this import wrote.
     pub events: u64,
     pub quarantined: u64,
     pub started_at: String,
