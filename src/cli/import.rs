@@ -1,7 +1,10 @@
 //! `tracelake import`: JSONL files of raw events into the lake.
 
+use std::io::Read;
+use std::path::Path;
 use std::process::ExitCode;
 
+use anyhow::{Context, bail};
 use clap::Args;
 use tracelake::ingest::Decoder;
 use tracelake::lake::import::{ImportOptions, ImportOutcome, ImportSource, ImportSummary, import_source};
@@ -10,7 +13,8 @@ use super::{Ctx, human_bytes, progress, quarantined_text, rate};
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// JSONL files to import; `-` reads standard input.
+    /// JSONL files to import (a directory: its .jsonl, .ndjson and .json files); `-` reads
+    /// standard input.
     #[arg(required = true)]
     files: Vec<String>,
     /// Import again even if the same content was imported before (replacing it).
@@ -25,7 +29,8 @@ pub fn run(ctx: &Ctx, args: ImportArgs) -> anyhow::Result<ExitCode> {
     let lake = ctx.lake_to_write()?;
     let decoder = Decoder::new(ctx.redactor()?);
     let opts = ImportOptions { force: args.force, max_event_bytes: args.max_event_bytes, ..ImportOptions::default() };
-    for file in &args.files {
+    let files = input_files(&args.files)?;
+    for file in &files {
         let source = ImportSource::from_arg(file);
         let total = match &source {
             ImportSource::File(path) => std::fs::metadata(path).ok().map(|m| m.len()),
@@ -43,6 +48,58 @@ pub fn run(ctx: &Ctx, args: ImportArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The files to import: directories replaced by their JSON Lines files, in name order;
+/// every file checked first for what it cannot be imported as, so that nothing is imported
+/// when one of them is wrong.
+fn input_files(args: &[String]) -> anyhow::Result<Vec<String>> {
+    let mut files = Vec::new();
+    for arg in args {
+        let path = Path::new(arg);
+        if arg == "-" || !path.is_dir() {
+            files.push(arg.clone());
+            continue;
+        }
+        let mut inside: Vec<String> = std::fs::read_dir(path)
+            .with_context(|| format!("reading {arg}"))?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|p| p.is_file() && p.extension().is_some_and(|e| ["jsonl", "ndjson", "json"].contains(&e.to_string_lossy().as_ref())))
+            .map(|p| p.display().to_string())
+            .collect();
+        if inside.is_empty() {
+            bail!("{arg} is a directory with no .jsonl, .ndjson or .json file in it");
+        }
+        inside.sort();
+        files.extend(inside);
+    }
+    for file in files.iter().filter(|f| *f != "-") {
+        if let Some(hint) = not_json_lines(Path::new(file))? {
+            bail!("{file} {hint}");
+        }
+    }
+    Ok(files)
+}
+
+/// What `path` holds instead of JSON Lines, with the command that imports it, when its
+/// first bytes tell: a compressed file, or one JSON array.
+fn not_json_lines(path: &Path) -> anyhow::Result<Option<String>> {
+    let mut head = [0u8; 64];
+    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let n = file.take(64).read(&mut head).with_context(|| format!("reading {}", path.display()))?;
+    let head = &head[..n];
+    let name = path.display();
+    Ok(if head.starts_with(&[0x1f, 0x8b]) {
+        Some(format!("is gzip-compressed: import it with `gunzip -c {name} | tracelake import --lake LAKE -`"))
+    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Some(format!("is zstd-compressed: import it with `zstd -dc {name} | tracelake import --lake LAKE -`"))
+    } else if head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        Some(format!(
+            "holds a JSON array, not one JSON object a line: import it with `jq -c '.[]' {name} | tracelake import --lake LAKE -`"
+        ))
+    } else {
+        None
+    })
 }
 
 /// `imported F: 8758 events, 0 quarantined, 4.6 MB in 0.21 s (41,000 events/s)`.

@@ -314,3 +314,34 @@ fn a_file_that_grew_imports_only_its_new_lines_and_one_that_changed_needs_force(
     assert_eq!(sql_rows(&lake, "SELECT count(*) AS n FROM events")[0]["n"].as_i64(), Some(3160), "nothing imported");
     tracelake_ok(&["import", "--lake", &lake, "--force", log_arg]);
 }
+
+#[test]
+fn a_directory_imports_its_files_and_other_inputs_get_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = lake_arg(dir.path());
+    let logs = dir.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let all: Vec<String> = std::fs::read_to_string(realworld("tau-retail.events.jsonl")).unwrap().lines().map(str::to_owned).collect();
+    write_lines(&logs.join("a.jsonl"), &all[..1000]);
+    write_lines(&logs.join("b.jsonl"), &all[1000..]);
+    std::fs::write(logs.join("notes.txt"), "not events").unwrap();
+    let out = tracelake_ok(&["import", "--lake", &lake, logs.to_str().unwrap()]);
+    assert_eq!(out.lines().count(), 2, "one line per file: {out}");
+    assert_eq!(sql_rows(&lake, "SELECT count(*) AS n FROM events")[0]["n"].as_i64(), Some(3160));
+
+    let cases = [
+        ("events.jsonl.gz", vec![0x1f, 0x8b, 8, 0], "gunzip -c"),
+        ("events.jsonl.zst", vec![0x28, 0xb5, 0x2f, 0xfd], "zstd -dc"),
+        ("events.json", b"  [\n {\"ts\": 1, \"type\": \"msg.in\"}\n]\n".to_vec(), "jq -c '.[]'"),
+    ];
+    for (name, bytes, hint) in cases {
+        let file = dir.path().join(name);
+        std::fs::write(&file, bytes).unwrap();
+        let out = tracelake(&["import", "--lake", &lake, file.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
+        assert!(stderr.contains(hint) && stderr.lines().count() == 1, "{name}: {stderr}");
+    }
+    let rows = sql_rows(&lake, "SELECT (SELECT count(*) FROM events) AS events, (SELECT count(*) FROM quarantine) AS bad");
+    assert_eq!((rows[0]["events"].as_i64(), rows[0]["bad"].as_i64()), (Some(3160), Some(0)), "nothing imported from them");
+}
