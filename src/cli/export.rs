@@ -9,8 +9,8 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tracelake::config::NatsConfig;
 use tracelake::ingest::Decoder;
-use tracelake::ingest::nats::{NatsSource, subject_filters};
-use tracelake::lake::export::{ExportOptions, ExportSummary, export};
+use tracelake::ingest::nats::{NatsError, NatsSource, subject_filters};
+use tracelake::lake::export::{ExportError, ExportOptions, ExportSummary, export};
 
 use super::time_args::{parse_duration, parse_time};
 use super::{Ctx, human_bytes, quarantined_text, rate};
@@ -75,8 +75,16 @@ pub async fn run(ctx: &Ctx, args: ExportArgs) -> anyhow::Result<ExitCode> {
         bar.set_style(ProgressStyle::with_template("exporting {spinner} {human_pos} events {per_sec} {msg}").expect("valid template"));
         let summary = export(&lake, &mut source, &decoder, &opts, Arc::clone(&stop), &|messages, _bytes| bar.inc(messages)).await;
         bar.finish_and_clear();
-        let summary = summary?;
-        println!("{}", summary_line(&summary));
+        // A schedule's lines say when they were written, and a run the server did not
+        // answer is one to try again, not the end of the schedule.
+        match (summary, every) {
+            (Ok(summary), None) => println!("{}", summary_line(&summary)),
+            (Ok(summary), Some(_)) => println!("{} {}", now(), summary_line(&summary)),
+            (Err(e), Some(interval)) if is_outage(&e) => {
+                eprintln!("{} NATS at {} did not answer ({e}); trying again in {}", now(), nats.url, humantime(interval));
+            }
+            (Err(e), _) => return Err(e.into()),
+        }
         // Only the first run of a schedule rebuilds; later runs continue from the cursor.
         opts.full = false;
         opts.since_ms = None;
@@ -86,6 +94,32 @@ pub async fn run(ctx: &Ctx, args: ExportArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether an export failed because the server stopped answering, not because of the
+/// lake or the request.
+fn is_outage(e: &ExportError) -> bool {
+    matches!(
+        e,
+        ExportError::Interrupted { .. }
+            | ExportError::Nats(NatsError::JetStream(_) | NatsError::Receive(_) | NatsError::StoppedSending { .. })
+    )
+}
+
+/// The time, for the lines of a schedule.
+fn now() -> String {
+    chrono::Utc::now().format("[%Y-%m-%d %H:%M:%S UTC]").to_string()
+}
+
+/// `90s`, `15m`, `24h`: an interval as `--every` takes it.
+fn humantime(interval: Duration) -> String {
+    let secs = interval.as_secs();
+    match secs {
+        s if s >= 3600 && s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s >= 60 && s % 60 == 0 => format!("{}m", s / 60),
+        s if s > 0 => format!("{s}s"),
+        _ => format!("{}ms", interval.as_millis()),
+    }
 }
 
 /// Sleeps for `interval`; returns true when asked to stop meanwhile.

@@ -249,3 +249,51 @@ fn an_export_whose_server_dies_says_how_far_it_got_and_fails() {
     assert!(stderr.contains("run export again"), "{stderr}");
     assert!(stderr.contains(&format!("sequence {done}")), "it says how far it got ({done}): {stderr}");
 }
+
+#[test]
+fn a_schedule_says_when_the_server_is_down_and_goes_on_when_it_is_back() {
+    let mut server = NatsServer::start();
+    let events = generated(150, 28);
+    server.publish(STREAM, &events[..100]);
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake").display().to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tracelake"))
+        .args(["export", "--lake", &lake, "--nats-url", &server.url(), "--stream", STREAM, "--every", "1s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = std::thread::spawn({
+        let said = std::sync::Arc::clone(&said);
+        move || {
+            for line in std::io::BufRead::lines(stderr).map_while(Result::ok) {
+                said.lock().unwrap().push_str(&(line + "\n"));
+            }
+        }
+    });
+    let wait_for = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !done() {
+            assert!(Instant::now() < deadline, "{what}; stderr: {}", said.lock().unwrap());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let manifest = std::path::Path::new(&lake).join("_state/manifest.json");
+    wait_for("the first 100 events exported", &|| manifest.exists() && counts(&lake).0 == 100);
+    server.kill();
+    wait_for("the outage told", &|| said.lock().unwrap().contains("did not answer"));
+    server.restart();
+    server.publish(STREAM, &events[100..]);
+    wait_for("the rest exported after the outage", &|| counts(&lake).0 == 150);
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let out = child.wait_with_output().unwrap();
+    reader.join().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.lines().all(|l| l.starts_with("[20") && l.contains(" UTC] exported")), "timestamped: {stdout}");
+    let said = said.lock().unwrap();
+    assert!(said.lines().any(|l| l.starts_with("[20") && l.contains("trying again in 1s")), "{said}");
+    assert_eq!(counts(&lake), (150, 150, 150), "nothing lost or doubled");
+}
