@@ -12,7 +12,7 @@ use tracelake::detect::report::{AnalysisReport, any_at_least};
 use tracelake::detect::{AnalyzeOptions, DEFAULT_BUCKET_EVENTS, analyze};
 
 use super::Ctx;
-use super::time_args::parse_time;
+use super::time_args::{format_time, parse_time};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ReportFormat {
@@ -123,7 +123,7 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         && args.since.is_none()
         && let Some(since) = analysis.resumed_from
     {
-        let since = chrono::DateTime::from_timestamp_millis(since).unwrap_or_default().format("%Y-%m-%d %H:%M:%S UTC");
+        let since = format_time(chrono::DateTime::from_timestamp_millis(since).unwrap_or_default());
         eprintln!(
             "nothing new since {since}, where the last run stopped: `--full` analyzes every event again, `--since TIME` from a time on, and `tracelake report` shows what earlier runs found"
         );

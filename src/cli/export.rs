@@ -12,7 +12,7 @@ use tracelake::ingest::Decoder;
 use tracelake::ingest::nats::{NatsError, NatsSource, subject_filters};
 use tracelake::lake::export::{ExportError, ExportOptions, ExportSummary, export};
 
-use super::time_args::{parse_duration, parse_time};
+use super::time_args::{format_duration, format_time, parse_duration, parse_time};
 use super::{Ctx, human_bytes, quarantined_text, rate};
 
 #[derive(Debug, Args)]
@@ -81,7 +81,7 @@ pub async fn run(ctx: &Ctx, args: ExportArgs) -> anyhow::Result<ExitCode> {
             (Ok(summary), None) => println!("{}", summary_line(&summary)),
             (Ok(summary), Some(_)) => println!("{} {}", now(), summary_line(&summary)),
             (Err(e), Some(interval)) if is_outage(&e) => {
-                eprintln!("{} NATS at {} did not answer ({e}); trying again in {}", now(), nats.url, humantime(interval));
+                eprintln!("{} NATS at {} did not answer ({e}); trying again in {}", now(), nats.url, format_duration(interval));
             }
             (Err(e), _) => return Err(e.into()),
         }
@@ -108,18 +108,7 @@ fn is_outage(e: &ExportError) -> bool {
 
 /// The time, for the lines of a schedule.
 fn now() -> String {
-    chrono::Utc::now().format("[%Y-%m-%d %H:%M:%S UTC]").to_string()
-}
-
-/// `90s`, `15m`, `24h`: an interval as `--every` takes it.
-fn humantime(interval: Duration) -> String {
-    let secs = interval.as_secs();
-    match secs {
-        s if s >= 3600 && s % 3600 == 0 => format!("{}h", s / 3600),
-        s if s >= 60 && s % 60 == 0 => format!("{}m", s / 60),
-        s if s > 0 => format!("{s}s"),
-        _ => format!("{}ms", interval.as_millis()),
-    }
+    format!("[{}]", format_time(chrono::Utc::now()))
 }
 
 /// Sleeps for `interval`; returns true when asked to stop meanwhile.
