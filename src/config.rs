@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
+use tracelake_udfs::patterns::LANGUAGES;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -44,7 +45,7 @@ pub struct ScheduleConfig {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SignalConfig {
     pub enabled: bool,
-    pub severity: Option<String>,
+    pub severity: Option<crate::model::Severity>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -93,27 +94,6 @@ pub struct Config {
     /// `readOnly`, `handoff`, `noop`, each a list of regular expressions).
     pub tool_patterns: BTreeMap<String, Vec<String>>,
 }
-
-pub const SIGNAL_IDS: [&str; 10] = [
-    "SIG-CORRECTION",
-    "SIG-TOOL-FAIL",
-    "SIG-DOOM-LOOP",
-    "SIG-DISSATISFIED",
-    "SIG-REPEAT-FAIL",
-    "SIG-HALLUCINATION",
-    "SIG-UNVERIFIED-CLAIM",
-    "SIG-UNCONFIRMED-ACTION",
-    "SIG-UNANSWERED",
-    "SIG-ERROR-ENDING",
-];
-
-/// Signals that run only when the config enables them: SIG-UNVERIFIED-CLAIM as the spec
-/// has it; the two that need an explicit end of the conversation because the development
-/// set (whose simulated users always end it) holds too few cases to show they separate
-/// failure from success.
-pub const OFF_BY_DEFAULT: [&str; 3] = ["SIG-UNVERIFIED-CLAIM", "SIG-UNANSWERED", "SIG-ERROR-ENDING"];
-
-pub const ALL_LANGUAGES: [&str; 10] = ["en", "de", "fr", "es", "pt", "it", "zh", "ja", "ko", "ru"];
 
 impl Default for Config {
     fn default() -> Self {
@@ -174,13 +154,14 @@ impl Config {
 }
 
 fn resolve_signals(raw: Option<&Value>) -> BTreeMap<String, SignalConfig> {
-    SIGNAL_IDS
+    crate::model::signal::signals()
         .iter()
-        .map(|id| {
-            let entry = raw.and_then(|s| s.get(*id)).unwrap_or(&Value::Null);
-            let default_enabled = !OFF_BY_DEFAULT.contains(id);
-            let severity = opt_str(entry.get("severity")).filter(|s| matches!(s.as_str(), "low" | "medium" | "high" | "critical"));
-            ((*id).to_owned(), SignalConfig { enabled: bool_or(entry.get("enabled"), default_enabled), severity })
+        .map(|signal| {
+            let id = &signal.id;
+            let entry = raw.and_then(|s| s.get(id)).unwrap_or(&Value::Null);
+            let default_enabled = signal.enabled_by_default;
+            let severity = opt_str(entry.get("severity")).and_then(|s| s.parse().ok());
+            (id.clone(), SignalConfig { enabled: bool_or(entry.get("enabled"), default_enabled), severity })
         })
         .collect()
 }
@@ -208,9 +189,9 @@ fn resolve_llm(analyzer: Option<&Value>, top: Option<&Value>) -> LlmConfig {
 
 /// `"en" | "de" | "both" | "all" | [codes]`; default en + de.
 fn resolve_languages(raw: Option<&Value>) -> Vec<String> {
-    let known = |code: &str| ALL_LANGUAGES.contains(&code);
+    let known = |code: &str| LANGUAGES.contains(&code);
     match raw {
-        Some(Value::String(s)) if s == "all" => ALL_LANGUAGES.iter().map(|s| (*s).to_owned()).collect(),
+        Some(Value::String(s)) if s == "all" => LANGUAGES.iter().map(|s| (*s).to_owned()).collect(),
         Some(Value::String(s)) if s == "both" => vec!["en".into(), "de".into()],
         Some(Value::String(s)) if known(s) => vec![s.clone()],
         Some(Value::Array(items)) => {

@@ -1,8 +1,12 @@
 //! tracelake: an embedded analytical engine for AI-agent traces.
 //!
-//! Raw events (JSONL files or a NATS JetStream stream) are normalized and redacted
-//! ([`ingest`]), kept as a hive-partitioned Parquet lake ([`lake`]), and queried with
-//! DataFusion ([`engine`]).
+//! The modules follow the data flow, each importing only from those before it:
+//! [`model`] (the types the stages share) → [`ingest`] (raw events normalized and
+//! redacted) → [`lake`] (the hive-partitioned Parquet lake and its commits) → [`engine`]
+//! (DataFusion over the lake, chain building) → [`detect`] (detectors over chains →
+//! findings) → [`classify`] (the LLM's verdicts) → [`output`] (rules, policies, patterns)
+//! → [`report`] (the analysis report in its forms) → [`pipeline`] (the order of the
+//! stages) and [`watch`] (live alerts). [`config`], [`redact`] and [`memory`] serve all.
 
 pub mod classify;
 pub mod config;
@@ -12,7 +16,9 @@ pub mod generate;
 pub mod ingest;
 pub mod lake;
 pub mod memory;
+pub mod model;
 pub mod output;
+pub mod pipeline;
 pub mod redact;
 pub mod report;
 pub mod watch;

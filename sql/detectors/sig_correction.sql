@@ -1,3 +1,5 @@
+-- signal: SIG-CORRECTION
+-- severity: medium
 -- SIG-CORRECTION (spec §7.1): the user corrects the agent right after it spoke; "nein"
 -- in answer to a question is an answer, not a correction, nor is a user correcting their
 -- own earlier input ("my mistake, the id is …"), nor a reply that thanks, reassures or

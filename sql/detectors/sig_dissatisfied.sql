@@ -1,3 +1,5 @@
+-- signal: SIG-DISSATISFIED
+-- severity: high
 -- SIG-DISSATISFIED (spec §7.4): the chain's last user message, among its last three
 -- events, is dissatisfied (and not satisfied), and no later agent message resolves it.
 WITH candidates AS (

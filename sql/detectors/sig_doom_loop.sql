@@ -1,3 +1,5 @@
+-- signal: SIG-DOOM-LOOP
+-- severity: high
 -- SIG-DOOM-LOOP (spec §7.3): three or more consecutive failing attempts of the same tool
 -- with parameters over 0.8 similar to the first; five or more are critical.
 WITH attempts AS (

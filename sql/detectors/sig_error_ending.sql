@@ -1,3 +1,6 @@
+-- signal: SIG-ERROR-ENDING
+-- severity: high
+-- enabled: no
 -- SIG-ERROR-ENDING: the chain ends on a failure the agent never answered: a tool call
 -- that failed (followed by nothing, or only by calls that change nothing, such as a
 -- `think` tool), or a run error. Spec §7.2 leaves a failure with no answer after it out of

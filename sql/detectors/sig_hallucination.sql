@@ -1,3 +1,5 @@
+-- signal: SIG-HALLUCINATION
+-- severity: critical
 -- SIG-HALLUCINATION (spec §7.6): the agent claims completion ("Done ✅", "erledigt") while
 -- the last tool result before that message failed. The failure must be in the same turn
 -- (after the user's last message): a claim that answers a new user message is not about

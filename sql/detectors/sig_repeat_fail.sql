@@ -1,3 +1,6 @@
+-- signal: SIG-REPEAT-FAIL
+-- severity: high
+-- scope: lake
 -- SIG-REPEAT-FAIL (spec §7.5): the same failure (tool, stable params, normalized error)
 -- in another session. Sessions are counted in the order of their first such failure,
 -- over the whole lake history (`failure_history`: earlier runs); the second is high, the

@@ -1,3 +1,5 @@
+-- signal: SIG-TOOL-FAIL
+-- severity: low
 -- SIG-TOOL-FAIL (spec §7.2): a tool call fails and the agent answers without a successful
 -- recovery attempt (another tool, or the same tool with clearly different parameters)
 -- between the failure and its answer. `unrecovered_failure` scans each chain from every

@@ -1,3 +1,6 @@
+-- signal: SIG-UNANSWERED
+-- severity: medium
+-- enabled: no
 -- SIG-UNANSWERED: the session ended on a user message the agent never answered: a
 -- question, a request or a confirmation ("yes, please go ahead"), not a goodbye, a
 -- thank-you or a dismissal ("forget it", SIG-DISSATISFIED's). Only chains that end with

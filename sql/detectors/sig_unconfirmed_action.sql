@@ -1,3 +1,5 @@
+-- signal: SIG-UNCONFIRMED-ACTION
+-- severity: high
 -- SIG-UNCONFIRMED-ACTION: a tool call that changes state (`is_consequential_tool`: create,
 -- update, modify, cancel, delete, book, pay, transfer, send …, never a read such as get
 -- or search, nor a handoff; `toolPatterns.consequential` in the config) that the user did

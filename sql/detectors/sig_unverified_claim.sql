@@ -1,3 +1,6 @@
+-- signal: SIG-UNVERIFIED-CLAIM
+-- severity: medium
+-- enabled: no
 -- SIG-UNVERIFIED-CLAIM (spec §7.7, off by default): the agent states a system fact (disk
 -- usage, service state, file existence, counts) without any tool call since the user's
 -- last message. Opinions and code blocks do not count. The finding starts two events

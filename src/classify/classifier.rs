@@ -11,7 +11,7 @@ use super::cache::LlmCache;
 use super::llm::{LlmClient, LlmError};
 use super::parse::{Classification, TriageVerdict, parse_classification, parse_triage};
 use super::prompts::{DEEP_ANALYSIS_SYSTEM_PROMPT, TRIAGE_SYSTEM_PROMPT, deep_user_prompt, triage_user_prompt};
-use crate::detect::Finding;
+use crate::model::Finding;
 use crate::redact::Redactor;
 
 /// One event of a chain, as the transcript shows it.
@@ -142,7 +142,7 @@ impl Run<'_> {
             match self.ask(triage, "triage", &finding.finding_id, TRIAGE_SYSTEM_PROMPT, &prompt, parse_triage).await {
                 Ok(t) => {
                     if let Some(severity) = &t.severity {
-                        finding.severity = severity.clone();
+                        finding.severity = *severity;
                     }
                     let keep = t.keep;
                     verdict.triage = Some(t);

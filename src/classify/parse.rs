@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::detect::finding::SEVERITIES;
+use crate::model::Severity;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -47,7 +47,7 @@ pub struct Classification {
 pub struct TriageVerdict {
     pub keep: bool,
     /// A valid severity, when the model gave one.
-    pub severity: Option<String>,
+    pub severity: Option<Severity>,
     pub reason: String,
     pub model: String,
 }
@@ -86,7 +86,7 @@ pub fn parse_triage(raw: &str, model: &str) -> Option<TriageVerdict> {
     let map = json_object(raw)?;
     Some(TriageVerdict {
         keep: map.get("keep").and_then(Value::as_bool)?,
-        severity: map.get("severity").and_then(Value::as_str).filter(|s| SEVERITIES.contains(s)).map(str::to_owned),
+        severity: map.get("severity").and_then(Value::as_str).and_then(|s| s.parse().ok()),
         reason: map.get("reason").and_then(Value::as_str).unwrap_or_default().to_owned(),
         model: model.to_owned(),
     })

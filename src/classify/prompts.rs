@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::classifier::TranscriptEvent;
-use crate::detect::Finding;
+use crate::model::Finding;
 
 pub const TRIAGE_SYSTEM_PROMPT: &str = r#"You are a signal triage system. Given a failure detection summary, decide:
 1. Is this a TRUE positive (real failure) or FALSE positive (benign/expected behavior)?

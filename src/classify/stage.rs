@@ -10,7 +10,7 @@ use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::prelude::SessionContext;
 
 use super::classifier::{FindingVerdict, TranscriptEvent};
-use crate::detect::Finding;
+use crate::model::Finding;
 use crate::lake::schema::CLASSIFICATIONS_SCHEMA;
 
 /// The events of the chains of `findings` (by chain id), in chain order, with tool results.
@@ -63,7 +63,7 @@ pub fn apply_triage(findings: &mut Vec<Finding>, verdicts: &[FindingVerdict]) {
         Some(t) if !t.keep => false,
         Some(t) => {
             if let Some(severity) = &t.severity {
-                f.severity = severity.clone();
+                f.severity = *severity;
             }
             true
         }
@@ -89,7 +89,7 @@ pub fn classifications_batch(
             text(&|v| signals.get(&v.finding_id).cloned()),
             triage(&|t| Some(t.model.clone())),
             Arc::new(verdicts.iter().map(|v| v.triage.as_ref().map(|t| t.keep)).collect::<BooleanArray>()),
-            triage(&|t| t.severity.clone()),
+            triage(&|t| t.severity.map(|s| s.as_str().to_owned())),
             triage(&|t| Some(t.reason.clone())),
             class(&|c| c.model.clone()),
             class(&|c| c.root_cause.clone()),

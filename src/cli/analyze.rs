@@ -7,9 +7,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use tracelake::detect::json_report::write_json_pretty;
-use tracelake::detect::report::{AnalysisReport, any_at_least};
-use tracelake::detect::{AnalyzeOptions, DEFAULT_BUCKET_EVENTS, analyze};
+use tracelake::engine::chains::DEFAULT_BUCKET_EVENTS;
+use tracelake::model::Severity;
+use tracelake::pipeline::{AnalyzeOptions, analyze};
+use tracelake::report::analysis::{AnalysisReport, any_at_least};
+use tracelake::report::json::write_json_pretty;
 
 use super::Ctx;
 use super::time_args::{format_time, parse_time};
@@ -21,24 +23,7 @@ pub enum ReportFormat {
     Markdown,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Severity {
-    Low,
-    Medium,
-    High,
-    Critical,
-}
 
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Low => "low",
-            Severity::Medium => "medium",
-            Severity::High => "high",
-            Severity::Critical => "critical",
-        }
-    }
-}
 
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
@@ -128,8 +113,8 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             "nothing new since {since}, where the last run stopped: `--full` analyzes every event again, `--since TIME` from a time on, and `tracelake report` shows what earlier runs found"
         );
     }
-    let fail = args.fail_on.is_some_and(|threshold| any_at_least(&analysis.findings, threshold.as_str()));
-    let report = AnalysisReport::assemble(analysis);
+    let fail = args.fail_on.is_some_and(|threshold| any_at_least(&analysis.findings, threshold));
+    let report = analysis.into_report();
     match &args.output {
         Some(path) => {
             let written = File::create(path).map_err(anyhow::Error::from).and_then(|file| write_report(&report, args.format, file));

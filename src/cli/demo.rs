@@ -6,8 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use tracelake::detect::report::AnalysisReport;
-use tracelake::detect::{AnalyzeOptions, analyze};
+use tracelake::pipeline::{AnalyzeOptions, analyze};
 use tracelake::engine::{PrintFormat, open_session, run_statements};
 use tracelake::ingest::Decoder;
 use tracelake::lake::Lake;
@@ -84,7 +83,7 @@ pub async fn run(ctx: &Ctx, _args: DemoArgs) -> anyhow::Result<ExitCode> {
     }
     let analysis = analyze(&lake, &ctx.config, ctx.redactor()?, &AnalyzeOptions { full: true, ..AnalyzeOptions::default() }).await?;
     writeln!(out, "\nAnalysis:")?;
-    write!(out, "{}", AnalysisReport::assemble(analysis).to_terminal(10))?;
+    write!(out, "{}", analysis.into_report().to_terminal(10))?;
     if ctx.lake.is_none() {
         writeln!(
             out,

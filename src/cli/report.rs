@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
-use tracelake::detect::json_report::write_json_pretty;
+use tracelake::report::json::write_json_pretty;
 use tracelake::report::anonymize::anonymize;
 use tracelake::report::{html, lake_report};
 

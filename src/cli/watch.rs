@@ -28,8 +28,8 @@ pub struct WatchArgs {
     #[arg(long, env = "TRACELAKE_WATCH_INTERVAL", value_parser = parse_duration, default_value = "2s")]
     interval: Duration,
     /// Alert on findings at or above this severity.
-    #[arg(long, value_enum, env = "TRACELAKE_ALERT_SEVERITY", default_value_t = super::analyze::Severity::Critical)]
-    min_severity: super::analyze::Severity,
+    #[arg(long, value_enum, env = "TRACELAKE_ALERT_SEVERITY", default_value_t = tracelake::model::Severity::Critical)]
+    min_severity: tracelake::model::Severity,
 }
 
 pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<ExitCode> {
@@ -44,7 +44,7 @@ pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<ExitCode> {
         webhook: args.webhook,
         window: args.window,
         interval: args.interval,
-        min_severity: args.min_severity.as_str().to_owned(),
+        min_severity: args.min_severity,
         state_file,
     };
     eprintln!("watching stream {} at {} (Ctrl-C to stop)", nats.stream, nats.url);

@@ -1,9 +1,11 @@
 //! The SQL engine: one DataFusion session over the lake, with the lake's tables and
 //! tracelake's UDFs registered.
 
+pub mod chains;
 pub mod committed;
 pub mod print;
 pub mod session;
+pub mod sql;
 pub mod window_memory;
 
 pub use print::PrintFormat;
@@ -27,6 +29,10 @@ pub enum EngineError {
     LakePath(std::path::PathBuf, #[source] object_store::path::Error),
     #[error("formatting results: {0}")]
     Format(#[from] datafusion::arrow::error::ArrowError),
+    #[error("cannot write the session buckets to a temporary directory: {0}")]
+    Spill(#[source] std::io::Error),
+    #[error("a worker of the analysis stopped: {0}")]
+    Worker(#[source] tokio::task::JoinError),
 }
 
 /// The rows of a (small) query result as JSON objects.

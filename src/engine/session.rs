@@ -18,7 +18,7 @@ use super::EngineError;
 use super::committed::CommittedFiles;
 use super::print::PrintFormat;
 use super::window_memory::AccountWindowInputs;
-use crate::detect::sql::{CHAIN_VIEWS, CHAINS, RULE_EFFECTIVENESS, SIGNAL_SCORES, SqlParams};
+use super::sql::{CHAIN_VIEWS, CHAINS, RULE_EFFECTIVENESS, SIGNAL_SCORES, SqlParams};
 use crate::lake::schema::{EVENTS_SCHEMA, PARTITION_COLUMN, file_schema};
 use crate::lake::state::{AnalysisRecord, Manifest};
 use crate::lake::{Lake, Table};

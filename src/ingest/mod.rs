@@ -1,7 +1,6 @@
 //! From raw input to normalized, redacted events: line reading, decoding, normalization,
 //! and quarantine of what cannot be an event.
 
-pub mod event;
 pub mod lines;
 pub mod nats;
 pub mod normalize;
@@ -12,7 +11,7 @@ pub mod raw;
 use std::borrow::Cow;
 
 use crate::redact::{Redactor, redact_json_text};
-pub use event::{Event, Schema};
+use crate::model::Event;
 use lines::Line;
 pub use quarantine::{QuarantineReason, QuarantinedLine};
 use raw::{NotAnObject, RawObject};

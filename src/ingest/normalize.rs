@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::event::{Event, Schema};
+use crate::model::{Event, Schema};
 use super::quarantine::QuarantineReason;
 use super::raw::{Raw, RawObject};
 

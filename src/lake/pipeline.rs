@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 
 use crate::ingest::lines::Line;
-use crate::ingest::{Decoder, Event, QuarantinedLine};
+use crate::ingest::{Decoder, QuarantinedLine};
+use crate::model::Event;
 
 /// One raw event: its position (line number or stream sequence), its bytes, and the
 /// NATS subject it came on.

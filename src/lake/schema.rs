@@ -10,7 +10,9 @@ use datafusion::arrow::error::ArrowError;
 
 use super::layout::Table;
 use crate::ingest::outcomes::Outcome;
-use crate::ingest::{Event, QuarantinedLine};
+use crate::ingest::QuarantinedLine;
+use crate::model::Event;
+pub use crate::model::finding::FINDINGS_SCHEMA;
 
 /// The hive partition column of every table: `YYYY-MM-DD`.
 pub const PARTITION_COLUMN: &str = "date";
@@ -76,29 +78,6 @@ pub static QUARANTINE_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
         Field::new("raw", DataType::Utf8, false),
         Field::new("raw_bytes", DataType::UInt64, false),
         Field::new("quarantined_at", ts_type(), false),
-    ]))
-});
-
-/// Columns of `findings`.
-pub static FINDINGS_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
-    let text = |name: &str| Field::new(name, DataType::Utf8, false);
-    Arc::new(Schema::new(vec![
-        text("finding_id"),
-        text("run_id"),
-        text("signal"),
-        text("severity"),
-        text("chain_id"),
-        text("agent"),
-        text("session"),
-        Field::new("start_idx", DataType::Int64, false),
-        Field::new("end_idx", DataType::Int64, false),
-        text("start_event_id"),
-        text("end_event_id"),
-        Field::new("occurred_at", ts_type(), false),
-        Field::new("detected_at", ts_type(), false),
-        text("summary"),
-        text("evidence"),
-        Field::new("fingerprint", DataType::Utf8, true),
     ]))
 });
 

@@ -18,7 +18,8 @@ use datafusion::parquet::schema::types::ColumnPath;
 use super::LakeError;
 use super::layout::{Lake, PartitionDate, Table, WriterId, part_file_name};
 use super::schema::{events_batch, quarantine_batch};
-use crate::ingest::{Event, QuarantinedLine};
+use crate::ingest::QuarantinedLine;
+use crate::model::Event;
 
 /// Rows per record batch handed to the Parquet writer (and per row group at most).
 const BATCH_ROWS: usize = 64 * 1024;

@@ -13,7 +13,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::classify::{ActionType, Classification};
-use crate::detect::Finding;
+use crate::model::Finding;
 
 /// One generated artifact. Its id depends only on what it says, so the same rule produced
 /// again in a later run is the same rule, and its effectiveness is tracked from the first.

@@ -79,7 +79,7 @@ fn findings_table(page: &mut String, report: &LakeReport) {
             escape(&f.session),
             iso(f.occurred_at),
             escape(&f.signal.summary),
-            sev = escape(&f.signal.severity),
+            sev = escape(f.signal.severity.as_str()),
         );
     }
     page.push_str("</tbody></table></section>\n");

@@ -1,8 +1,10 @@
 //! `tracelake report`: the lake's findings, classifications, artifacts and rule
 //! effectiveness as one report (JSON, Markdown, or a self-contained HTML page with charts).
 
+pub mod analysis;
 pub mod anonymize;
 pub mod html;
+pub mod json;
 
 use std::collections::BTreeMap;
 
@@ -14,13 +16,12 @@ use serde_json::Value;
 use crate::classify::stage::chain_transcripts;
 use crate::classify::{ActionType, Classification, FindingVerdict, TranscriptEvent};
 use crate::config::Config;
-use crate::detect::analyze::{Analysis, CHAIN_STATS_QUERY, ChainStats, Slice, build_chains, chain_stats_of, define_analysis_events};
-use crate::detect::bucket_plans::BucketPlans;
-use crate::detect::buckets::Buckets;
-use crate::detect::report::{AnalysisReport, FindingCounts};
-use crate::detect::sql::SqlParams;
-use crate::detect::{DetectError, Finding};
-use crate::engine::{EngineOptions, batches_json, open_session, query_json};
+use crate::detect::DetectError;
+use crate::engine::chains::{BucketPlans, Buckets, CHAIN_STATS_QUERY, ChainStats, Slice, build_chains, chain_stats_of, define_analysis_events};
+use crate::engine::sql::SqlParams;
+use crate::model::Finding;
+use analysis::{AnalysisReport, FindingCounts, ReportParts};
+use crate::engine::{EngineError, EngineOptions, batches_json, open_session, query_json};
 use crate::lake::Lake;
 use crate::lake::state::Manifest;
 use crate::output::GeneratedOutput;
@@ -103,27 +104,21 @@ pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_f
     define_analysis_events(&ctx, None, 0, &Slice::Sessions(&sessions)).await?;
     build_chains(&ctx, params).await?;
     let transcripts = chain_transcripts(&ctx, &findings).await?.into_iter().collect();
-    let analysis = Analysis {
+    let parts = ReportParts {
         run_id: manifest.analyses.last().map(|a| a.run_id.clone()).unwrap_or_default(),
         started_at: 0,
         completed_at: chrono::Utc::now().timestamp_millis(),
         events_processed: stats.events,
         chains: stats.chains,
         time_range: (stats.first, stats.last),
-        resumed_from: None,
-        replaced_runs: 0,
         findings,
         counts,
-        skipped_detectors: Vec::new(),
         processing_state: manifest.processing_state.clone(),
         verdicts,
-        llm: None,
         outputs,
-        artifact_files: Vec::new(),
         rule_effectiveness: rule_effectiveness(&ctx).await?,
-        warnings: Vec::new(),
     };
-    let report = AnalysisReport::assemble(analysis);
+    let report = AnalysisReport::assemble(parts);
     Ok(LakeReport {
         report,
         charts: Charts { findings_over_time: over_time, by_agent_severity: by_agent, failing_tools: tools, chain_lengths: lengths },
@@ -165,7 +160,7 @@ async fn chain_lengths(ctx: &datafusion::prelude::SessionContext, params: &SqlPa
                 let chains = plans.chains(events.read()?).await?;
                 let [counts, lengths] = &*queries;
                 let counted = chain_stats_of(&plans.query(counts, &chains).await?);
-                Ok((counted, batches_json(&plans.query(lengths, &chains).await?)?))
+                Ok::<_, EngineError>((counted, batches_json(&plans.query(lengths, &chains).await?)?))
             }
         })
         .try_for_each(|(counted, rows)| {

@@ -10,13 +10,13 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, NatsConfig};
-use crate::detect::analyze::{build_chains, run_detectors};
-use crate::detect::finding::severity_rank;
-use crate::detect::sql::enabled_builtin_detectors;
-use crate::detect::{DetectError, Finding};
+use crate::detect::{DetectError, enabled_builtin_detectors, run_detectors};
+use crate::engine::chains::build_chains;
 use crate::engine::{EngineOptions, session::memory_session};
+use crate::model::{Finding, Severity};
 use crate::ingest::nats::{NatsError, NatsSource, StartAt};
-use crate::ingest::{Decoder, Event};
+use crate::ingest::Decoder;
+use crate::model::Event;
 use crate::lake::LakeError;
 use crate::lake::schema::events_batch;
 use crate::redact::Redactor;
@@ -37,9 +37,6 @@ pub enum WatchError {
     Patterns(#[from] tracelake_udfs::PatternError),
 }
 
-/// Signals that need more than the chain at hand (history across sessions) do not run live.
-const NOT_LIVE: [&str; 1] = ["SIG-REPEAT-FAIL"];
-
 #[derive(Debug, Clone)]
 pub struct WatchOptions {
     pub webhook: String,
@@ -48,7 +45,7 @@ pub struct WatchOptions {
     /// How often the detectors run while events arrive.
     pub interval: Duration,
     /// Alerts for findings at or above this severity.
-    pub min_severity: String,
+    pub min_severity: Severity,
     /// Where the ids of sent alerts are kept across restarts (none: only in memory).
     pub state_file: Option<PathBuf>,
 }
@@ -79,7 +76,7 @@ pub async fn watch(
     let engine = EngineOptions::from_config(config)?;
     let params = &engine.sql_params;
     let mut detectors = enabled_builtin_detectors(config);
-    detectors.retain(|d| !NOT_LIVE.contains(&d.name.as_str()));
+    detectors.retain(|d| crate::model::signal::signal(&d.name).is_some_and(|s| s.live));
     let webhook = Webhook::new(&opts.webhook);
     let mut sent = SentAlerts::load(opts.state_file.clone());
     let mut window: Vec<Event> = Vec::new();
@@ -113,7 +110,7 @@ pub async fn watch(
         let ctx = memory_session(vec![batch], redactor.clone(), &engine).await?;
         build_chains(&ctx, params).await?;
         let (findings, _) = run_detectors(&ctx, &detectors, config, params).await?;
-        for finding in findings.iter().filter(|f| severity_rank(&f.severity) >= severity_rank(&opts.min_severity)) {
+        for finding in findings.iter().filter(|f| f.severity >= opts.min_severity) {
             if sent.contains(&finding.finding_id) {
                 continue;
             }

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::detect::Finding;
-use crate::detect::report::report_finding;
+use crate::model::Finding;
+use crate::report::analysis::report_finding;
 
 #[derive(Debug, thiserror::Error)]
 #[error("webhook {url} did not take the alert for finding {finding}: {reason}")]

@@ -230,7 +230,7 @@ fn fail_on_exits_3_and_output_writes_a_file() {
 
 #[test]
 fn analysis_in_session_buckets_finds_the_same_as_in_one_piece() {
-    use tracelake::detect::{AnalyzeOptions, analyze};
+    use tracelake::pipeline::{AnalyzeOptions, analyze};
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("g.jsonl");
     tracelake_ok(&["generate", "--events", "12000", "--seed", "5", "--output", input.to_str().unwrap()]);
@@ -244,8 +244,8 @@ fn analysis_in_session_buckets_finds_the_same_as_in_one_piece() {
     let run = |config: &tracelake::config::Config, bucket_events: u64| {
         let opts = AnalyzeOptions { full: true, bucket_events, ..AnalyzeOptions::default() };
         let analysis = runtime.block_on(analyze(&lake, config, tracelake::redact::Redactor::builtin(), &opts)).unwrap();
-        let mut ids: Vec<(String, String, String)> =
-            analysis.findings.iter().map(|f| (f.finding_id.clone(), f.severity.clone(), f.summary.clone())).collect();
+        let mut ids: Vec<(String, tracelake::model::Severity, String)> =
+            analysis.findings.iter().map(|f| (f.finding_id.clone(), f.severity, f.summary.clone())).collect();
         ids.sort();
         (ids, analysis.chains, analysis.events_processed, analysis.time_range)
     };
@@ -256,6 +256,6 @@ fn analysis_in_session_buckets_finds_the_same_as_in_one_piece() {
 
     let whole = run(&capped, 0);
     assert_eq!(whole.0.len(), 40);
-    assert!(whole.0.iter().all(|(_, severity, _)| severity == "critical"), "{:?}", whole.0);
+    assert!(whole.0.iter().all(|(_, severity, _)| *severity == tracelake::model::Severity::Critical), "{:?}", whole.0);
     assert_eq!(whole, run(&capped, 2500));
 }

@@ -2,7 +2,7 @@
 //! views.
 
 use serde_json::{Value, json};
-use tracelake::detect::sql::SqlParams;
+use tracelake::engine::sql::SqlParams;
 use tracelake::engine::{EngineOptions, open_session, run_statements};
 use tracelake::ingest::Decoder;
 use tracelake::lake::Lake;
@@ -240,4 +240,65 @@ fn interleaved_agents_keep_their_own_chains() {
     assert_eq!(sizes(&c), [4, 4]);
     let rows = query(&t.lines(), SqlParams::default(), "SELECT agent, content FROM chain_events WHERE agent = 'forge' ORDER BY idx");
     assert!(rows.iter().enumerate().all(|(i, r)| r["content"] == format!("forge {i}")));
+}
+
+/// The chain builder's three modes (lazy views, chains materialized in memory, chains
+/// built per bucket of sessions with plans made once) give the same chains.
+#[test]
+fn every_mode_builds_the_same_chains() {
+    use datafusion::arrow::array::RecordBatch;
+    use futures::TryStreamExt;
+    use tracelake::engine::EngineError;
+    use tracelake::engine::chains::{BucketPlans, Buckets, Slice, build_chains, define_analysis_events};
+
+    const COLUMNS: &str = "chain_id, agent, session, CAST(idx AS BIGINT) AS idx, id, type, CAST(chain_len AS BIGINT) AS chain_len";
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("t.jsonl");
+    // Generated sessions with breaks, duplicates and long chains, and real traces beside them.
+    let mut lines = Vec::new();
+    tracelake::generate::generate(&tracelake::generate::GenerateOptions { events: 4000, seed: 7 }, &mut lines).unwrap();
+    lines.extend(std::fs::read(crate::common::realworld("tau-retail.events.jsonl")).unwrap());
+    std::fs::write(&input, lines).unwrap();
+    let lake = Lake::new(dir.path().join("lake"));
+    std::fs::create_dir_all(lake.root()).unwrap();
+    import_source(&lake, &Decoder::new(Redactor::builtin()), &ImportSource::File(input), &ImportOptions::default(), &|_| {}).unwrap();
+
+    let rows = |batches: &[RecordBatch]| -> Vec<String> {
+        let mut rows: Vec<String> = tracelake::engine::batches_json(batches).unwrap().iter().map(Value::to_string).collect();
+        rows.sort();
+        rows
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let opts = EngineOptions::default();
+        let params = &opts.sql_params;
+        let ctx = open_session(&lake, Redactor::builtin(), &opts).await.unwrap();
+        let select = format!("SELECT {COLUMNS} FROM chain_events");
+        let lazy = rows(&ctx.sql(&select).await.unwrap().collect().await.unwrap());
+        assert!(lazy.len() > 3000, "{} chain events", lazy.len());
+
+        define_analysis_events(&ctx, None, 0, &Slice::All).await.unwrap();
+        let buckets = Buckets::split(&ctx, 500).await.unwrap();
+        let plans = std::sync::Arc::new(BucketPlans::new(&ctx, params, buckets.schema()).await.unwrap());
+        let query = std::sync::Arc::new(plans.plan(&select).await.unwrap());
+        let per_bucket: Vec<Vec<RecordBatch>> = buckets
+            .run(&ctx, |events| {
+                let (plans, query) = (plans.clone(), query.clone());
+                async move {
+                    let chains = plans.chains(events.read()?).await?;
+                    Ok::<_, EngineError>(plans.query(&query, &chains).await?)
+                }
+            })
+            .try_collect()
+            .await
+            .unwrap();
+        assert!(per_bucket.len() > 1, "several buckets");
+        let bucketed = rows(&per_bucket.concat());
+
+        build_chains(&ctx, params).await.unwrap();
+        let materialized = rows(&ctx.sql(&select).await.unwrap().collect().await.unwrap());
+
+        assert_eq!(lazy, materialized, "lazy views and materialized chains differ");
+        assert_eq!(lazy, bucketed, "lazy views and bucketed chains differ");
+    });
 }

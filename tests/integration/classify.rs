@@ -10,7 +10,7 @@ use tracelake::classify::prompts::transcript;
 use tracelake::classify::stage::apply_triage;
 use tracelake::classify::{ActionType, ClassifyOptions, LlmCache, LlmClient, LlmEndpoint, Tiers, TranscriptEvent, classify};
 use tracelake::config::Config;
-use tracelake::detect::Finding;
+use tracelake::model::{Finding, Severity};
 use tracelake::redact::Redactor;
 
 use crate::llm_server::{LlmServer, Reply};
@@ -22,7 +22,7 @@ fn finding(id: &str, signal: &str, chain: &str) -> Finding {
         finding_id: id.into(),
         run_id: "run-1".into(),
         signal: signal.into(),
-        severity: "medium".into(),
+        severity: Severity::Medium,
         chain_id: chain.into(),
         agent: "main".into(),
         session: "s1".into(),
@@ -184,7 +184,7 @@ fn triage_adjusts_severity() {
     let mut findings = vec![finding("f1", "SIG-CORRECTION", "c1")];
     let verdicts = run(&findings, &with_triage(&server));
     apply_triage(&mut findings, &verdicts);
-    assert_eq!(findings[0].severity, "critical");
+    assert_eq!(findings[0].severity, Severity::Critical);
     let deep = server.received().into_iter().find(|r| !r.is_triage()).unwrap();
     assert!(deep.user().contains("Severity: critical"), "the deep prompt carries the adjusted severity");
 }

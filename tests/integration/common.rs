@@ -7,7 +7,8 @@ use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde_json::Value;
-use tracelake::ingest::{Decoder, Event, QuarantinedLine};
+use tracelake::ingest::{Decoder, QuarantinedLine};
+use tracelake::model::Event;
 use tracelake::redact::Redactor;
 
 /// Runs the tracelake binary.

@@ -13,6 +13,7 @@ mod generate;
 mod hostile_input;
 mod import;
 mod languages;
+mod layers;
 mod llm_server;
 mod nats_server;
 mod normalize;

@@ -4,7 +4,8 @@
 use serde_json::{Value, json};
 use tracelake::ingest::lines::Line;
 use tracelake::ingest::normalize::normalize_session;
-use tracelake::ingest::{QuarantineReason, Schema};
+use tracelake::ingest::QuarantineReason;
+use tracelake::model::Schema;
 
 use crate::common::{decode, decoder, event};
 

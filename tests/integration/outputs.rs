@@ -2,7 +2,7 @@
 
 use serde_json::json;
 use tracelake::classify::{ActionType, Classification};
-use tracelake::detect::Finding;
+use tracelake::model::{Finding, Severity};
 use tracelake::output::policy::{Policy, VALID_HOOKS};
 use tracelake::output::{GeneratedOutput, generate_outputs};
 
@@ -11,7 +11,7 @@ fn finding(id: &str, signal: &str, agent: &str) -> Finding {
         finding_id: id.into(),
         run_id: "run-1".into(),
         signal: signal.into(),
-        severity: "high".into(),
+        severity: Severity::High,
         chain_id: "c1".into(),
         agent: agent.into(),
         session: "s1".into(),

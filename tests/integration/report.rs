@@ -6,10 +6,9 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 use tracelake::classify::{ActionType, Classification, FindingVerdict};
-use tracelake::detect::Analysis;
-use tracelake::detect::Finding;
-use tracelake::detect::json_report::{ROUND_FINDINGS, write_json_pretty};
-use tracelake::detect::report::{AnalysisReport, FindingCounts};
+use tracelake::model::Finding;
+use tracelake::report::json::{ROUND_FINDINGS, write_json_pretty};
+use tracelake::report::analysis::{AnalysisReport, FindingCounts, ReportParts};
 use tracelake::lake::state::ProcessingState;
 use tracelake::output::GeneratedOutput;
 use tracelake::output::effectiveness::RuleEffectiveness;
@@ -21,7 +20,7 @@ fn finding(signal: &str, severity: &str, agent: &str) -> Finding {
         finding_id: format!("{signal}-{agent}-{severity}"),
         run_id: "run".into(),
         signal: signal.into(),
-        severity: severity.into(),
+        severity: severity.parse().unwrap(),
         chain_id: "c".into(),
         agent: agent.into(),
         session: "s".into(),
@@ -37,26 +36,20 @@ fn finding(signal: &str, severity: &str, agent: &str) -> Finding {
     }
 }
 
-fn analysis(findings: Vec<Finding>, chains: u64, events: u64, range: (i64, i64), state: ProcessingState) -> Analysis {
-    Analysis {
+fn analysis(findings: Vec<Finding>, chains: u64, events: u64, range: (i64, i64), state: ProcessingState) -> ReportParts {
+    ReportParts {
         run_id: "run".into(),
         started_at: 100,
         completed_at: 200,
         events_processed: events,
         chains,
         time_range: range,
-        resumed_from: None,
-        replaced_runs: 0,
         counts: FindingCounts::of(&findings),
         findings,
-        skipped_detectors: Vec::new(),
         processing_state: state,
         verdicts: Vec::new(),
-        llm: None,
         outputs: Vec::new(),
-        artifact_files: Vec::new(),
         rule_effectiveness: Vec::new(),
-        warnings: Vec::new(),
     }
 }
 

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 use tracelake::config::Config;
-use tracelake::detect::{AnalyzeOptions, analyze};
+use tracelake::pipeline::{AnalyzeOptions, analyze};
 use tracelake::ingest::Decoder;
 use tracelake::lake::Lake;
 use tracelake::lake::import::{ImportOptions, ImportSource, import_source};
@@ -102,7 +102,7 @@ pub fn detect_lines(lines: &str, config: Option<Value>) -> Vec<Found> {
     let mut found: Vec<Found> = analysis
         .findings
         .into_iter()
-        .map(|f| Found { signal: f.signal, severity: f.severity, start: f.start_idx, end: f.end_idx, summary: f.summary })
+        .map(|f| Found { signal: f.signal, severity: f.severity.to_string(), start: f.start_idx, end: f.end_idx, summary: f.summary })
         .collect();
     found.sort_by(|a, b| (a.start, &a.signal).cmp(&(b.start, &b.signal)));
     found

@@ -18,7 +18,8 @@ use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::prelude::SessionContext;
 use sqllogictest::harness::{Arguments, Failed, Trial};
 use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
-use tracelake::detect::sql::{CHAIN_VIEWS, CHAINS, builtin_detectors};
+use tracelake::detect::builtin_detectors;
+use tracelake::engine::sql::{CHAIN_VIEWS, CHAINS};
 use tracelake::engine::run_statements;
 use tracelake::engine::session::{EngineOptions, memory_session};
 

@@ -22,7 +22,7 @@ use datafusion::prelude::SessionContext;
 use futures::{Stream, StreamExt};
 use tempfile::TempDir;
 
-use super::DetectError;
+use crate::engine::EngineError;
 
 /// Sessions are analyzed in buckets of about this many events, one per core at a time: an
 /// analysis of 10M events then peaks at ≈ 470 MB on 2 cores. (Smaller buckets take more
@@ -42,7 +42,7 @@ const IN_MEMORY_MAX_EVENTS: u64 = 2_000_000;
 
 /// The buckets of one analysis: the events of `analysis_events` that chains need (the
 /// [`CHAIN_COLUMNS`]), split by session.
-pub(crate) struct Buckets {
+pub struct Buckets {
     count: u64,
     schema: SchemaRef,
     events: Events,
@@ -59,12 +59,12 @@ impl Buckets {
     /// Splits the sessions of `analysis_events` into buckets of about `bucket_events`
     /// events (0: the default), and into one per core (of `ctx`) when there are enough
     /// events to share.
-    pub async fn split(ctx: &SessionContext, bucket_events: u64) -> Result<Self, DetectError> {
+    pub async fn split(ctx: &SessionContext, bucket_events: u64) -> Result<Self, EngineError> {
         Self::split_keeping(ctx, bucket_events, IN_MEMORY_MAX_EVENTS).await
     }
 
     /// [`Self::split`], keeping the buckets in memory up to `in_memory_max` events.
-    async fn split_keeping(ctx: &SessionContext, bucket_events: u64, in_memory_max: u64) -> Result<Self, DetectError> {
+    async fn split_keeping(ctx: &SessionContext, bucket_events: u64, in_memory_max: u64) -> Result<Self, EngineError> {
         let batches = ctx.sql("SELECT count(*) FROM analysis_events").await?.collect().await?;
         let events = batches.first().map_or(0, |b| b.column(0).as_primitive::<Int64Type>().value(0)) as u64;
         let size = if bucket_events == 0 { DEFAULT_BUCKET_EVENTS } else { bucket_events };
@@ -74,7 +74,7 @@ impl Buckets {
             let temp = std::env::temp_dir();
             remove_abandoned(&temp);
             let prefix = format!("{DIR_PREFIX}{}-", std::process::id());
-            Some(tempfile::Builder::new().prefix(&prefix).tempdir_in(&temp).map_err(DetectError::Spill)?)
+            Some(tempfile::Builder::new().prefix(&prefix).tempdir_in(&temp).map_err(EngineError::Spill)?)
         } else {
             None
         };
@@ -106,7 +106,7 @@ impl Buckets {
             .collect();
         let mut in_memory: Vec<Vec<RecordBatch>> = vec![Vec::new(); count as usize];
         for task in futures::future::join_all(tasks).await {
-            for (bucket, batches) in in_memory.iter_mut().zip(task??) {
+            for (bucket, batches) in in_memory.iter_mut().zip(task.map_err(EngineError::Worker)??) {
                 bucket.extend(batches);
             }
         }
@@ -132,17 +132,18 @@ impl Buckets {
 
     /// Runs `work` on the events of each bucket, as many buckets at a time as `ctx` has
     /// cores: the results in bucket order.
-    pub fn run<'a, T, W, F>(&'a self, ctx: &SessionContext, work: W) -> impl Stream<Item = Result<T, DetectError>> + 'a
+    pub fn run<'a, T, E, W, F>(&'a self, ctx: &SessionContext, work: W) -> impl Stream<Item = Result<T, E>> + 'a
     where
         W: Fn(BucketEvents) -> F + 'a,
-        F: Future<Output = Result<T, DetectError>> + Send + 'static,
+        F: Future<Output = Result<T, E>> + Send + 'static,
         T: Send + 'static,
+        E: From<EngineError> + Send + 'static,
     {
         let workers = ctx.state().config().target_partitions().min(self.count as usize).max(1);
         futures::stream::iter(0..self.count)
             .map(move |bucket| {
                 let task = tokio::spawn(work(self.events(bucket as usize)));
-                async move { task.await? }
+                async move { task.await.map_err(|e| E::from(EngineError::Worker(e)))? }
             })
             .buffered(workers)
     }
@@ -158,7 +159,7 @@ impl Buckets {
 }
 
 /// The events of one bucket.
-pub(crate) enum BucketEvents {
+pub enum BucketEvents {
     InMemory(Vec<RecordBatch>),
     /// The directory of its Arrow files (none if it has no events).
     Spilled(PathBuf),
@@ -167,7 +168,7 @@ pub(crate) enum BucketEvents {
 impl BucketEvents {
     /// The batches, read from the files if spilled: on the thread that goes on to analyze
     /// them, which then frees what it allocated.
-    pub fn read(self) -> Result<Vec<RecordBatch>, DetectError> {
+    pub fn read(self) -> Result<Vec<RecordBatch>, EngineError> {
         let dir = match self {
             Self::InMemory(batches) => return Ok(batches),
             Self::Spilled(dir) => dir,
@@ -176,11 +177,11 @@ impl BucketEvents {
             return Ok(Vec::new());
         };
         // In the order of the scan partitions that wrote them, whatever the directory's.
-        let mut files = entries.map(|e| e.map(|e| e.path())).collect::<Result<Vec<_>, _>>().map_err(DetectError::Spill)?;
+        let mut files = entries.map(|e| e.map(|e| e.path())).collect::<Result<Vec<_>, _>>().map_err(EngineError::Spill)?;
         files.sort();
         let mut batches = Vec::new();
         for path in files {
-            let file = File::open(path).map_err(DetectError::Spill)?;
+            let file = File::open(path).map_err(EngineError::Spill)?;
             for batch in FileReader::try_new(BufReader::new(file), None)? {
                 batches.push(batch?);
             }
@@ -244,7 +245,7 @@ impl BucketSplit {
     }
 
     /// Appends each row of `batch` (the chain columns, then the bucket) to its bucket.
-    fn write(&mut self, batch: &RecordBatch) -> Result<(), DetectError> {
+    fn write(&mut self, batch: &RecordBatch) -> Result<(), EngineError> {
         let buckets = batch.column(batch.num_columns() - 1).as_primitive::<Int64Type>();
         let mut rows: Vec<Vec<u32>> = vec![Vec::new(); self.buckets.len()];
         for (row, bucket) in buckets.values().iter().enumerate() {
@@ -261,7 +262,7 @@ impl BucketSplit {
     }
 
     /// The batches of each bucket kept in memory (none when written to files).
-    fn finish(mut self) -> Result<Vec<Vec<RecordBatch>>, DetectError> {
+    fn finish(mut self) -> Result<Vec<Vec<RecordBatch>>, EngineError> {
         for bucket in 0..self.buckets.len() {
             self.buckets[bucket].pending.finish_buffered_batch()?;
             self.move_completed(bucket)?;
@@ -273,7 +274,7 @@ impl BucketSplit {
     }
 
     /// Moves the completed batches of `bucket` to its file or its kept batches.
-    fn move_completed(&mut self, bucket: usize) -> Result<(), DetectError> {
+    fn move_completed(&mut self, bucket: usize) -> Result<(), EngineError> {
         let part = &mut self.buckets[bucket];
         while let Some(batch) = part.pending.next_completed_batch() {
             let Some(dir) = &self.dir else {
@@ -282,8 +283,8 @@ impl BucketSplit {
             };
             if part.writer.is_none() {
                 let dir = bucket_dir(dir, bucket);
-                std::fs::create_dir_all(&dir).map_err(DetectError::Spill)?;
-                let created = File::create(dir.join(format!("part-{}.arrow", self.part))).map_err(DetectError::Spill)?;
+                std::fs::create_dir_all(&dir).map_err(EngineError::Spill)?;
+                let created = File::create(dir.join(format!("part-{}.arrow", self.part))).map_err(EngineError::Spill)?;
                 part.writer = Some(FileWriter::try_new(BufWriter::new(created), &self.schema)?);
             }
             part.writer.as_mut().expect("just created").write(&batch)?;
@@ -299,7 +300,7 @@ mod tests {
     use futures::TryStreamExt;
 
     use super::*;
-    use crate::detect::analyze::{Slice, define_analysis_events};
+    use super::super::{Slice, define_analysis_events};
     use crate::engine::EngineOptions;
     use crate::engine::session::memory_session;
     use crate::lake::schema::EVENTS_SCHEMA;
@@ -329,7 +330,7 @@ mod tests {
                 .flat_map(|b| b.column_by_name("id").unwrap().as_string::<i32>().iter().flatten().map(str::to_owned).collect::<Vec<_>>())
                 .collect();
             ids.sort();
-            Ok(ids)
+            Ok::<_, EngineError>(ids)
         };
         buckets.run(ctx, ids).try_collect().await.unwrap()
     }

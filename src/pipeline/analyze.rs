@@ -6,22 +6,19 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, AsArray, RecordBatch};
-use datafusion::arrow::datatypes::{Int64Type, Schema, SchemaRef, TimestampMillisecondType};
+use datafusion::arrow::array::{AsArray, RecordBatch};
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::datasource::MemTable;
-use datafusion::physical_plan::ExecutionPlan;
-use datafusion::prelude::{SessionContext, col};
+use datafusion::prelude::SessionContext;
 use futures::TryStreamExt;
 
-use super::DetectError;
-use super::bucket_plans::{BucketPlans, CHAIN_BUILD_SETTINGS, KEEP_TABLE_ORDER};
-use super::buckets::{BucketEvents, Buckets};
-use super::finding::{Finding, finding_id, findings_batch, from_detector_batch, severity_rank};
-use super::report::FindingCounts;
-use super::sql::{CHAIN_VIEWS, CHAINS, Detector, SqlParams, enabled_builtin_detectors, query_only, user_detectors};
+use super::PipelineError;
 use crate::classify::stage::{apply_triage, chain_transcripts, classifications_batch};
 use crate::classify::{ClassifyOptions, FindingVerdict, LlmCache, Tiers, classify};
 use crate::config::Config;
+use crate::detect::run::{BucketWork, analyze_bucket};
+use crate::detect::{Detector, enabled_builtin_detectors, run_detectors, user_detectors};
+use crate::engine::chains::{Buckets, ChainStats, Slice, build_chains, define_analysis_events};
 use crate::engine::session::FAILURE_COLUMNS;
 use crate::engine::{EngineOptions, open_session};
 use crate::lake::layout::{PartitionDate, part_file_name};
@@ -30,11 +27,14 @@ use crate::lake::state::{AnalysisRecord, Manifest, ProcessingState, WriteLock};
 use crate::lake::writer::{BatchFileWriter, write_parquet_atomic};
 use crate::lake::writers::{RegisteredWriter, retire, sweep_uncommitted};
 use crate::lake::{Lake, LakeError, Table, WriterId};
+use crate::model::finding::findings_batch;
+use crate::model::{Finding, Scope};
 use crate::output::effectiveness::{RuleEffectiveness, rule_effectiveness};
 use crate::output::files::write_artifacts;
 use crate::output::table::outputs_batch;
 use crate::output::{Classified, GeneratedOutput, generate_outputs};
 use crate::redact::Redactor;
+use crate::report::analysis::{AnalysisReport, FindingCounts, ReportParts};
 
 #[derive(Debug, Clone, Default)]
 pub struct AnalyzeOptions {
@@ -96,10 +96,30 @@ pub struct Analysis {
     pub warnings: Vec<String>,
 }
 
+impl Analysis {
+    /// The run as an AnalysisReport (spec §10.4).
+    pub fn into_report(self) -> AnalysisReport {
+        AnalysisReport::assemble(ReportParts {
+            run_id: self.run_id,
+            started_at: self.started_at,
+            completed_at: self.completed_at,
+            events_processed: self.events_processed,
+            chains: self.chains,
+            time_range: self.time_range,
+            findings: self.findings,
+            counts: self.counts,
+            processing_state: self.processing_state,
+            verdicts: self.verdicts,
+            outputs: self.outputs,
+            rule_effectiveness: self.rule_effectiveness,
+        })
+    }
+}
+
 /// Findings per batch written to the lake.
 const FINDINGS_BATCH_ROWS: usize = 8192;
 
-pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &AnalyzeOptions) -> Result<Analysis, DetectError> {
+pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &AnalyzeOptions) -> Result<Analysis, PipelineError> {
     let started_at = chrono::Utc::now().timestamp_millis();
     let engine = EngineOptions::from_config(config)?;
     let params = &engine.sql_params;
@@ -126,10 +146,9 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let run_id = format!("run-{}-{}", chrono::Utc::now().format("%Y%m%dT%H%M%S"), &WriterId::random().as_str()[..6]);
     let mut detectors = enabled_builtin_detectors(config);
     for dir in config.detectors_dir.iter().map(PathBuf::from).chain(opts.detectors_dir.clone()) {
-        detectors.extend(user_detectors(&dir).map_err(|source| DetectError::DetectorDir { path: dir.display().to_string(), source })?);
+        detectors.extend(user_detectors(&dir).map_err(crate::detect::DetectError::from)?);
     }
-    let (across_sessions, per_bucket): (Vec<Detector>, Vec<Detector>) =
-        detectors.into_iter().partition(|d| d.builtin && d.name == "SIG-REPEAT-FAIL");
+    let (across_sessions, per_bucket): (Vec<Detector>, Vec<Detector>) = detectors.into_iter().partition(|d| d.scope == Scope::Lake);
     let detected_at = chrono::Utc::now().timestamp_millis();
 
     let reported: HashSet<String> = if opts.full { HashSet::new() } else { reported_ids(&ctx).await? };
@@ -157,7 +176,10 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let mut stats = ChainStats::default();
     let mut occurrences = Vec::new();
     buckets
-        .run(&ctx, |events| analyze_bucket(Arc::clone(&work), events))
+        .run(&ctx, |events| {
+            let work = Arc::clone(&work);
+            async move { Ok::<_, PipelineError>(analyze_bucket(work, events).await?) }
+        })
         .try_for_each(|bucket| {
             stats.add(bucket.stats);
             skipped_detectors.get_or_insert(bucket.skipped);
@@ -259,7 +281,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         None => Vec::new(),
     };
     drop(lock);
-    buckets_removed.await?;
+    buckets_removed.await.map_err(crate::engine::EngineError::Worker)?;
     // Rules are generated outputs: a lake that never had one has nothing to measure.
     let rule_effectiveness = if lake.table_dir(Table::Outputs).is_dir() {
         rule_effectiveness(&open_session(lake, redactor, &engine).await?).await?
@@ -288,76 +310,6 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     })
 }
 
-/// A detector's plan, or why it has none.
-type DetectorPlan = Result<Arc<dyn ExecutionPlan>, String>;
-
-/// User detectors that could not run: (file, reason).
-type SkippedDetectors = Vec<(String, String)>;
-
-/// What every bucket is analyzed with: the chain build and the queries over its chains,
-/// planned once.
-struct BucketWork {
-    plans: BucketPlans,
-    /// Each detector with its plan, or why it has none.
-    detectors: Vec<(Detector, DetectorPlan)>,
-    stats: Arc<dyn ExecutionPlan>,
-    failures: Arc<dyn ExecutionPlan>,
-    config: Config,
-}
-
-impl BucketWork {
-    async fn plan(
-        ctx: &SessionContext,
-        events: &Schema,
-        detectors: Vec<Detector>,
-        config: &Config,
-        params: &SqlParams,
-    ) -> Result<Self, DetectError> {
-        let plans = BucketPlans::new(ctx, params, events).await?;
-        let mut planned = Vec::new();
-        // One that cannot be planned fails in every bucket: a built-in one fails the run.
-        for detector in detectors {
-            let plan = plans.plan(&params.fill(&detector.sql)).await.map_err(|e| e.to_string());
-            planned.push((detector, plan));
-        }
-        Ok(Self {
-            stats: plans.plan(CHAIN_STATS_QUERY).await?,
-            failures: plans.plan(FAILURES_QUERY).await?,
-            plans,
-            detectors: planned,
-            config: config.clone(),
-        })
-    }
-}
-
-/// What one bucket of sessions yields.
-struct BucketFindings {
-    stats: (u64, u64, (i64, i64)),
-    findings: Vec<Finding>,
-    /// User detectors that failed.
-    skipped: SkippedDetectors,
-    /// Its failure occurrences, in the columns of the `failures` table.
-    failures: Vec<RecordBatch>,
-}
-
-/// Builds the chains of a bucket's `events` and runs the detectors over them.
-async fn analyze_bucket(work: Arc<BucketWork>, events: BucketEvents) -> Result<BucketFindings, DetectError> {
-    let plans = &work.plans;
-    let chains = &plans.chains(events.read()?).await?;
-    // Together, so that one query's single-threaded steps overlap another's work.
-    let detected = work.detectors.iter().map(|(detector, plan)| async move {
-        let found = match plan {
-            Ok(plan) => plans.query(plan, chains).await.map_err(|e| e.to_string()).and_then(|batches| findings_of(&batches)),
-            Err(message) => Err(message.clone()),
-        };
-        (detector, found)
-    });
-    let (stats, detected, failures) =
-        futures::join!(plans.query(&work.stats, chains), futures::future::join_all(detected), plans.query(&work.failures, chains));
-    let (findings, skipped) = gather_findings(detected, &work.config)?;
-    Ok(BucketFindings { stats: chain_stats_of(&stats?), findings, skipped, failures: failures? })
-}
-
 /// The findings of a run: new ones (not reported by an earlier run), each once. The most
 /// severe `max` are kept for the report; the others go to the lake's findings file as
 /// soon as they fall out of the most severe, so at most `max` (and one bucket's findings)
@@ -377,7 +329,7 @@ impl MostSevere {
     /// Adds `new` (one bucket's findings, or the cross-session ones). A finding's id names
     /// its session, and buckets never share a session, so the same finding can only come
     /// twice within one `new`.
-    fn add(&mut self, new: Vec<Finding>, lake_file: &BatchFileWriter) -> Result<(), DetectError> {
+    fn add(&mut self, new: Vec<Finding>, lake_file: &BatchFileWriter) -> Result<(), PipelineError> {
         let mut seen = HashSet::new();
         for mut f in new {
             if !self.reported.contains(&f.finding_id) && seen.insert(f.finding_id.clone()) {
@@ -397,7 +349,7 @@ impl MostSevere {
 }
 
 /// Counts `findings` and hands them to the run's findings file, a batch at a time.
-fn store_findings(findings: &[Finding], counts: &mut FindingCounts, file: &BatchFileWriter) -> Result<(), DetectError> {
+fn store_findings(findings: &[Finding], counts: &mut FindingCounts, file: &BatchFileWriter) -> Result<(), PipelineError> {
     counts.add_findings(findings);
     for chunk in findings.chunks(FINDINGS_BATCH_ROWS) {
         file.write(findings_batch(chunk)?)?;
@@ -407,171 +359,10 @@ fn store_findings(findings: &[Finding], counts: &mut FindingCounts, file: &Batch
 
 fn sort_most_severe_first(findings: &mut [Finding]) {
     // Keys made once per finding, not per comparison.
-    findings.sort_by_cached_key(|f| (Reverse(severity_rank(&f.severity)), f.occurred_at, f.finding_id.clone()));
+    findings.sort_by_cached_key(|f| (Reverse(f.severity), f.occurred_at, f.finding_id.clone()));
 }
 
-/// The failure occurrences of this run, in the columns of the `failures` table.
-const FAILURES_QUERY: &str = "SELECT fingerprint, session, agent, first_ts, chain_id, CAST(start_idx AS BIGINT) AS start_idx, \
-     start_event_id, end_event_id, tool_name, error FROM failure_occurrences";
-
-/// Which sessions `analysis_events` holds.
-pub(crate) enum Slice<'a> {
-    All,
-    Sessions(&'a [String]),
-}
-
-/// `analysis_events`: every event, or those of the sessions active after `resume`, from
-/// the context window before it on, so that chains spanning the resume point are whole;
-/// of the sessions in `slice`.
-pub(crate) async fn define_analysis_events(
-    ctx: &SessionContext,
-    resume: Option<i64>,
-    context_ms: i64,
-    slice: &Slice<'_>,
-) -> Result<(), DetectError> {
-    let mut conditions = Vec::new();
-    if let Some(t) = resume {
-        let iso = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339();
-        conditions.push(format!(
-            "e.ts >= '{}' AND EXISTS (SELECT 1 FROM events n WHERE n.ts > '{}' AND n.agent = e.agent AND n.session = e.session)",
-            iso(t - context_ms),
-            iso(t)
-        ));
-    }
-    match slice {
-        Slice::All => {}
-        Slice::Sessions(sessions) => {
-            let list: Vec<String> = sessions.iter().map(|s| format!("'{}'", s.replace('\'', "''"))).collect();
-            conditions.push(format!("e.session IN ({})", if list.is_empty() { "NULL".to_owned() } else { list.join(", ") }));
-        }
-    }
-    let filter = if conditions.is_empty() { String::new() } else { format!(" WHERE {}", conditions.join(" AND ")) };
-    ctx.sql(&format!("CREATE OR REPLACE VIEW analysis_events AS SELECT e.* FROM events e{filter}")).await?.collect().await?;
-    Ok(())
-}
-
-/// Runs the chain SQL over the session's `analysis_events`, keeping `chain_events` in
-/// memory in chain order: every detector reads it, and windows over (chain_no, idx) then
-/// need no sort. Chain order is the order `chain_position` ran in, so it costs no sort.
-/// (An analysis builds its buckets' chains with [`BucketPlans`].)
-pub async fn build_chains(ctx: &SessionContext, params: &SqlParams) -> Result<(), DetectError> {
-    // Chains built before go first, which reuses their memory.
-    drop_chains(ctx)?;
-    crate::memory::reuse_freed();
-    for setting in CHAIN_BUILD_SETTINGS {
-        ctx.sql(setting).await?.collect().await?;
-    }
-    crate::engine::run_statements(ctx, &params.fill(CHAINS), |_, _| Ok(())).await?;
-    let chains = ctx.sql("SELECT * FROM chain_events").await?;
-    let planned = Arc::new(chains.schema().as_arrow().clone());
-    let partitions = chains.collect_partitioned().await?;
-    // Execution may mark columns nullable where planning did not; the batches decide.
-    let schema = partitions.iter().flatten().next().map_or(planned, |b| b.schema());
-    let order = vec![vec![col("chain_no").sort(true, false), col("idx").sort(true, false)]];
-    let cached = MemTable::try_new(schema, partitions)?.with_sort_order(order);
-    ctx.sql(KEEP_TABLE_ORDER).await?.collect().await?;
-    ctx.deregister_table("chain_events")?;
-    ctx.register_table("chain_events", Arc::new(cached))?;
-    crate::engine::run_statements(ctx, &params.fill(CHAIN_VIEWS), |_, _| Ok(())).await?;
-    Ok(())
-}
-
-/// Forgets `chain_events` and the views over it (`sql/chain_views.sql`), which hold it.
-fn drop_chains(ctx: &SessionContext) -> Result<(), DetectError> {
-    for table in ["chain_endings", "failure_occurrences", "tool_attempts", "chains", "chain_events"] {
-        ctx.deregister_table(table)?;
-    }
-    Ok(())
-}
-
-/// Chains, the events in them, and the time they span (ms).
-#[derive(Debug, Default)]
-pub(crate) struct ChainStats {
-    pub chains: u64,
-    pub events: u64,
-    pub first: i64,
-    pub last: i64,
-}
-
-impl ChainStats {
-    pub fn add(&mut self, (chains, events, (first, last)): (u64, u64, (i64, i64))) {
-        if chains > 0 {
-            self.first = if self.chains == 0 { first } else { self.first.min(first) };
-            self.last = self.last.max(last);
-        }
-        self.chains += chains;
-        self.events += events;
-    }
-}
-
-/// (chains, events in chains, (first, last) event time in ms) of `chain_events`.
-pub(crate) const CHAIN_STATS_QUERY: &str =
-    "SELECT count(*) FILTER (WHERE idx = 0) AS chains, count(*) AS events, min(ts) AS first, max(ts) AS last FROM chain_events";
-
-/// The result of [`CHAIN_STATS_QUERY`].
-pub(crate) fn chain_stats_of(batches: &[RecordBatch]) -> (u64, u64, (i64, i64)) {
-    let Some(b) = batches.iter().find(|b| b.num_rows() > 0) else {
-        return (0, 0, (0, 0));
-    };
-    let first = b.column(2).as_primitive::<TimestampMillisecondType>();
-    let last = b.column(3).as_primitive::<TimestampMillisecondType>();
-    let range = if first.is_null(0) { (0, 0) } else { (first.value(0), last.value(0)) };
-    (b.column(0).as_primitive::<Int64Type>().value(0) as u64, b.column(1).as_primitive::<Int64Type>().value(0) as u64, range)
-}
-
-/// Runs `detectors` over the session's chains: findings with config severities and their
-/// ids, and the user detectors that failed (a failing built-in one is an error).
-pub async fn run_detectors(
-    ctx: &SessionContext,
-    detectors: &[Detector],
-    config: &Config,
-    params: &SqlParams,
-) -> Result<(Vec<Finding>, SkippedDetectors), DetectError> {
-    // Together, so that one detector's single-threaded steps overlap another's work.
-    let results = futures::future::join_all(detectors.iter().map(|d| async move { (d, run_detector(ctx, d, params).await) })).await;
-    gather_findings(results, config)
-}
-
-async fn run_detector(ctx: &SessionContext, detector: &Detector, params: &SqlParams) -> Result<Vec<Finding>, String> {
-    let df = ctx.sql_with_options(&params.fill(&detector.sql), query_only()).await.map_err(|e| e.to_string())?;
-    findings_of(&df.collect().await.map_err(|e| e.to_string())?)
-}
-
-fn findings_of(batches: &[RecordBatch]) -> Result<Vec<Finding>, String> {
-    let mut findings = Vec::new();
-    for batch in batches {
-        findings.extend(from_detector_batch(batch)?);
-    }
-    Ok(findings)
-}
-
-/// The findings of each detector's result, with config severities and their ids, and the
-/// user detectors that failed (a failed built-in one is an error).
-fn gather_findings<'a>(
-    results: impl IntoIterator<Item = (&'a Detector, Result<Vec<Finding>, String>)>,
-    config: &Config,
-) -> Result<(Vec<Finding>, SkippedDetectors), DetectError> {
-    let mut findings = Vec::new();
-    let mut skipped = Vec::new();
-    for (detector, result) in results {
-        match result {
-            Ok(found) => findings.extend(found),
-            Err(message) if detector.builtin => {
-                return Err(DetectError::Builtin { name: detector.name.clone(), message });
-            }
-            Err(message) => skipped.push((detector.name.clone(), message)),
-        }
-    }
-    for f in &mut findings {
-        if let Some(severity) = config.signals.get(&f.signal).and_then(|s| s.severity.clone()) {
-            f.severity = severity;
-        }
-        f.finding_id = finding_id(&f.signal, &f.agent, &f.session, &f.start_event_id, &f.end_event_id);
-    }
-    Ok((findings, skipped))
-}
-
-async fn reported_ids(ctx: &SessionContext) -> Result<HashSet<String>, DetectError> {
+async fn reported_ids(ctx: &SessionContext) -> Result<HashSet<String>, PipelineError> {
     // Findings triage dropped count as reported: they were looked at.
     let sql = "SELECT finding_id FROM findings UNION SELECT finding_id FROM classifications WHERE triage_keep = false";
     let batches = ctx.sql(sql).await?.collect().await?;

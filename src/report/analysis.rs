@@ -5,10 +5,9 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use super::analyze::Analysis;
-use super::finding::{Finding, severity_rank};
-use crate::classify::Classification;
+use crate::classify::{Classification, FindingVerdict};
 use crate::lake::state::ProcessingState;
+use crate::model::{Finding, Severity};
 use crate::output::GeneratedOutput;
 use crate::output::effectiveness::RuleEffectiveness;
 
@@ -83,7 +82,7 @@ pub struct ReportFinding {
 #[serde(rename_all = "camelCase")]
 pub struct SignalDetail {
     pub signal: String,
-    pub severity: String,
+    pub severity: Severity,
     pub event_range: EventRange,
     pub summary: String,
     /// The detector's JSON, written as it is (not parsed and printed anew).
@@ -96,8 +95,27 @@ pub struct EventRange {
     pub end: i64,
 }
 
+/// What a report is made of: an analysis run's results, or the lake's.
+#[derive(Debug, Clone)]
+pub struct ReportParts {
+    pub run_id: String,
+    pub started_at: i64,
+    pub completed_at: i64,
+    pub events_processed: u64,
+    pub chains: u64,
+    pub time_range: (i64, i64),
+    /// The findings listed, most severe first.
+    pub findings: Vec<Finding>,
+    /// Every finding, counted.
+    pub counts: FindingCounts,
+    pub processing_state: ProcessingState,
+    pub verdicts: Vec<FindingVerdict>,
+    pub outputs: Vec<GeneratedOutput>,
+    pub rule_effectiveness: Vec<RuleEffectiveness>,
+}
+
 impl AnalysisReport {
-    pub fn assemble(analysis: Analysis) -> Self {
+    pub fn assemble(analysis: ReportParts) -> Self {
         let classifications: HashMap<String, Classification> =
             analysis.verdicts.into_iter().filter_map(|v| v.classification.map(|c| (v.finding_id, c))).collect();
         let signal_stats = analysis.counts.stats();
@@ -334,7 +352,7 @@ impl FindingCounts {
 
     pub fn add_findings(&mut self, findings: &[Finding]) {
         for f in findings {
-            self.add(&f.signal, &f.severity, &f.agent, 1);
+            self.add(&f.signal, f.severity.as_str(), &f.agent, 1);
         }
     }
 
@@ -368,15 +386,15 @@ impl FindingCounts {
                 SignalStats { signal: signal.clone(), count: tally.count, by_severity: tally.by_severity.clone(), top_agents: top }
             })
             .collect();
-        let worst = |s: &SignalStats| s.by_severity.keys().map(|k| severity_rank(k)).max().unwrap_or(0);
+        let worst = |s: &SignalStats| s.by_severity.keys().filter_map(|k| k.parse::<Severity>().ok()).max();
         stats.sort_by(|a, b| worst(b).cmp(&worst(a)).then(b.count.cmp(&a.count)).then(a.signal.cmp(&b.signal)));
         stats
     }
 }
 
 /// Whether any finding is at or above `severity`.
-pub fn any_at_least(findings: &[Finding], severity: &str) -> bool {
-    findings.iter().any(|f| severity_rank(&f.severity) >= severity_rank(severity))
+pub fn any_at_least(findings: &[Finding], severity: Severity) -> bool {
+    findings.iter().any(|f| f.severity >= severity)
 }
 
 #[cfg(test)]

@@ -1,20 +1,20 @@
 //! Findings: what a detector reports, as rows of the `findings` table.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Int64Type, TimeUnit, TimestampMillisecondType};
+use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef, TimeUnit, TimestampMillisecondType};
 use sha2::{Digest, Sha256};
 
-use crate::lake::schema::FINDINGS_SCHEMA;
+use super::severity::Severity;
 
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 pub struct Finding {
     pub finding_id: String,
     pub run_id: String,
     pub signal: String,
-    pub severity: String,
+    pub severity: Severity,
     pub chain_id: String,
     pub agent: String,
     pub session: String,
@@ -30,12 +30,29 @@ pub struct Finding {
     pub fingerprint: Option<String>,
 }
 
-/// Severities from least to most severe.
-pub const SEVERITIES: [&str; 4] = ["low", "medium", "high", "critical"];
+/// Columns of `findings`.
+pub static FINDINGS_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    let text = |name: &str| Field::new(name, DataType::Utf8, false);
+    Arc::new(Schema::new(vec![
+        text("finding_id"),
+        text("run_id"),
+        text("signal"),
+        text("severity"),
+        text("chain_id"),
+        text("agent"),
+        text("session"),
+        Field::new("start_idx", DataType::Int64, false),
+        Field::new("end_idx", DataType::Int64, false),
+        text("start_event_id"),
+        text("end_event_id"),
+        Field::new("occurred_at", DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())), false),
+        Field::new("detected_at", DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())), false),
+        text("summary"),
+        text("evidence"),
+        Field::new("fingerprint", DataType::Utf8, true),
+    ]))
+});
 
-pub fn severity_rank(severity: &str) -> usize {
-    SEVERITIES.iter().position(|s| *s == severity).unwrap_or(0)
-}
 
 /// The same finding gets the same id in every run: signal, place and events.
 pub fn finding_id(signal: &str, agent: &str, session: &str, start_event_id: &str, end_event_id: &str) -> String {
@@ -81,12 +98,14 @@ pub fn from_detector_batch(batch: &RecordBatch) -> Result<Vec<Finding>, String> 
     let get = |a: &StringArray, i: usize| {
         if a.is_null(i) { String::new() } else { a.value(i).to_owned() }
     };
-    Ok((0..batch.num_rows())
-        .map(|i| Finding {
+    (0..batch.num_rows())
+        .map(|i| {
+            let severity = get(t[1], i).parse::<Severity>().map_err(|e| e.to_string())?;
+            Ok(Finding {
             finding_id: String::new(),
             run_id: String::new(),
             signal: get(t[0], i),
-            severity: get(t[1], i),
+            severity,
             chain_id: get(t[2], i),
             agent: get(t[3], i),
             session: get(t[4], i),
@@ -100,7 +119,8 @@ pub fn from_detector_batch(batch: &RecordBatch) -> Result<Vec<Finding>, String> 
             evidence: if t[8].is_null(i) { "{}".into() } else { t[8].value(i).to_owned() },
             fingerprint: (!t[9].is_null(i)).then(|| t[9].value(i).to_owned()),
         })
-        .collect())
+        })
+        .collect()
 }
 
 /// Findings as a batch of the `findings` table.
@@ -116,7 +136,7 @@ pub fn findings_batch(findings: &[Finding]) -> Result<RecordBatch, datafusion::a
             text(&|f| Some(&f.finding_id)),
             text(&|f| Some(&f.run_id)),
             text(&|f| Some(&f.signal)),
-            text(&|f| Some(&f.severity)),
+            text(&|f| Some(f.severity.as_str())),
             text(&|f| Some(&f.chain_id)),
             text(&|f| Some(&f.agent)),
             text(&|f| Some(&f.session)),

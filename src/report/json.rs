@@ -7,7 +7,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use super::report::{AnalysisReport, ReportFinding};
+use super::analysis::{AnalysisReport, ReportFinding};
 
 /// Findings each thread renders per round.
 pub const ROUND_FINDINGS: usize = 2048;

@@ -11,9 +11,9 @@ use datafusion::execution::{SessionState, SessionStateBuilder};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 
-use super::DetectError;
+use crate::engine::EngineError;
 use super::slot::{SlotRows, SlotTable, execute};
-use super::sql::{CHAIN_VIEWS, CHAINS, SqlParams, query_only};
+use crate::engine::sql::{CHAIN_VIEWS, CHAINS, SqlParams, query_only};
 
 /// The table the chain build reads a bucket's events from.
 const EVENTS: &str = "analysis_events";
@@ -24,21 +24,21 @@ const CHAIN_EVENTS: &str = "chain_events";
 /// (buckets of sessions give the parallelism): spreading their sorted rows round-robin
 /// would only make them to be merged again. The events are sorted in one piece (not batch
 /// by batch and merged), which copies less.
-pub(crate) const CHAIN_BUILD_SETTINGS: [&str; 2] = [
+pub(super) const CHAIN_BUILD_SETTINGS: [&str; 2] = [
     "SET datafusion.optimizer.enable_round_robin_repartition = false",
     "SET datafusion.execution.sort_in_place_threshold_bytes = 1073741824",
 ];
 
 /// Splitting an in-memory table into partitions forgets its order (DataFusion 55), and a
 /// window over (chain_no, idx) would sort it again.
-pub(crate) const KEEP_TABLE_ORDER: &str = "SET datafusion.optimizer.repartition_file_scans = false";
+pub(super) const KEEP_TABLE_ORDER: &str = "SET datafusion.optimizer.repartition_file_scans = false";
 
 /// A plan executed more than once must not push filters between its operators at run time.
 const NO_RUNTIME_FILTERS: &str = "SET datafusion.optimizer.enable_dynamic_filter_pushdown = false";
 
 /// A session whose `analysis_events` and `chain_events` are a bucket's, given with each
 /// execution, with the chain build planned.
-pub(crate) struct BucketPlans {
+pub struct BucketPlans {
     session: SessionContext,
     state: SessionState,
     chain_build: Arc<dyn ExecutionPlan>,
@@ -47,7 +47,7 @@ pub(crate) struct BucketPlans {
 impl BucketPlans {
     /// Plans the chain build over events in the columns of `events` (with the functions,
     /// settings and tables of `ctx`), each query in one partition.
-    pub async fn new(ctx: &SessionContext, params: &SqlParams, events: &Schema) -> Result<Self, DetectError> {
+    pub async fn new(ctx: &SessionContext, params: &SqlParams, events: &Schema) -> Result<Self, EngineError> {
         let session = separate_session(ctx).await?;
         for setting in CHAIN_BUILD_SETTINGS.into_iter().chain([KEEP_TABLE_ORDER, NO_RUNTIME_FILTERS]) {
             session.sql(setting).await?.collect().await?;
@@ -67,24 +67,24 @@ impl BucketPlans {
 
     /// Plans `sql`, a query (nothing else: see [`query_only`]) over `chain_events` and the
     /// views over it.
-    pub async fn plan(&self, sql: &str) -> Result<Arc<dyn ExecutionPlan>, DetectError> {
+    pub async fn plan(&self, sql: &str) -> Result<Arc<dyn ExecutionPlan>, EngineError> {
         Ok(self.session.sql_with_options(sql, query_only()).await?.create_physical_plan().await?)
     }
 
     /// The chain events of a bucket's `events`, in chain order.
-    pub async fn chains(&self, events: Vec<RecordBatch>) -> Result<Arc<Vec<RecordBatch>>, DetectError> {
+    pub async fn chains(&self, events: Vec<RecordBatch>) -> Result<Arc<Vec<RecordBatch>>, EngineError> {
         Ok(Arc::new(execute(&self.chain_build, &self.state, SlotRows::default().once(EVENTS, events)).await?))
     }
 
     /// Runs `plan` (from [`Self::plan`]) over a bucket's `chains`.
-    pub async fn query(&self, plan: &Arc<dyn ExecutionPlan>, chains: &Arc<Vec<RecordBatch>>) -> Result<Vec<RecordBatch>, DetectError> {
+    pub async fn query(&self, plan: &Arc<dyn ExecutionPlan>, chains: &Arc<Vec<RecordBatch>>) -> Result<Vec<RecordBatch>, EngineError> {
         Ok(execute(plan, &self.state, SlotRows::default().shared(CHAIN_EVENTS, Arc::clone(chains))).await?)
     }
 }
 
 /// A session with the functions, settings and tables of `ctx` but a catalog of its own
 /// (what it registers is not seen by `ctx`), running each query in one partition.
-async fn separate_session(ctx: &SessionContext) -> Result<SessionContext, DetectError> {
+async fn separate_session(ctx: &SessionContext) -> Result<SessionContext, EngineError> {
     let state = ctx.state();
     let config = state.config().clone().with_create_default_catalog_and_schema(true).with_target_partitions(1);
     let separate = SessionStateBuilder::new_from_existing(state.clone())

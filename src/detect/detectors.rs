@@ -1,0 +1,61 @@
+//! The detectors: the built-in signals' SQL and the user's detector files.
+
+use std::path::{Path, PathBuf};
+
+use crate::model::signal::{DetectorHeader, HeaderError, Scope, signals};
+
+#[derive(Debug, Clone)]
+pub struct Detector {
+    /// The signal id for built-ins; the file name for user detectors.
+    pub name: String,
+    pub sql: String,
+    pub builtin: bool,
+    pub scope: Scope,
+}
+
+/// The built-in detectors, in the spec's order.
+pub fn builtin_detectors() -> Vec<Detector> {
+    signals().iter().map(|s| Detector { name: s.id.clone(), sql: s.sql.to_owned(), builtin: true, scope: s.scope }).collect()
+}
+
+/// The built-in detectors `config` leaves enabled.
+pub fn enabled_builtin_detectors(config: &crate::config::Config) -> Vec<Detector> {
+    builtin_detectors().into_iter().filter(|d| config.signals.get(&d.name).is_none_or(|s| s.enabled)).collect()
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UserDetectorError {
+    #[error("cannot read detector directory {path}: {source}")]
+    Dir {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("detector {path}, {source}")]
+    Header {
+        path: String,
+        #[source]
+        source: HeaderError,
+    },
+}
+
+/// Every `.sql` file in `dir`, sorted by name, that its header leaves enabled.
+pub fn user_detectors(dir: &Path) -> Result<Vec<Detector>, UserDetectorError> {
+    let unreadable = |source| UserDetectorError::Dir { path: dir.display().to_string(), source };
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(unreadable)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "sql") && p.is_file())
+        .collect();
+    paths.sort();
+    let mut detectors = Vec::new();
+    for path in paths {
+        let sql = std::fs::read_to_string(&path).map_err(unreadable)?;
+        let header = DetectorHeader::parse(&sql).map_err(|source| UserDetectorError::Header { path: path.display().to_string(), source })?;
+        if header.enabled {
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            detectors.push(Detector { name, sql, builtin: false, scope: header.scope });
+        }
+    }
+    Ok(detectors)
+}

@@ -1,0 +1,143 @@
+//! Running detectors over chains: per bucket of sessions with plans made once
+//! ([`BucketWork`]), or over a session's materialized chains ([`run_detectors`]).
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::Schema;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::prelude::SessionContext;
+
+use super::DetectError;
+use super::detectors::Detector;
+use crate::config::Config;
+use crate::engine::chains::{BucketEvents, BucketPlans, CHAIN_STATS_QUERY, chain_stats_of};
+use crate::engine::sql::{SqlParams, query_only};
+use crate::model::finding::{Finding, finding_id, from_detector_batch};
+
+/// A detector's plan, or why it has none.
+pub type DetectorPlan = Result<Arc<dyn ExecutionPlan>, String>;
+
+/// User detectors that could not run: (file, reason).
+pub type SkippedDetectors = Vec<(String, String)>;
+
+/// What every bucket is analyzed with: the chain build and the queries over its chains,
+/// planned once.
+pub struct BucketWork {
+    plans: BucketPlans,
+    /// Each detector with its plan, or why it has none.
+    detectors: Vec<(Detector, DetectorPlan)>,
+    stats: Arc<dyn ExecutionPlan>,
+    failures: Arc<dyn ExecutionPlan>,
+    config: Config,
+}
+
+impl BucketWork {
+    pub async fn plan(
+        ctx: &SessionContext,
+        events: &Schema,
+        detectors: Vec<Detector>,
+        config: &Config,
+        params: &SqlParams,
+    ) -> Result<Self, DetectError> {
+        let plans = BucketPlans::new(ctx, params, events).await?;
+        let mut planned = Vec::new();
+        // One that cannot be planned fails in every bucket: a built-in one fails the run.
+        for detector in detectors {
+            let plan = plans.plan(&params.fill(&detector.sql)).await.map_err(|e| e.to_string());
+            planned.push((detector, plan));
+        }
+        Ok(Self {
+            stats: plans.plan(CHAIN_STATS_QUERY).await?,
+            failures: plans.plan(FAILURES_QUERY).await?,
+            plans,
+            detectors: planned,
+            config: config.clone(),
+        })
+    }
+}
+
+/// What one bucket of sessions yields.
+pub struct BucketFindings {
+    pub stats: (u64, u64, (i64, i64)),
+    pub findings: Vec<Finding>,
+    /// User detectors that failed.
+    pub skipped: SkippedDetectors,
+    /// Its failure occurrences, in the columns of the `failures` table.
+    pub failures: Vec<RecordBatch>,
+}
+
+/// Builds the chains of a bucket's `events` and runs the detectors over them.
+pub async fn analyze_bucket(work: Arc<BucketWork>, events: BucketEvents) -> Result<BucketFindings, DetectError> {
+    let plans = &work.plans;
+    let chains = &plans.chains(events.read()?).await?;
+    // Together, so that one query's single-threaded steps overlap another's work.
+    let detected = work.detectors.iter().map(|(detector, plan)| async move {
+        let found = match plan {
+            Ok(plan) => plans.query(plan, chains).await.map_err(|e| e.to_string()).and_then(|batches| findings_of(&batches)),
+            Err(message) => Err(message.clone()),
+        };
+        (detector, found)
+    });
+    let (stats, detected, failures) =
+        futures::join!(plans.query(&work.stats, chains), futures::future::join_all(detected), plans.query(&work.failures, chains));
+    let (findings, skipped) = gather_findings(detected, &work.config)?;
+    Ok(BucketFindings { stats: chain_stats_of(&stats?), findings, skipped, failures: failures? })
+}
+
+/// The failure occurrences of this run, in the columns of the `failures` table.
+const FAILURES_QUERY: &str = "SELECT fingerprint, session, agent, first_ts, chain_id, CAST(start_idx AS BIGINT) AS start_idx, \
+     start_event_id, end_event_id, tool_name, error FROM failure_occurrences";
+
+/// Runs `detectors` over the session's chains: findings with config severities and their
+/// ids, and the user detectors that failed (a failing built-in one is an error).
+pub async fn run_detectors(
+    ctx: &SessionContext,
+    detectors: &[Detector],
+    config: &Config,
+    params: &SqlParams,
+) -> Result<(Vec<Finding>, SkippedDetectors), DetectError> {
+    // Together, so that one detector's single-threaded steps overlap another's work.
+    let results = futures::future::join_all(detectors.iter().map(|d| async move { (d, run_detector(ctx, d, params).await) })).await;
+    gather_findings(results, config)
+}
+
+async fn run_detector(ctx: &SessionContext, detector: &Detector, params: &SqlParams) -> Result<Vec<Finding>, String> {
+    let df = ctx.sql_with_options(&params.fill(&detector.sql), query_only()).await.map_err(|e| e.to_string())?;
+    findings_of(&df.collect().await.map_err(|e| e.to_string())?)
+}
+
+fn findings_of(batches: &[RecordBatch]) -> Result<Vec<Finding>, String> {
+    let mut findings = Vec::new();
+    for batch in batches {
+        findings.extend(from_detector_batch(batch)?);
+    }
+    Ok(findings)
+}
+
+/// The findings of each detector's result, with config severities and their ids, and the
+/// user detectors that failed (a failed built-in one is an error).
+fn gather_findings<'a>(
+    results: impl IntoIterator<Item = (&'a Detector, Result<Vec<Finding>, String>)>,
+    config: &Config,
+) -> Result<(Vec<Finding>, SkippedDetectors), DetectError> {
+    let mut findings = Vec::new();
+    let mut skipped = Vec::new();
+    for (detector, result) in results {
+        match result {
+            Ok(found) => findings.extend(found),
+            Err(message) if detector.builtin => {
+                return Err(DetectError::Builtin { name: detector.name.clone(), message });
+            }
+            Err(message) => skipped.push((detector.name.clone(), message)),
+        }
+    }
+    for f in &mut findings {
+        if let Some(severity) = config.signals.get(&f.signal).and_then(|s| s.severity.clone()) {
+            f.severity = severity;
+        }
+        f.finding_id = finding_id(&f.signal, &f.agent, &f.session, &f.start_event_id, &f.end_event_id);
+    }
+    Ok((findings, skipped))
+}
+

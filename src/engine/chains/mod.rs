@@ -1,0 +1,129 @@
+//! One chain builder: `sql/chains.sql` and `sql/chain_views.sql` over a set of events, in
+//! three modes that share that SQL. The views of `tracelake sql` build chains lazily on
+//! every query; [`build_chains`] materializes a session's chains in memory (watch,
+//! transcripts); [`Buckets`] and [`BucketPlans`] plan the build once and run it per bucket
+//! of sessions (analyze).
+
+pub mod bucket_plans;
+pub mod buckets;
+mod slot;
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::datatypes::{Int64Type, TimestampMillisecondType};
+use datafusion::datasource::MemTable;
+use datafusion::prelude::{SessionContext, col};
+
+pub use bucket_plans::BucketPlans;
+pub use buckets::{BucketEvents, Buckets, DEFAULT_BUCKET_EVENTS};
+use bucket_plans::{CHAIN_BUILD_SETTINGS, KEEP_TABLE_ORDER};
+
+use super::EngineError;
+use super::sql::{CHAIN_VIEWS, CHAINS, SqlParams};
+
+/// Which sessions `analysis_events` holds.
+pub enum Slice<'a> {
+    All,
+    Sessions(&'a [String]),
+}
+
+/// `analysis_events`: every event, or those of the sessions active after `resume`, from
+/// the context window before it on, so that chains spanning the resume point are whole;
+/// of the sessions in `slice`.
+pub async fn define_analysis_events(
+    ctx: &SessionContext,
+    resume: Option<i64>,
+    context_ms: i64,
+    slice: &Slice<'_>,
+) -> Result<(), EngineError> {
+    let mut conditions = Vec::new();
+    if let Some(t) = resume {
+        let iso = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339();
+        conditions.push(format!(
+            "e.ts >= '{}' AND EXISTS (SELECT 1 FROM events n WHERE n.ts > '{}' AND n.agent = e.agent AND n.session = e.session)",
+            iso(t - context_ms),
+            iso(t)
+        ));
+    }
+    match slice {
+        Slice::All => {}
+        Slice::Sessions(sessions) => {
+            let list: Vec<String> = sessions.iter().map(|s| format!("'{}'", s.replace('\'', "''"))).collect();
+            conditions.push(format!("e.session IN ({})", if list.is_empty() { "NULL".to_owned() } else { list.join(", ") }));
+        }
+    }
+    let filter = if conditions.is_empty() { String::new() } else { format!(" WHERE {}", conditions.join(" AND ")) };
+    ctx.sql(&format!("CREATE OR REPLACE VIEW analysis_events AS SELECT e.* FROM events e{filter}")).await?.collect().await?;
+    Ok(())
+}
+
+/// Runs the chain SQL over the session's `analysis_events`, keeping `chain_events` in
+/// memory in chain order: every detector reads it, and windows over (chain_no, idx) then
+/// need no sort. Chain order is the order `chain_position` ran in, so it costs no sort.
+/// (An analysis builds its buckets' chains with [`BucketPlans`].)
+pub async fn build_chains(ctx: &SessionContext, params: &SqlParams) -> Result<(), EngineError> {
+    // Chains built before go first, which reuses their memory.
+    drop_chains(ctx)?;
+    crate::memory::reuse_freed();
+    for setting in CHAIN_BUILD_SETTINGS {
+        ctx.sql(setting).await?.collect().await?;
+    }
+    crate::engine::run_statements(ctx, &params.fill(CHAINS), |_, _| Ok(())).await?;
+    let chains = ctx.sql("SELECT * FROM chain_events").await?;
+    let planned = Arc::new(chains.schema().as_arrow().clone());
+    let partitions = chains.collect_partitioned().await?;
+    // Execution may mark columns nullable where planning did not; the batches decide.
+    let schema = partitions.iter().flatten().next().map_or(planned, |b| b.schema());
+    let order = vec![vec![col("chain_no").sort(true, false), col("idx").sort(true, false)]];
+    let cached = MemTable::try_new(schema, partitions)?.with_sort_order(order);
+    ctx.sql(KEEP_TABLE_ORDER).await?.collect().await?;
+    ctx.deregister_table("chain_events")?;
+    ctx.register_table("chain_events", Arc::new(cached))?;
+    crate::engine::run_statements(ctx, &params.fill(CHAIN_VIEWS), |_, _| Ok(())).await?;
+    Ok(())
+}
+
+/// Forgets `chain_events` and the views over it (`sql/chain_views.sql`), which hold it.
+fn drop_chains(ctx: &SessionContext) -> Result<(), EngineError> {
+    for table in ["chain_endings", "failure_occurrences", "tool_attempts", "chains", "chain_events"] {
+        ctx.deregister_table(table)?;
+    }
+    Ok(())
+}
+
+/// Chains, the events in them, and the time they span (ms).
+#[derive(Debug, Default)]
+pub struct ChainStats {
+    pub chains: u64,
+    pub events: u64,
+    pub first: i64,
+    pub last: i64,
+}
+
+impl ChainStats {
+    pub fn add(&mut self, (chains, events, (first, last)): (u64, u64, (i64, i64))) {
+        if chains > 0 {
+            self.first = if self.chains == 0 { first } else { self.first.min(first) };
+            self.last = self.last.max(last);
+        }
+        self.chains += chains;
+        self.events += events;
+    }
+}
+
+/// (chains, events in chains, (first, last) event time in ms) of `chain_events`.
+pub const CHAIN_STATS_QUERY: &str =
+    "SELECT count(*) FILTER (WHERE idx = 0) AS chains, count(*) AS events, min(ts) AS first, max(ts) AS last FROM chain_events";
+
+/// The result of [`CHAIN_STATS_QUERY`].
+pub fn chain_stats_of(batches: &[RecordBatch]) -> (u64, u64, (i64, i64)) {
+    let Some(b) = batches.iter().find(|b| b.num_rows() > 0) else {
+        return (0, 0, (0, 0));
+    };
+    let first = b.column(2).as_primitive::<TimestampMillisecondType>();
+    let last = b.column(3).as_primitive::<TimestampMillisecondType>();
+    let range = if first.is_null(0) { (0, 0) } else { (first.value(0), last.value(0)) };
+    (b.column(0).as_primitive::<Int64Type>().value(0) as u64, b.column(1).as_primitive::<Int64Type>().value(0) as u64, range)
+}
+

@@ -1,0 +1,43 @@
+//! The SQL that defines the lake's views, embedded from `sql/`, and the settings filled
+//! into it.
+
+/// Chain reconstruction: `deduped_events`, `chain_events`.
+pub const CHAINS: &str = include_str!("../../sql/chains.sql");
+/// Views over the chain events: `chains`, `tool_attempts`, `failure_occurrences`, `chain_endings`.
+pub const CHAIN_VIEWS: &str = include_str!("../../sql/chain_views.sql");
+
+/// `rule_effectiveness`: each generated rule's failures before and after it.
+pub const RULE_EFFECTIVENESS: &str = include_str!("../../sql/outputs/rule_effectiveness.sql");
+
+/// `session_outcomes`, `signal_scores`: how well each signal separates failed sessions
+/// from successful ones.
+pub const SIGNAL_SCORES: &str = include_str!("../../sql/outputs/signal_scores.sql");
+
+/// What a detector may do: read. No DDL, no writes (`INSERT`, `COPY … TO`), no `SET`.
+pub fn query_only() -> datafusion::execution::context::SQLOptions {
+    datafusion::execution::context::SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false)
+}
+
+/// Settings filled into the SQL templates.
+#[derive(Debug, Clone, Copy)]
+pub struct SqlParams {
+    pub chain_gap_ms: i64,
+    pub max_chain_events: i64,
+}
+
+impl Default for SqlParams {
+    fn default() -> Self {
+        Self { chain_gap_ms: 30 * 60_000, max_chain_events: 1000 }
+    }
+}
+
+impl SqlParams {
+    /// The settings of `config` (`chainGapMinutes`).
+    pub fn from_config(config: &crate::config::Config) -> Self {
+        Self { chain_gap_ms: config.chain_gap_minutes.max(0) * 60_000, ..Self::default() }
+    }
+
+    pub fn fill(&self, sql: &str) -> String {
+        sql.replace("${chain_gap_ms}", &self.chain_gap_ms.to_string()).replace("${max_chain_events}", &self.max_chain_events.to_string())
+    }
+}
