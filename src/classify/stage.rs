@@ -10,8 +10,8 @@ use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::prelude::SessionContext;
 
 use super::classifier::{FindingVerdict, TranscriptEvent};
-use crate::model::Finding;
 use crate::lake::schema::CLASSIFICATIONS_SCHEMA;
+use crate::model::Finding;
 
 /// The events of the chains of `findings` (by chain id), in chain order, with tool results.
 pub async fn chain_transcripts(

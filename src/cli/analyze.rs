@@ -23,8 +23,6 @@ pub enum ReportFormat {
     Markdown,
 }
 
-
-
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
     /// Analyze every event and replace all earlier findings (default: only what is new).

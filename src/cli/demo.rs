@@ -6,11 +6,11 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use tracelake::pipeline::{AnalyzeOptions, analyze};
 use tracelake::engine::{PrintFormat, open_session, run_statements};
 use tracelake::ingest::Decoder;
 use tracelake::lake::Lake;
 use tracelake::lake::import::{ImportOptions, ImportOutcome, ImportSource, import_source};
+use tracelake::pipeline::{AnalyzeOptions, analyze};
 
 use super::{Ctx, import::summary_line, is_new_or_empty, status::describe};
 

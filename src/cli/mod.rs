@@ -3,6 +3,7 @@
 mod analyze;
 mod demo;
 mod export;
+mod functions;
 mod generate;
 mod import;
 mod outcomes;
@@ -58,6 +59,8 @@ enum Command {
     Report(report::ReportArgs),
     /// Run SQL over the lake (no query: an interactive prompt).
     Sql(sql::SqlArgs),
+    /// List the SQL functions tracelake adds (text categories, similarity, chain windows …).
+    Functions(functions::FunctionsArgs),
     /// Alert on critical findings as events arrive (POST to a webhook).
     Watch(watch::WatchArgs),
     /// Show what the lake holds.
@@ -191,6 +194,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Analyze(args) => block_on(analyze::run(&ctx, args)),
         Command::Outcomes(args) => outcomes::run(&ctx, args),
         Command::Score(args) => block_on(score::run(&ctx, args)),
+        Command::Functions(args) => functions::run(&ctx, args),
         Command::Report(args) => block_on(report::run(&ctx, args)),
         Command::Sql(args) => block_on(sql::run(&ctx, args)),
         Command::Watch(args) => block_on(watch::run(&ctx, args)),

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use clap::Args;
+use tracelake::lake::commit::RunLock;
 use tracelake::lake::repair::{RepairPlan, apply_repair, plan_repair};
-use tracelake::lake::state::WriteLock;
 
 use super::Ctx;
 
@@ -19,7 +19,7 @@ pub struct RepairArgs {
 
 pub fn run(ctx: &Ctx, args: RepairArgs) -> anyhow::Result<ExitCode> {
     let lake = ctx.existing_lake()?;
-    let lock = WriteLock::acquire(&lake)?;
+    let lock = RunLock::all(&lake)?;
     let (manifest, plan) = plan_repair(&lake)?;
     if plan.is_empty() {
         println!("{}: nothing to repair; every committed file is there and every data file is committed", lake.root().display());

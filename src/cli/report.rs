@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
-use tracelake::report::json::write_json_pretty;
 use tracelake::report::anonymize::anonymize;
+use tracelake::report::json::write_json_pretty;
 use tracelake::report::{html, lake_report};
 
 use super::Ctx;

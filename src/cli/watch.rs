@@ -40,13 +40,8 @@ pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<ExitCode> {
     };
     // With a lake, the sent alerts survive restarts; without one they last as long as this run.
     let state_file = ctx.lake.as_ref().map(|dir| tracelake::lake::Lake::new(dir.clone()).state_dir().join("alerts-sent.json"));
-    let opts = WatchOptions {
-        webhook: args.webhook,
-        window: args.window,
-        interval: args.interval,
-        min_severity: args.min_severity,
-        state_file,
-    };
+    let opts =
+        WatchOptions { webhook: args.webhook, window: args.window, interval: args.interval, min_severity: args.min_severity, state_file };
     eprintln!("watching stream {} at {} (Ctrl-C to stop)", nats.stream, nats.url);
     let stop = super::on_interrupt()?;
     let stats = watch(&nats, &ctx.config, ctx.redactor()?, &opts, stop, |f| {

@@ -51,7 +51,8 @@ pub fn user_detectors(dir: &Path) -> Result<Vec<Detector>, UserDetectorError> {
     let mut detectors = Vec::new();
     for path in paths {
         let sql = std::fs::read_to_string(&path).map_err(unreadable)?;
-        let header = DetectorHeader::parse(&sql).map_err(|source| UserDetectorError::Header { path: path.display().to_string(), source })?;
+        let header =
+            DetectorHeader::parse(&sql).map_err(|source| UserDetectorError::Header { path: path.display().to_string(), source })?;
         if header.enabled {
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             detectors.push(Detector { name, sql, builtin: false, scope: header.scope });

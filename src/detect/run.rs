@@ -133,11 +133,10 @@ fn gather_findings<'a>(
         }
     }
     for f in &mut findings {
-        if let Some(severity) = config.signals.get(&f.signal).and_then(|s| s.severity.clone()) {
+        if let Some(severity) = config.signals.get(&f.signal).and_then(|s| s.severity) {
             f.severity = severity;
         }
         f.finding_id = finding_id(&f.signal, &f.agent, &f.session, &f.start_event_id, &f.end_event_id);
     }
     Ok((findings, skipped))
 }
-

@@ -3,6 +3,7 @@
 
 pub mod chains;
 pub mod committed;
+pub mod functions;
 pub mod print;
 pub mod session;
 pub mod sql;

@@ -10,8 +10,8 @@ pub mod raw;
 
 use std::borrow::Cow;
 
-use crate::redact::{Redactor, redact_json_text};
 use crate::model::Event;
+use crate::redact::{Redactor, redact_json_text};
 use lines::Line;
 pub use quarantine::{QuarantineReason, QuarantinedLine};
 use raw::{NotAnObject, RawObject};

@@ -2,9 +2,9 @@
 
 use serde_json::Value;
 
-use crate::model::{Event, Schema};
 use super::quarantine::QuarantineReason;
 use super::raw::{Raw, RawObject};
+use crate::model::{Event, Schema};
 
 /// Top-level keys that become columns; every other key is kept in `extra`.
 const MAPPED_KEYS: &[&str] = &["id", "ts", "timestamp", "agent", "session", "type", "payload"];

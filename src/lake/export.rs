@@ -14,11 +14,12 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use super::LakeError;
+use super::commit::{Run, RunLock, begin, commit};
 use super::layout::Lake;
 use super::pipeline::{Chunk, RawEvent, decode_in_order};
-use super::state::{ExportRun, ExportState, Manifest, WriteLock};
+use super::state::{ExportRun, ExportState};
 use super::writer::EventSink;
-use super::writers::{RegisteredWriter, retire, sweep_uncommitted};
+use super::writers::{RegisteredWriter, retire};
 use crate::ingest::lines::Line;
 use crate::ingest::nats::{NatsError, NatsSource, StartAt};
 use crate::ingest::{Decoder, QuarantineReason};
@@ -119,9 +120,9 @@ pub async fn export(
     let started = Instant::now();
     let started_at = chrono::Utc::now().to_rfc3339();
     let stream_last_sequence = source.last_sequence().await?;
-    let lock = WriteLock::acquire(lake)?;
-    let mut manifest = Manifest::load(lake)?;
-    sweep_uncommitted(lake, &manifest, &lock)?;
+    let _run = RunLock::acquire(lake, Run::Export)?;
+    // Only exports change the export state, and no other export runs.
+    let (manifest, _) = begin(lake)?;
 
     let rebuild = opts.full || opts.since_ms.is_some();
     if let Some(state) = &manifest.export
@@ -134,15 +135,18 @@ pub async fn export(
             new: opts.filter_subjects.clone(),
         });
     }
-    if rebuild || manifest.export.is_none() {
+    let cursor = if rebuild || manifest.export.is_none() {
         // Forget what was exported before; its files go once the manifest says so.
-        retire(lake, manifest.export.as_ref().map_or(&[][..], |e| e.files.as_slice()))?;
-        manifest.export =
-            Some(ExportState { stream: opts.stream.clone(), filter_subjects: opts.filter_subjects.clone(), ..ExportState::default() });
-        manifest.save(lake)?;
-        sweep_uncommitted(lake, &manifest, &lock)?;
-    }
-    let cursor = manifest.export.as_ref().map_or(0, |s| s.cursor);
+        commit::<_, LakeError>(lake, |manifest| {
+            retire(lake, manifest.export.as_ref().map_or(&[][..], |e| e.files.as_slice()))?;
+            manifest.export =
+                Some(ExportState { stream: opts.stream.clone(), filter_subjects: opts.filter_subjects.clone(), ..ExportState::default() });
+            Ok(())
+        })?;
+        0
+    } else {
+        manifest.export.as_ref().map_or(0, |s| s.cursor)
+    };
     let start = match opts.since_ms {
         Some(ms) => StartAt::Time(ms),
         None if cursor == 0 => StartAt::First,
@@ -172,7 +176,7 @@ pub async fn export(
         let source_name = format!("nats:{}", opts.stream);
         let write_result = tokio::task::block_in_place(|| {
             let chunks = std::iter::from_fn(|| rx.blocking_recv());
-            let mut committer = Committer::new(lake, &mut manifest, EventSink::new(lake.clone(), writer_id, opts.buffer_bytes));
+            let mut committer = Committer::new(lake, cursor, EventSink::new(lake.clone(), writer_id, opts.buffer_bytes));
             let mut since_commit = 0usize;
             let mut last_commit = Instant::now();
             decode_in_order(chunks, decoder, &source_name, opts.threads, |decoded| {
@@ -206,12 +210,11 @@ pub async fn export(
                 Ok::<(), LakeError>(())
             })?;
             summary.files += committer.commit()?;
-            Ok::<(), LakeError>(())
+            Ok::<u64, LakeError>(committer.cursor)
         });
         let received = receiver.await.expect("receiver task panicked");
-        write_result?;
+        summary.cursor = write_result?;
         writer.finish()?;
-        summary.cursor = manifest.export.as_ref().map_or(0, |s| s.cursor);
         match received {
             Ok(stopped) => summary.stopped = stopped,
             Err(source) => {
@@ -221,43 +224,50 @@ pub async fn export(
     }
 
     summary.seconds = started.elapsed().as_secs_f64();
-    if let Some(state) = manifest.export.as_mut() {
-        state.last_run = Some(ExportRun {
-            started_at,
-            finished_at: chrono::Utc::now().to_rfc3339(),
-            events: summary.events,
-            quarantined: summary.quarantined.values().sum(),
-            first_sequence,
-            last_sequence: state.cursor,
-        });
-    }
-    manifest.save(lake)?;
+    commit::<_, LakeError>(lake, |manifest| {
+        if let Some(state) = manifest.export.as_mut() {
+            state.last_run = Some(ExportRun {
+                started_at,
+                finished_at: chrono::Utc::now().to_rfc3339(),
+                events: summary.events,
+                quarantined: summary.quarantined.values().sum(),
+                first_sequence,
+                last_sequence: state.cursor,
+            });
+        }
+        Ok(())
+    })?;
     Ok(summary)
 }
 
 /// Writes what is buffered and moves the cursor, in that order.
 struct Committer<'a> {
     lake: &'a Lake,
-    manifest: &'a mut Manifest,
+    /// The cursor committed so far.
+    cursor: u64,
     sink: EventSink,
     last_position: u64,
 }
 
 impl<'a> Committer<'a> {
-    fn new(lake: &'a Lake, manifest: &'a mut Manifest, sink: EventSink) -> Self {
-        Self { lake, manifest, sink, last_position: 0 }
+    fn new(lake: &'a Lake, cursor: u64, sink: EventSink) -> Self {
+        Self { lake, cursor, sink, last_position: 0 }
     }
 
     /// Returns the number of files committed.
     fn commit(&mut self) -> Result<usize, LakeError> {
         let files = self.sink.flush_all()?;
-        let state = self.manifest.export.as_mut().expect("export state is set before writing");
-        if self.last_position <= state.cursor && files.is_empty() {
+        if self.last_position <= self.cursor && files.is_empty() {
             return Ok(0);
         }
-        state.files.extend(files.iter().map(|f| self.lake.relative(&f.path)));
-        state.cursor = state.cursor.max(self.last_position);
-        self.manifest.save(self.lake)?;
+        let cursor = self.cursor.max(self.last_position);
+        commit::<_, LakeError>(self.lake, |manifest| {
+            let state = manifest.export.as_mut().expect("export state is set before writing");
+            state.files.extend(files.iter().map(|f| self.lake.relative(&f.path)));
+            state.cursor = cursor;
+            Ok(())
+        })?;
+        self.cursor = cursor;
         Ok(files.len())
     }
 }

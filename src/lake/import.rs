@@ -15,11 +15,12 @@ use std::time::Instant;
 use sha2::{Digest, Sha256};
 
 use super::LakeError;
+use super::commit::{Run, RunLock, begin, commit};
 use super::layout::Lake;
 use super::pipeline::{Chunk, RawEvent, decode_in_order};
-use super::state::{ImportRecord, Manifest, WriteLock};
+use super::state::ImportRecord;
 use super::writer::EventSink;
-use super::writers::{RegisteredWriter, retire, sweep_uncommitted};
+use super::writers::{RegisteredWriter, retire};
 use crate::ingest::lines::{BoundedLines, Line};
 use crate::ingest::{Decoder, QuarantineReason};
 
@@ -105,9 +106,9 @@ pub fn import_source(
 ) -> Result<ImportOutcome, LakeError> {
     let started = Instant::now();
     let started_at = chrono::Utc::now();
-    let lock = WriteLock::acquire(lake)?;
-    let mut manifest = Manifest::load(lake)?;
-    let swept = sweep_uncommitted(lake, &manifest, &lock)?.len();
+    let _run = RunLock::acquire(lake, Run::Import)?;
+    // Only imports change the import records, and no other import runs: they stay as read here.
+    let (manifest, swept) = begin(lake)?;
     let name = source.name();
 
     // A full hash before importing costs a pass over the file; the quick fingerprint
@@ -163,13 +164,10 @@ pub fn import_source(
         // Standard input can be recognized only after reading it: drop what was written.
         let previous = Box::new(previous.clone());
         drop(writer);
-        sweep_uncommitted(lake, &manifest, &lock)?;
+        begin(lake)?;
         return Ok(ImportOutcome::AlreadyImported { source: name, previous });
     }
-    let replaced: Vec<String> = manifest.imports.iter().filter(|r| r.sha256 == sha256).flat_map(|r| r.files.clone()).collect();
-    retire(lake, &replaced)?;
-    manifest.imports.retain(|r| r.sha256 != sha256);
-    manifest.imports.push(ImportRecord {
+    let record = ImportRecord {
         writer_id: writer_id.as_str().to_owned(),
         source: name.clone(),
         sha256,
@@ -182,12 +180,15 @@ pub fn import_source(
         started_at: started_at.to_rfc3339(),
         finished_at: chrono::Utc::now().to_rfc3339(),
         files: files.iter().map(|f| lake.relative(&f.path)).collect(),
-    });
-    manifest.save(lake)?;
+    };
+    commit::<_, LakeError>(lake, |manifest| {
+        let replaced: Vec<String> = manifest.imports.iter().filter(|r| r.sha256 == record.sha256).flat_map(|r| r.files.clone()).collect();
+        retire(lake, &replaced)?;
+        manifest.imports.retain(|r| r.sha256 != record.sha256);
+        manifest.imports.push(record);
+        Ok(())
+    })?;
     writer.finish()?;
-    if !replaced.is_empty() {
-        sweep_uncommitted(lake, &manifest, &lock)?;
-    }
     Ok(ImportOutcome::Imported(ImportSummary {
         source: name,
         lines: counts.lines - lines_before,

@@ -1,5 +1,6 @@
 //! The Parquet lake: layout, schemas, atomic writers, state, and JSONL import.
 
+pub mod commit;
 pub mod export;
 pub mod import;
 pub mod layout;
@@ -33,8 +34,8 @@ pub enum LakeError {
         #[source]
         source: serde_json::Error,
     },
-    #[error("another tracelake process is writing to {0}; wait for it to finish")]
-    Locked(PathBuf),
+    #[error("another tracelake {run} is running on {lake}; wait for it to finish")]
+    Locked { lake: PathBuf, run: &'static str },
     #[error("the lake at {lake} is damaged: {problem}")]
     Damaged { lake: PathBuf, problem: Damage },
     #[error(

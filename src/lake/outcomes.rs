@@ -4,11 +4,12 @@
 use sha2::{Digest, Sha256};
 
 use super::LakeError;
+use super::commit::{Run, RunLock, begin, commit};
 use super::layout::{Lake, PartitionDate, Table, part_file_name};
 use super::schema::{OUTCOMES_SCHEMA, outcomes_batch};
-use super::state::{Manifest, OutcomeImportRecord, WriteLock};
+use super::state::OutcomeImportRecord;
 use super::writer::write_parquet_atomic;
-use super::writers::{RegisteredWriter, retire, sweep_uncommitted};
+use super::writers::{RegisteredWriter, retire};
 use crate::ingest::outcomes::{BadOutcome, parse_outcomes};
 
 /// What importing a file of outcomes did.
@@ -36,9 +37,8 @@ pub fn import_outcomes(lake: &Lake, source: &str, bytes: &[u8], csv: Option<bool
         error: std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not UTF-8 text ({e})")),
     })?;
     let sha256 = hex::encode(Sha256::digest(bytes));
-    let lock = WriteLock::acquire(lake)?;
-    let mut manifest = Manifest::load(lake)?;
-    sweep_uncommitted(lake, &manifest, &lock)?;
+    let _run = RunLock::acquire(lake, Run::Outcomes)?;
+    let (manifest, _) = begin(lake)?;
     let previous = manifest.outcome_imports.iter().find(|r| r.sha256 == sha256).cloned();
     if let Some(previous) = previous.clone().filter(|_| !force) {
         return Ok(OutcomeImport::AlreadyImported { previous: Box::new(previous) });
@@ -53,11 +53,7 @@ pub fn import_outcomes(lake: &Lake, source: &str, bytes: &[u8], csv: Option<bool
     let dir = lake.partition_dir(Table::Outcomes, &PartitionDate::from_millis(now.timestamp_millis()));
     let batch = outcomes_batch(&parsed.outcomes, now.timestamp_millis())?;
     let file = write_parquet_atomic(&dir, &part_file_name(&writer, 0), OUTCOMES_SCHEMA.clone(), [Ok(batch)])?;
-    if let Some(previous) = &previous {
-        retire(lake, &previous.files)?;
-    }
-    manifest.outcome_imports.retain(|r| r.sha256 != sha256);
-    manifest.outcome_imports.push(OutcomeImportRecord {
+    let record = OutcomeImportRecord {
         writer_id: writer.as_str().to_owned(),
         source: source.to_owned(),
         sha256,
@@ -65,11 +61,15 @@ pub fn import_outcomes(lake: &Lake, source: &str, bytes: &[u8], csv: Option<bool
         rejected: parsed.bad.len() as u64,
         finished_at: now.to_rfc3339(),
         files: vec![lake.relative(&file.path)],
-    });
-    manifest.save(lake)?;
+    };
+    commit::<_, LakeError>(lake, |manifest| {
+        if let Some(previous) = &previous {
+            retire(lake, &previous.files)?;
+        }
+        manifest.outcome_imports.retain(|r| r.sha256 != record.sha256);
+        manifest.outcome_imports.push(record);
+        Ok(())
+    })?;
     registered.finish()?;
-    if previous.is_some() {
-        sweep_uncommitted(lake, &manifest, &lock)?;
-    }
     Ok(OutcomeImport::Imported { outcomes: parsed.outcomes.len() as u64, rejected: parsed.bad, replaced: previous.is_some() })
 }

@@ -14,7 +14,8 @@ use datafusion::arrow::datatypes::UInt64Type;
 use datafusion::parquet::arrow::ProjectionMask;
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use super::state::{AnalysisRecord, ExportState, ImportRecord, Manifest, OutcomeImportRecord, WriteLock, data_files};
+use super::commit::{ManifestLock, RunLock};
+use super::state::{AnalysisRecord, ExportState, ImportRecord, Manifest, OutcomeImportRecord, data_files};
 use super::writers::{gone_writer_ids, sweep_uncommitted, writer_of};
 use super::{Lake, LakeError, Table};
 
@@ -133,7 +134,8 @@ fn read_file(path: &std::path::Path, table: Table) -> Result<(u64, Option<u64>),
 
 /// Applies `plan` to `manifest` and saves it; `stream` names the JetStream stream that
 /// adopted exported events came from.
-pub fn apply_repair(lake: &Lake, mut manifest: Manifest, plan: &RepairPlan, stream: &str, lock: &WriteLock) -> Result<Manifest, LakeError> {
+/// The caller holds every run lock ([`RunLock::all`]), so nothing else changes the manifest.
+pub fn apply_repair(lake: &Lake, mut manifest: Manifest, plan: &RepairPlan, stream: &str, _runs: &RunLock) -> Result<Manifest, LakeError> {
     let missing: HashSet<&str> = plan.missing.iter().chain(plan.unreadable.iter().map(|(f, _)| f)).map(String::as_str).collect();
     let keep = |files: &mut Vec<String>| files.retain(|f| !missing.contains(f.as_str()));
     manifest.imports.iter_mut().for_each(|r| keep(&mut r.files));
@@ -203,7 +205,9 @@ pub fn apply_repair(lake: &Lake, mut manifest: Manifest, plan: &RepairPlan, stre
         }
     }
     manifest.version = manifest.version.max(1);
+    let lock = ManifestLock::acquire(lake)?;
     manifest.save(lake)?;
-    sweep_uncommitted(lake, &manifest, lock)?;
+    sweep_uncommitted(lake, &manifest, &lock)?;
+    drop(lock);
     Manifest::load(lake)
 }

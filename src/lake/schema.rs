@@ -9,8 +9,8 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit}
 use datafusion::arrow::error::ArrowError;
 
 use super::layout::Table;
-use crate::ingest::outcomes::Outcome;
 use crate::ingest::QuarantinedLine;
+use crate::ingest::outcomes::Outcome;
 use crate::model::Event;
 pub use crate::model::finding::FINDINGS_SCHEMA;
 

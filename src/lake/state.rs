@@ -1,6 +1,6 @@
-//! The lake's own bookkeeping under `_state/`: a write lock, and the manifest of committed
-//! data files. A data file counts only once the manifest names it; files that a crashed
-//! writer left behind are swept away by the next writer ([`super::writers`]).
+//! The lake's own bookkeeping under `_state/`: the manifest of committed data files. A
+//! data file counts only once the manifest names it ([`super::commit`]); files that a
+//! crashed writer left behind are swept away by the next commit ([`super::writers`]).
 
 use std::collections::HashSet;
 use std::fs::{self, File};
@@ -14,7 +14,6 @@ use super::writer::sync_dir;
 use super::{Damage, LakeError};
 
 const MANIFEST: &str = "manifest.json";
-const LOCK: &str = "lock";
 
 /// One committed import of a JSONL source.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -188,26 +187,6 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LakeError> {
     file.write_all(bytes).and_then(|_| file.sync_all()).map_err(|e| LakeError::io(&tmp, e))?;
     fs::rename(&tmp, path).map_err(|e| LakeError::io(path, e))?;
     sync_dir(dir)
-}
-
-/// Exclusive right to write to a lake, held until dropped.
-#[derive(Debug)]
-pub struct WriteLock {
-    _file: File,
-}
-
-impl WriteLock {
-    pub fn acquire(lake: &Lake) -> Result<Self, LakeError> {
-        let dir = lake.state_dir();
-        fs::create_dir_all(&dir).map_err(|e| LakeError::io(&dir, e))?;
-        let path = dir.join(LOCK);
-        let file = File::options().create(true).truncate(false).write(true).open(&path).map_err(|e| LakeError::io(&path, e))?;
-        match file.try_lock() {
-            Ok(()) => Ok(Self { _file: file }),
-            Err(fs::TryLockError::WouldBlock) => Err(LakeError::Locked(lake.root().to_path_buf())),
-            Err(fs::TryLockError::Error(e)) => Err(LakeError::io(&path, e)),
-        }
-    }
 }
 
 /// Files under a table directory: `*.parquet`, and the `.*.tmp` files of unfinished writes.

@@ -12,8 +12,9 @@ use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
 use super::LakeError;
+use super::commit::ManifestLock;
 use super::layout::{Lake, Table, WriterId};
-use super::state::{Manifest, WriteLock, data_files};
+use super::state::{Manifest, data_files};
 use super::writer::sync_dir;
 
 const WRITERS: &str = "writers";
@@ -74,7 +75,7 @@ pub fn retire(lake: &Lake, files: &[String]) -> Result<(), LakeError> {
 
 /// Deletes the data files (and temp files) of writers that are gone and that `manifest`
 /// does not name, then their markers. Returns what was deleted.
-pub fn sweep_uncommitted(lake: &Lake, manifest: &Manifest, _lock: &WriteLock) -> Result<Vec<PathBuf>, LakeError> {
+pub fn sweep_uncommitted(lake: &Lake, manifest: &Manifest, _lock: &ManifestLock) -> Result<Vec<PathBuf>, LakeError> {
     let gone = gone_writers(lake)?;
     if gone.is_empty() {
         return Ok(Vec::new());

@@ -53,7 +53,6 @@ pub static FINDINGS_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     ]))
 });
 
-
 /// The same finding gets the same id in every run: signal, place and events.
 pub fn finding_id(signal: &str, agent: &str, session: &str, start_event_id: &str, end_event_id: &str) -> String {
     let digest = Sha256::digest(format!("{signal}|{agent}|{session}|{start_event_id}|{end_event_id}"));
@@ -102,23 +101,23 @@ pub fn from_detector_batch(batch: &RecordBatch) -> Result<Vec<Finding>, String> 
         .map(|i| {
             let severity = get(t[1], i).parse::<Severity>().map_err(|e| e.to_string())?;
             Ok(Finding {
-            finding_id: String::new(),
-            run_id: String::new(),
-            signal: get(t[0], i),
-            severity,
-            chain_id: get(t[2], i),
-            agent: get(t[3], i),
-            session: get(t[4], i),
-            start_idx: start.value(i),
-            end_idx: end.value(i),
-            start_event_id: get(t[5], i),
-            end_event_id: get(t[6], i),
-            occurred_at: if occurred.is_null(i) { 0 } else { occurred.value(i) },
-            detected_at: 0,
-            summary: get(t[7], i),
-            evidence: if t[8].is_null(i) { "{}".into() } else { t[8].value(i).to_owned() },
-            fingerprint: (!t[9].is_null(i)).then(|| t[9].value(i).to_owned()),
-        })
+                finding_id: String::new(),
+                run_id: String::new(),
+                signal: get(t[0], i),
+                severity,
+                chain_id: get(t[2], i),
+                agent: get(t[3], i),
+                session: get(t[4], i),
+                start_idx: start.value(i),
+                end_idx: end.value(i),
+                start_event_id: get(t[5], i),
+                end_event_id: get(t[6], i),
+                occurred_at: if occurred.is_null(i) { 0 } else { occurred.value(i) },
+                detected_at: 0,
+                summary: get(t[7], i),
+                evidence: if t[8].is_null(i) { "{}".into() } else { t[8].value(i).to_owned() },
+                fingerprint: (!t[9].is_null(i)).then(|| t[9].value(i).to_owned()),
+            })
         })
         .collect()
 }

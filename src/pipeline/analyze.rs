@@ -21,11 +21,12 @@ use crate::detect::{Detector, enabled_builtin_detectors, run_detectors, user_det
 use crate::engine::chains::{Buckets, ChainStats, Slice, build_chains, define_analysis_events};
 use crate::engine::session::FAILURE_COLUMNS;
 use crate::engine::{EngineOptions, open_session};
+use crate::lake::commit::{Run, RunLock, begin, commit};
 use crate::lake::layout::{PartitionDate, part_file_name};
 use crate::lake::schema::{CLASSIFICATIONS_SCHEMA, FAILURES_SCHEMA, FINDINGS_SCHEMA, OUTPUTS_SCHEMA};
-use crate::lake::state::{AnalysisRecord, Manifest, ProcessingState, WriteLock};
+use crate::lake::state::{AnalysisRecord, ProcessingState};
 use crate::lake::writer::{BatchFileWriter, write_parquet_atomic};
-use crate::lake::writers::{RegisteredWriter, retire, sweep_uncommitted};
+use crate::lake::writers::{RegisteredWriter, retire};
 use crate::lake::{Lake, LakeError, Table, WriterId};
 use crate::model::finding::findings_batch;
 use crate::model::{Finding, Scope};
@@ -125,9 +126,10 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let params = &engine.sql_params;
     let tiers = Tiers::from_config(&config.llm)?;
     let ctx = open_session(lake, redactor.clone(), &engine).await?;
-    let lock = WriteLock::acquire(lake)?;
-    let mut manifest = Manifest::load(lake)?;
-    sweep_uncommitted(lake, &manifest, &lock)?;
+    // Only analyses change the analysis history and the processing state, and no other
+    // analysis runs: they stay as read here while imports and exports commit beside it.
+    let run_lock = RunLock::acquire(lake, Run::Analyze)?;
+    let (manifest, _) = begin(lake)?;
     let previous_state = manifest.processing_state.clone();
 
     let resume = match (opts.full, opts.since_ms) {
@@ -260,27 +262,25 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         findings_file.finish().map(|file| file.map(|f| lake.relative(&f.path))),
     ];
     let files: Vec<String> = written.into_iter().filter_map(Result::transpose).collect::<Result<_, _>>()?;
-    let replaced_runs = if opts.full { manifest.analyses.len() } else { 0 };
-    if opts.full {
-        let earlier: Vec<String> = manifest.analyses.iter().flat_map(|a| a.files.clone()).collect();
-        retire(lake, &earlier)?;
-        manifest.analyses.clear();
-    }
-    manifest.analyses.push(AnalysisRecord {
-        run_id: run_id.clone(),
-        finished_at: chrono::Utc::now().to_rfc3339(),
-        findings: counts.total() as u64,
-        files,
-    });
-    manifest.processing_state = processing_state.clone();
-    manifest.save(lake)?;
+    let record =
+        AnalysisRecord { run_id: run_id.clone(), finished_at: chrono::Utc::now().to_rfc3339(), findings: counts.total() as u64, files };
+    let replaced_runs = commit::<_, LakeError>(lake, |manifest| {
+        let replaced_runs = if opts.full { manifest.analyses.len() } else { 0 };
+        if opts.full {
+            let earlier: Vec<String> = manifest.analyses.iter().flat_map(|a| a.files.clone()).collect();
+            retire(lake, &earlier)?;
+            manifest.analyses.clear();
+        }
+        manifest.analyses.push(record);
+        manifest.processing_state = processing_state.clone();
+        Ok(replaced_runs)
+    })?;
     registered.finish()?;
-    sweep_uncommitted(lake, &manifest, &lock)?;
     let artifact_files = match &tiers {
         Some(_) => write_artifacts(&opts.artifacts_dir.clone().unwrap_or_else(|| lake.root().join("artifacts")), &outputs)?,
         None => Vec::new(),
     };
-    drop(lock);
+    drop(run_lock);
     buckets_removed.await.map_err(crate::engine::EngineError::Worker)?;
     // Rules are generated outputs: a lake that never had one has nothing to measure.
     let rule_effectiveness = if lake.table_dir(Table::Outputs).is_dir() {

@@ -17,16 +17,18 @@ use crate::classify::stage::chain_transcripts;
 use crate::classify::{ActionType, Classification, FindingVerdict, TranscriptEvent};
 use crate::config::Config;
 use crate::detect::DetectError;
-use crate::engine::chains::{BucketPlans, Buckets, CHAIN_STATS_QUERY, ChainStats, Slice, build_chains, chain_stats_of, define_analysis_events};
+use crate::engine::chains::{
+    BucketPlans, Buckets, CHAIN_STATS_QUERY, ChainStats, Slice, build_chains, chain_stats_of, define_analysis_events,
+};
 use crate::engine::sql::SqlParams;
-use crate::model::Finding;
-use analysis::{AnalysisReport, FindingCounts, ReportParts};
 use crate::engine::{EngineError, EngineOptions, batches_json, open_session, query_json};
 use crate::lake::Lake;
 use crate::lake::state::Manifest;
+use crate::model::Finding;
 use crate::output::GeneratedOutput;
 use crate::output::effectiveness::rule_effectiveness;
 use crate::redact::Redactor;
+use analysis::{AnalysisReport, FindingCounts, ReportParts};
 
 /// Everything a report shows.
 #[derive(Debug, Clone)]

@@ -297,3 +297,50 @@ fn a_schedule_says_when_the_server_is_down_and_goes_on_when_it_is_back() {
     assert!(said.lines().any(|l| l.starts_with("[20") && l.contains("trying again in 1s")), "{said}");
     assert_eq!(counts(&lake), (150, 150, 150), "nothing lost or doubled");
 }
+
+#[test]
+fn a_scheduled_export_and_analyses_share_a_lake_and_lose_nothing() {
+    let server = NatsServer::start();
+    let lines = generated(9000, 27);
+    server.publish(STREAM, &lines[..3000]);
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake").display().to_string();
+    export(&lake, &server, &[]);
+    let child = Command::new(env!("CARGO_BIN_EXE_tracelake"))
+        .args(["export", "--lake", &lake, "--nats-url", &server.url(), "--stream", STREAM, "--every", "1s", "--commit-every", "500"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Analyses run while the export commits what arrives, in both orders of who commits first.
+    for batch in lines[3000..].chunks(1500) {
+        server.publish(STREAM, batch);
+        for full in [true, false] {
+            let mut args = vec!["analyze", "--lake", &lake, "--format", "json"];
+            args.extend(full.then_some("--full"));
+            let out = tracelake(&args);
+            assert!(out.status.success(), "analyze beside a running export: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while counts(&lake).0 < 9000 {
+        assert!(Instant::now() < deadline, "the scheduled export did not catch up: {:?}", counts(&lake));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(counts(&lake), (9000, 9000, 9000), "every event once");
+
+    // The last analysis over every event finds what an analysis of a copy made afterwards does.
+    tracelake_ok(&["analyze", "--lake", &lake, "--full"]);
+    let findings = |lake: &str| sql(lake, "SELECT finding_id FROM findings ORDER BY finding_id");
+    let shared = findings(&lake);
+    let dup = &sql(&lake, "SELECT count(*) AS n, count(DISTINCT finding_id) AS ids FROM findings")[0];
+    assert_eq!(dup["n"], dup["ids"], "no finding twice");
+    let alone = dir.path().join("alone").display().to_string();
+    export(&alone, &server, &[]);
+    tracelake_ok(&["analyze", "--lake", &alone, "--full"]);
+    assert!(!shared.is_empty());
+    assert_eq!(shared, findings(&alone));
+}

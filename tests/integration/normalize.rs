@@ -2,9 +2,9 @@
 //! type and schema, defaults, and every quarantine reason.
 
 use serde_json::{Value, json};
+use tracelake::ingest::QuarantineReason;
 use tracelake::ingest::lines::Line;
 use tracelake::ingest::normalize::normalize_session;
-use tracelake::ingest::QuarantineReason;
 use tracelake::model::Schema;
 
 use crate::common::{decode, decoder, event};

@@ -6,12 +6,12 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 use tracelake::classify::{ActionType, Classification, FindingVerdict};
-use tracelake::model::Finding;
-use tracelake::report::json::{ROUND_FINDINGS, write_json_pretty};
-use tracelake::report::analysis::{AnalysisReport, FindingCounts, ReportParts};
 use tracelake::lake::state::ProcessingState;
+use tracelake::model::Finding;
 use tracelake::output::GeneratedOutput;
 use tracelake::output::effectiveness::RuleEffectiveness;
+use tracelake::report::analysis::{AnalysisReport, FindingCounts, ReportParts};
+use tracelake::report::json::{ROUND_FINDINGS, write_json_pretty};
 
 use crate::common::{realworld, tracelake_ok};
 

@@ -2,10 +2,10 @@
 
 use serde_json::{Value, json};
 use tracelake::config::Config;
-use tracelake::pipeline::{AnalyzeOptions, analyze};
 use tracelake::ingest::Decoder;
 use tracelake::lake::Lake;
 use tracelake::lake::import::{ImportOptions, ImportSource, import_source};
+use tracelake::pipeline::{AnalyzeOptions, analyze};
 use tracelake::redact::Redactor;
 
 pub const BASE_TS: i64 = 1_700_000_000_000;

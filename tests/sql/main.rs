@@ -19,9 +19,9 @@ use datafusion::prelude::SessionContext;
 use sqllogictest::harness::{Arguments, Failed, Trial};
 use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
 use tracelake::detect::builtin_detectors;
-use tracelake::engine::sql::{CHAIN_VIEWS, CHAINS};
 use tracelake::engine::run_statements;
 use tracelake::engine::session::{EngineOptions, memory_session};
+use tracelake::engine::sql::{CHAIN_VIEWS, CHAINS};
 
 fn main() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sql");

@@ -1,13 +1,14 @@
 //! `chain_id(session, agent, first_ts) -> text`: the deterministic chain id of spec §6.4,
 //! the first 16 hex digits of sha256("session:agent:firstTs").
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
+use crate::docs::doc;
 use datafusion::arrow::array::{Array, ArrayRef, Int64Array, StringBuilder};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::{Result, exec_err};
-use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+use datafusion::common::{Result, plan_err};
+use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use crate::digest::short_sha256;
 use crate::strings::{all_scalar, argument_arrays, columnar, is_text, string_at};
@@ -35,6 +36,16 @@ impl Default for ChainIdUdf {
 }
 
 impl ScalarUDFImpl for ChainIdUdf {
+    fn documentation(&self) -> Option<&Documentation> {
+        static DOC: LazyLock<Documentation> = LazyLock::new(|| {
+            doc(
+                "The chain id: the first 16 hex digits of sha256(`session:agent:first_ts`).",
+                "chain_id(session, agent, first_ts)",
+                &[("session", "text"), ("agent", "text"), ("first_ts", "the chain's first event time: a timestamp, or ms as an integer")],
+            )
+        });
+        Some(&DOC)
+    }
     fn name(&self) -> &str {
         "chain_id"
     }
@@ -44,11 +55,11 @@ impl ScalarUDFImpl for ChainIdUdf {
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         for t in &arg_types[..2] {
             if !is_text(t) {
-                return exec_err!("chain_id(session, agent, first_ts): session and agent must be text, got {t}");
+                return plan_err!("chain_id(session, agent, first_ts): session and agent must be text, got {t}");
             }
         }
         if !(arg_types[2].is_integer() || matches!(arg_types[2], DataType::Timestamp(..) | DataType::Null)) {
-            return exec_err!("chain_id(session, agent, first_ts): first_ts must be an integer (ms) or a timestamp, got {}", arg_types[2]);
+            return plan_err!("chain_id(session, agent, first_ts): first_ts must be an integer (ms) or a timestamp, got {}", arg_types[2]);
         }
         Ok(DataType::Utf8)
     }

@@ -31,7 +31,18 @@ const FIELDS: [&str; 5] = ["chain_no", "idx", "len", "start_ms", "piece"];
 
 /// The `chain_position` window function.
 pub fn udf() -> WindowUDF {
-    WindowFunction::udf("chain_position", Some(6), DataType::Struct(fields()), false, || Box::new(ChainPositionEvaluator))
+    WindowFunction::udf(
+        "chain_position",
+        Some(6),
+        DataType::Struct(fields()),
+        false,
+        || Box::new(ChainPositionEvaluator),
+        crate::docs::doc(
+            "The chain of each event (spec §6 boundaries): `{chain_no, idx, len, start_ms, piece}`.",
+            "chain_position(agent, session, type, ts_ms, gap_ms, max_events) OVER (ORDER BY <(agent, session) key>, ts_ms, stream_seq)",
+            &[("gap_ms", "the gap that ends a chain"), ("max_events", "the most events a chain holds")],
+        ),
+    )
 }
 
 fn fields() -> Fields {

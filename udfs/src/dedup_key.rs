@@ -8,13 +8,14 @@
 //! copy each branch's rows (messages included) before hashing them.
 
 use std::hash::BuildHasher;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
+use crate::docs::doc;
 use datafusion::arrow::array::UInt64Array;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::hash_utils::RandomState;
-use datafusion::common::{Result, exec_err};
-use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+use datafusion::common::{Result, plan_err};
+use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use crate::strings::{all_scalar, argument_arrays, columnar, is_text, string_at};
 
@@ -61,6 +62,16 @@ impl Default for DedupKeyUdf {
 }
 
 impl ScalarUDFImpl for DedupKeyUdf {
+    fn documentation(&self) -> Option<&Documentation> {
+        static DOC: LazyLock<Documentation> = LazyLock::new(|| {
+            doc(
+                "A 64-bit key two copies of an event share (spec §6.3): a message's first 200 characters, a call's tool and params, a result's tool; 0 for other events.",
+                "dedup_key(type, content, tool_name, tool_params)",
+                &[("type", "the event type"), ("content", "message text"), ("tool_name", "text"), ("tool_params", "JSON text")],
+            )
+        });
+        Some(&DOC)
+    }
     fn name(&self) -> &str {
         "dedup_key"
     }
@@ -70,7 +81,7 @@ impl ScalarUDFImpl for DedupKeyUdf {
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         for t in arg_types {
             if !is_text(t) {
-                return exec_err!("dedup_key(type, content, tool_name, tool_params) takes text arguments, got {t}");
+                return plan_err!("dedup_key(type, content, tool_name, tool_params) takes text arguments, got {t}");
             }
         }
         Ok(DataType::UInt64)

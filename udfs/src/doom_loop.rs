@@ -25,7 +25,18 @@ const MIN_LOOP: usize = 3;
 
 /// The `doom_loop_id` window function.
 pub fn udf() -> WindowUDF {
-    WindowFunction::udf("doom_loop_id", Some(4), DataType::Int64, true, || Box::new(DoomLoopEvaluator))
+    WindowFunction::udf(
+        "doom_loop_id",
+        Some(4),
+        DataType::Int64,
+        true,
+        || Box::new(DoomLoopEvaluator),
+        crate::docs::doc(
+            "Over tool attempts, rows of a chain together and in order: the doom loop each attempt belongs to (3+ consecutive failing calls of one tool with params over 0.8 similar).",
+            "doom_loop_id(chain_no, tool, params, failed) OVER (ORDER BY chain_no, call_idx)",
+            &[],
+        ),
+    )
 }
 
 #[derive(Debug)]

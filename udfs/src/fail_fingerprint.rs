@@ -5,10 +5,11 @@
 use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
 
+use crate::docs::doc;
 use datafusion::arrow::array::StringBuilder;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::Result;
-use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 use regex::Regex;
 use serde_json::Value;
 
@@ -63,6 +64,16 @@ impl Default for FailFingerprintUdf {
 }
 
 impl ScalarUDFImpl for FailFingerprintUdf {
+    fn documentation(&self) -> Option<&Documentation> {
+        static DOC: LazyLock<Documentation> = LazyLock::new(|| {
+            doc(
+                "16 hex digits identifying a failure: tool, stable params and normalized error, with volatile parts (timestamps, pids, sequence numbers, /tmp paths, timeout params) removed.",
+                "fail_fingerprint(tool, params, error)",
+                &[("tool", "tool name"), ("params", "JSON text"), ("error", "error text")],
+            )
+        });
+        Some(&DOC)
+    }
     fn name(&self) -> &str {
         "fail_fingerprint"
     }

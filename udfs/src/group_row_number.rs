@@ -19,7 +19,18 @@ use crate::window_function::WindowFunction;
 
 /// The `group_row_number` window function.
 pub fn udf() -> WindowUDF {
-    WindowFunction::udf("group_row_number", None, DataType::UInt64, false, || Box::new(GroupRowNumberEvaluator))
+    WindowFunction::udf(
+        "group_row_number",
+        None,
+        DataType::UInt64,
+        false,
+        || Box::new(GroupRowNumberEvaluator),
+        crate::docs::doc(
+            "The row's number among the consecutive rows with the same keys: `row_number()` per key without a window partition per key.",
+            "group_row_number(key, ...) OVER ([PARTITION BY shard] ORDER BY key, ..., <order>)",
+            &[],
+        ),
+    )
 }
 
 #[derive(Debug)]

@@ -1,13 +1,14 @@
 //! `json_object(key1, value1, key2, value2, …)`: a JSON object as text, for the `evidence`
 //! column of findings. Values keep their type (text, numbers, booleans, null).
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
+use crate::docs::doc;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
-use datafusion::common::{Result, exec_err};
-use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+use datafusion::common::{Result, exec_err, plan_err};
+use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 use serde_json::{Map, Value};
 
 use crate::strings::{all_scalar, argument_arrays, columnar, string_at};
@@ -30,6 +31,16 @@ impl Default for JsonObjectUdf {
 }
 
 impl ScalarUDFImpl for JsonObjectUdf {
+    fn documentation(&self) -> Option<&Documentation> {
+        static DOC: LazyLock<Documentation> = LazyLock::new(|| {
+            doc(
+                "A JSON object as text, from key, value pairs.",
+                "json_object(key1, value1, ...)",
+                &[("key", "text"), ("value", "any value")],
+            )
+        });
+        Some(&DOC)
+    }
     fn name(&self) -> &str {
         "json_object"
     }
@@ -38,7 +49,7 @@ impl ScalarUDFImpl for JsonObjectUdf {
     }
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         if !arg_types.len().is_multiple_of(2) {
-            return exec_err!("json_object takes key, value pairs");
+            return plan_err!("json_object takes key, value pairs");
         }
         Ok(DataType::Utf8)
     }

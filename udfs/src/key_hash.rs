@@ -2,13 +2,14 @@
 //! compared by a long key (a message, a tool call's params) without carrying the key.
 //! A null argument hashes differently from every text, the empty one included.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
+use crate::docs::doc;
 use datafusion::arrow::array::{ArrayRef, UInt64Array};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::hash_utils::{RandomState, create_hashes};
-use datafusion::common::{Result, exec_err};
-use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+use datafusion::common::{Result, plan_err};
+use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use crate::strings::{all_scalar, argument_arrays, columnar, is_text};
 
@@ -38,6 +39,12 @@ impl Default for KeyHashUdf {
 }
 
 impl ScalarUDFImpl for KeyHashUdf {
+    fn documentation(&self) -> Option<&Documentation> {
+        static DOC: LazyLock<Documentation> = LazyLock::new(|| {
+            doc("A 64-bit hash of the texts (deduplication and shard keys).", "key_hash(text, ...)", &[("text", "one or more texts")])
+        });
+        Some(&DOC)
+    }
     fn name(&self) -> &str {
         "key_hash"
     }
@@ -47,7 +54,7 @@ impl ScalarUDFImpl for KeyHashUdf {
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         for t in arg_types {
             if !is_text(t) {
-                return exec_err!("key_hash(text, …) takes text arguments, got {t}");
+                return plan_err!("key_hash(text, …) takes text arguments, got {t}");
             }
         }
         Ok(DataType::UInt64)

@@ -8,6 +8,7 @@ pub mod chain_id;
 pub mod chain_position;
 pub mod dedup_key;
 mod digest;
+pub mod docs;
 pub mod doom_loop;
 pub mod fail_fingerprint;
 pub mod group_row_number;

@@ -2,11 +2,12 @@
 
 use std::borrow::Cow;
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
+use crate::docs::doc;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Result, ScalarValue};
-use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 use regex::{Regex, RegexSet};
 
 use crate::strings::map_strings;
@@ -122,6 +123,16 @@ impl RedactUdf {
 }
 
 impl ScalarUDFImpl for RedactUdf {
+    fn documentation(&self) -> Option<&Documentation> {
+        static DOC: LazyLock<Documentation> = LazyLock::new(|| {
+            doc(
+                "The text with secrets (API keys, tokens, private keys, the config's redactPatterns) replaced.",
+                "redact(text)",
+                &[("text", "any text")],
+            )
+        });
+        Some(&DOC)
+    }
     fn name(&self) -> &str {
         "redact"
     }

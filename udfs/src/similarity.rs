@@ -2,12 +2,13 @@
 //! `levenshtein_ratio(a, b)` and `param_similarity(params_a, params_b)`.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
+use crate::docs::doc;
 use datafusion::arrow::array::{ArrayRef, Float64Builder};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::Result;
-use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 use serde_json::Value;
 
 use crate::strings::{all_scalar, argument_arrays, columnar, string_at};
@@ -99,6 +100,26 @@ impl ScalarUDFImpl for PairSimilarityUdf {
     }
     fn signature(&self) -> &Signature {
         &self.signature
+    }
+    fn documentation(&self) -> Option<&Documentation> {
+        static LEVENSHTEIN: LazyLock<Documentation> = LazyLock::new(|| {
+            doc(
+                "1 minus the Levenshtein distance over the longer length: 1 for equal texts, 0 for nothing in common.",
+                "levenshtein_ratio(a, b)",
+                &[("a", "text"), ("b", "text")],
+            )
+        });
+        static PARAMS: LazyLock<Documentation> = LazyLock::new(|| {
+            doc(
+                "How alike two tool calls' parameters are, in 0..1: Levenshtein on exec commands, else Jaccard over the key/value pairs.",
+                "param_similarity(params_a, params_b)",
+                &[("params_a", "JSON text"), ("params_b", "JSON text")],
+            )
+        });
+        Some(match self.measure {
+            Measure::Levenshtein => &LEVENSHTEIN,
+            Measure::Params => &PARAMS,
+        })
     }
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
         Ok(DataType::Float64)

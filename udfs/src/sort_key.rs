@@ -7,13 +7,14 @@
 //! negative values come before positive ones. A null is written as the column's smallest
 //! value, so it sorts with that value (a column with nulls should not also hold it).
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
+use crate::docs::doc;
 use datafusion::arrow::array::{Array, AsArray, FixedSizeBinaryArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type, UInt64Type};
-use datafusion::common::{Result, exec_err};
-use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+use datafusion::common::{Result, plan_err};
+use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use crate::strings::{all_scalar, argument_arrays, columnar};
 
@@ -35,6 +36,16 @@ impl Default for SortKeyUdf {
 }
 
 impl ScalarUDFImpl for SortKeyUdf {
+    fn documentation(&self) -> Option<&Documentation> {
+        static DOC: LazyLock<Documentation> = LazyLock::new(|| {
+            doc(
+                "The integers (or timestamps) packed into one binary value that sorts as they do, column by column.",
+                "sort_key(int, ...)",
+                &[("int", "integers or timestamps, one or more")],
+            )
+        });
+        Some(&DOC)
+    }
     fn name(&self) -> &str {
         "sort_key"
     }
@@ -44,7 +55,7 @@ impl ScalarUDFImpl for SortKeyUdf {
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
         for t in arg_types {
             if !(t.is_integer() || matches!(t, DataType::Timestamp(..) | DataType::Null)) {
-                return exec_err!("sort_key(int, …): every argument must be an integer or a timestamp, got {t}");
+                return plan_err!("sort_key(int, …): every argument must be an integer or a timestamp, got {t}");
             }
         }
         Ok(DataType::FixedSizeBinary(8 * arg_types.len() as i32))

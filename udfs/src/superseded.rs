@@ -18,7 +18,18 @@ use crate::window_function::WindowFunction;
 
 /// The `superseded` window function.
 pub fn udf() -> WindowUDF {
-    WindowFunction::udf("superseded", None, DataType::Boolean, false, || Box::new(SupersededEvaluator))
+    WindowFunction::udf(
+        "superseded",
+        None,
+        DataType::Boolean,
+        false,
+        || Box::new(SupersededEvaluator),
+        crate::docs::doc(
+            "True for an event with a copy (same keys, under `window_ms` away) of higher sequence: deduplication. The order must be by time within each group of keys.",
+            "superseded(ts_ms, seq, window_ms, key, ...) OVER (ORDER BY agent, session, ts_ms, seq)",
+            &[],
+        ),
+    )
 }
 
 #[derive(Debug)]

@@ -5,10 +5,11 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
+use crate::docs::doc;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Result, ScalarValue, exec_err};
-use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use crate::patterns::{Category, Patterns};
 
@@ -18,11 +19,29 @@ pub struct TextCategoryUdf {
     category: Category,
     patterns: Arc<Patterns>,
     signature: Signature,
+    documentation: Documentation,
 }
 
 impl TextCategoryUdf {
     pub fn new(category: Category, patterns: Arc<Patterns>) -> Self {
-        Self { name: format!("is_{}", category.key()), category, patterns, signature: Signature::string(1, Volatility::Immutable) }
+        let name = format!("is_{}", category.key());
+        let documentation = if category.is_tool_name() {
+            doc(
+                &format!(
+                    "Whether a tool name is a {} tool (`common.json`, or the config's `toolPatterns`).",
+                    category.key().trim_end_matches("_tool").replace('_', " ")
+                ),
+                &format!("{name}(tool_name)"),
+                &[("tool_name", "text")],
+            )
+        } else {
+            doc(
+                &format!("Whether a text is a {}, per the chosen language packs (`patterns.language`).", category.key().replace('_', " ")),
+                &format!("{name}(text)"),
+                &[("text", "message text")],
+            )
+        };
+        Self { name, category, patterns, signature: Signature::string(1, Volatility::Immutable), documentation }
     }
 
     /// One UDF per category.
@@ -53,6 +72,9 @@ impl ScalarUDFImpl for TextCategoryUdf {
     }
     fn signature(&self) -> &Signature {
         &self.signature
+    }
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&self.documentation)
     }
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
         Ok(DataType::Boolean)

@@ -18,7 +18,18 @@ use crate::window_function::WindowFunction;
 
 /// The `tool_call_since_user` window function.
 pub fn udf() -> WindowUDF {
-    WindowFunction::udf("tool_call_since_user", Some(2), DataType::Boolean, false, || Box::new(ToolCallSinceUserEvaluator))
+    WindowFunction::udf(
+        "tool_call_since_user",
+        Some(2),
+        DataType::Boolean,
+        false,
+        || Box::new(ToolCallSinceUserEvaluator),
+        crate::docs::doc(
+            "Over chain events: whether a tool was called between the user's last message before the event (or the chain's start) and the event.",
+            "tool_call_since_user(chain_no, type) OVER (ORDER BY chain_no, idx)",
+            &[],
+        ),
+    )
 }
 
 #[derive(Debug)]

@@ -28,7 +28,18 @@ const RECOVERY_SIMILARITY: f64 = 0.5;
 
 /// The `unrecovered_failure` window function.
 pub fn udf() -> WindowUDF {
-    WindowFunction::udf("unrecovered_failure", Some(6), DataType::Boolean, false, || Box::new(UnrecoveredFailureEvaluator))
+    WindowFunction::udf(
+        "unrecovered_failure",
+        Some(6),
+        DataType::Boolean,
+        false,
+        || Box::new(UnrecoveredFailureEvaluator),
+        crate::docs::doc(
+            "Over chain events: true on the call of each failed tool attempt the agent answers (its next `msg.out`) without a successful recovery first (another tool, or the same tool with params under 0.5 similar).",
+            "unrecovered_failure(chain_no, type, tool, params, next_type, next_failed) OVER (ORDER BY chain_no, idx)",
+            &[],
+        ),
+    )
 }
 
 #[derive(Debug)]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::Result;
 use datafusion::logical_expr::function::{PartitionEvaluatorArgs, WindowUDFFieldArgs};
-use datafusion::logical_expr::{PartitionEvaluator, Signature, Volatility, WindowUDF, WindowUDFImpl};
+use datafusion::logical_expr::{Documentation, PartitionEvaluator, Signature, Volatility, WindowUDF, WindowUDFImpl};
 
 #[derive(Debug)]
 pub(crate) struct WindowFunction {
@@ -16,6 +16,7 @@ pub(crate) struct WindowFunction {
     result: DataType,
     nullable: bool,
     evaluator: fn() -> Box<dyn PartitionEvaluator>,
+    documentation: Documentation,
 }
 
 impl WindowFunction {
@@ -26,12 +27,13 @@ impl WindowFunction {
         result: DataType,
         nullable: bool,
         evaluator: fn() -> Box<dyn PartitionEvaluator>,
+        documentation: Documentation,
     ) -> WindowUDF {
         let signature = match arguments {
             Some(n) => Signature::any(n, Volatility::Immutable),
             None => Signature::variadic_any(Volatility::Immutable),
         };
-        WindowUDF::from(Self { name, signature, result, nullable, evaluator })
+        WindowUDF::from(Self { name, signature, result, nullable, evaluator, documentation })
     }
 }
 
@@ -54,6 +56,9 @@ impl WindowUDFImpl for WindowFunction {
     }
     fn signature(&self) -> &Signature {
         &self.signature
+    }
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&self.documentation)
     }
     fn partition_evaluator(&self, _args: PartitionEvaluatorArgs) -> Result<Box<dyn PartitionEvaluator>> {
         Ok((self.evaluator)())

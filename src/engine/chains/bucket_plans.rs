@@ -11,8 +11,8 @@ use datafusion::execution::{SessionState, SessionStateBuilder};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 
-use crate::engine::EngineError;
 use super::slot::{SlotRows, SlotTable, execute};
+use crate::engine::EngineError;
 use crate::engine::sql::{CHAIN_VIEWS, CHAINS, SqlParams, query_only};
 
 /// The table the chain build reads a bucket's events from.

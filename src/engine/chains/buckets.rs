@@ -299,8 +299,8 @@ mod tests {
     use datafusion::arrow::compute::cast;
     use futures::TryStreamExt;
 
-    use super::*;
     use super::super::{Slice, define_analysis_events};
+    use super::*;
     use crate::engine::EngineOptions;
     use crate::engine::session::memory_session;
     use crate::lake::schema::EVENTS_SCHEMA;

@@ -16,8 +16,8 @@ use datafusion::datasource::MemTable;
 use datafusion::prelude::{SessionContext, col};
 
 pub use bucket_plans::BucketPlans;
-pub use buckets::{BucketEvents, Buckets, DEFAULT_BUCKET_EVENTS};
 use bucket_plans::{CHAIN_BUILD_SETTINGS, KEEP_TABLE_ORDER};
+pub use buckets::{BucketEvents, Buckets, DEFAULT_BUCKET_EVENTS};
 
 use super::EngineError;
 use super::sql::{CHAIN_VIEWS, CHAINS, SqlParams};
@@ -126,4 +126,3 @@ pub fn chain_stats_of(batches: &[RecordBatch]) -> (u64, u64, (i64, i64)) {
     let range = if first.is_null(0) { (0, 0) } else { (first.value(0), last.value(0)) };
     (b.column(0).as_primitive::<Int64Type>().value(0) as u64, b.column(1).as_primitive::<Int64Type>().value(0) as u64, range)
 }
-

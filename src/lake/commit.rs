@@ -1,0 +1,161 @@
+//! One way to commit to the lake, for every writer (import, export, analyze, outcomes,
+//! repair). A writer registers ([`RegisteredWriter`](super::writers::RegisteredWriter))
+//! and writes its files under its id with no lock held. To commit, it takes the manifest
+//! lock only for as long as it takes to re-read the manifest, change it, save it and sweep
+//! the files of writers that are gone ([`commit`]), so writers of different kinds (a
+//! scheduled export and an analysis) interleave. A run excludes only another run of its
+//! own kind ([`RunLock`]): the part of the manifest that is its own (the import records,
+//! the export cursor, the analysis history) can then be read at its start and changed at
+//! its end.
+
+use std::fs::{self, File};
+
+use super::LakeError;
+use super::layout::Lake;
+use super::state::Manifest;
+use super::writers::sweep_uncommitted;
+
+const MANIFEST_LOCK: &str = "lock";
+
+/// The kinds of runs that write to the lake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Run {
+    Import,
+    Export,
+    Analyze,
+    Outcomes,
+}
+
+impl Run {
+    pub const ALL: [Run; 4] = [Run::Import, Run::Export, Run::Analyze, Run::Outcomes];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Run::Import => "import",
+            Run::Export => "export",
+            Run::Analyze => "analyze",
+            Run::Outcomes => "outcomes import",
+        }
+    }
+
+    fn lock_file(self) -> &'static str {
+        match self {
+            Run::Import => "import.lock",
+            Run::Export => "export.lock",
+            Run::Analyze => "analyze.lock",
+            Run::Outcomes => "outcomes.lock",
+        }
+    }
+}
+
+/// The right to run one kind of run on a lake, held until dropped.
+#[derive(Debug)]
+pub struct RunLock {
+    _files: Vec<File>,
+}
+
+impl RunLock {
+    /// Fails at once when another run of this kind holds it.
+    pub fn acquire(lake: &Lake, run: Run) -> Result<Self, LakeError> {
+        Ok(Self { _files: vec![lock_file(lake, run)?] })
+    }
+
+    /// Every kind at once: for a repair, which rewrites the whole manifest.
+    pub fn all(lake: &Lake) -> Result<Self, LakeError> {
+        Ok(Self { _files: Run::ALL.into_iter().map(|run| lock_file(lake, run)).collect::<Result<_, _>>()? })
+    }
+}
+
+fn lock_file(lake: &Lake, run: Run) -> Result<File, LakeError> {
+    let dir = lake.state_dir();
+    fs::create_dir_all(&dir).map_err(|e| LakeError::io(&dir, e))?;
+    let path = dir.join(run.lock_file());
+    let file = File::options().create(true).truncate(false).write(true).open(&path).map_err(|e| LakeError::io(&path, e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(fs::TryLockError::WouldBlock) => Err(LakeError::Locked { lake: lake.root().to_path_buf(), run: run.as_str() }),
+        Err(fs::TryLockError::Error(e)) => Err(LakeError::io(&path, e)),
+    }
+}
+
+/// The manifest lock, held for the few milliseconds of a commit.
+#[derive(Debug)]
+pub struct ManifestLock {
+    _file: File,
+}
+
+impl ManifestLock {
+    /// Waits for another writer's commit to end.
+    pub fn acquire(lake: &Lake) -> Result<Self, LakeError> {
+        let dir = lake.state_dir();
+        fs::create_dir_all(&dir).map_err(|e| LakeError::io(&dir, e))?;
+        let path = dir.join(MANIFEST_LOCK);
+        let file = File::options().create(true).truncate(false).write(true).open(&path).map_err(|e| LakeError::io(&path, e))?;
+        file.lock().map_err(|e| LakeError::io(&path, e))?;
+        Ok(Self { _file: file })
+    }
+}
+
+/// Commits: re-reads the manifest under the manifest lock, lets `update` change it, saves
+/// it, and sweeps the uncommitted files of writers that are gone (those `update` retired
+/// among them). Returns what `update` returned; nothing is saved when it fails.
+pub fn commit<T, E: From<LakeError>>(lake: &Lake, update: impl FnOnce(&mut Manifest) -> Result<T, E>) -> Result<T, E> {
+    let lock = ManifestLock::acquire(lake)?;
+    let mut manifest = Manifest::load(lake)?;
+    let value = update(&mut manifest)?;
+    manifest.save(lake)?;
+    sweep_uncommitted(lake, &manifest, &lock)?;
+    Ok(value)
+}
+
+/// At the start of a run: sweeps what crashed writers left, and writes the manifest of a
+/// new lake, so that a reader never takes the files of a first write still under way for
+/// a lake whose manifest is lost. Returns the manifest and how many files were swept.
+pub fn begin(lake: &Lake) -> Result<(Manifest, usize), LakeError> {
+    let lock = ManifestLock::acquire(lake)?;
+    let manifest = Manifest::load(lake)?;
+    if !manifest.exists {
+        manifest.save(lake)?;
+    }
+    let swept = sweep_uncommitted(lake, &manifest, &lock)?.len();
+    Ok((Manifest::load(lake)?, swept))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_of_one_kind_exclude_each_other_and_no_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::new(dir.path());
+        let export = RunLock::acquire(&lake, Run::Export).unwrap();
+        let again = RunLock::acquire(&lake, Run::Export).unwrap_err().to_string();
+        assert!(again.contains("another tracelake export is running"), "{again}");
+        let analyze = RunLock::acquire(&lake, Run::Analyze).unwrap();
+        assert!(RunLock::all(&lake).is_err(), "a repair waits for every run");
+        drop((export, analyze));
+        let all = RunLock::all(&lake).unwrap();
+        assert!(RunLock::acquire(&lake, Run::Import).is_err());
+        drop(all);
+    }
+
+    #[test]
+    fn a_failed_update_saves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::new(dir.path());
+        begin(&lake).unwrap();
+        let failed: Result<(), LakeError> = commit(&lake, |m| {
+            m.processing_state.total_findings = 7;
+            Err(LakeError::Locked { lake: lake.root().to_path_buf(), run: "test" })
+        });
+        assert!(failed.is_err());
+        assert_eq!(Manifest::load(&lake).unwrap().processing_state.total_findings, 0);
+        commit::<_, LakeError>(&lake, |m| {
+            m.processing_state.total_findings = 7;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(Manifest::load(&lake).unwrap().processing_state.total_findings, 7);
+    }
+}
