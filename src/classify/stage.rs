@@ -35,10 +35,13 @@ pub async fn chain_transcripts(
         list.join(", ")
     );
     for batch in ctx.sql(&sql).await?.collect().await? {
-        let text: Vec<ArrayRef> =
-            [0, 2, 3, 4, 5, 6, 7].iter().map(|&i| cast(batch.column(i), &DataType::Utf8)).collect::<Result<_, _>>()?;
+        let column = |name: &str| batch.column_by_name(name).expect("a column of the transcript query");
+        let text: Vec<ArrayRef> = ["chain_id", "type", "content", "tool_name", "tool_params", "tool_error", "tool_result"]
+            .iter()
+            .map(|name| cast(column(name), &DataType::Utf8))
+            .collect::<Result<_, _>>()?;
         let t: Vec<&StringArray> = text.iter().map(|a| a.as_string::<i32>()).collect();
-        let ts = cast(batch.column(1), &DataType::Int64)?;
+        let ts = cast(column("ts_ms"), &DataType::Int64)?;
         let ts = ts.as_primitive::<Int64Type>();
         let opt = |a: &StringArray, i: usize| (!a.is_null(i)).then(|| a.value(i).to_owned());
         for i in 0..batch.num_rows() {

@@ -34,6 +34,8 @@ pub enum EngineError {
     Spill(#[source] std::io::Error),
     #[error("a worker of the analysis stopped: {0}")]
     Worker(#[source] tokio::task::JoinError),
+    #[error("a row of {query} does not read as expected: {message}")]
+    Row { query: &'static str, message: String },
 }
 
 /// The rows of a (small) query result as JSON objects.

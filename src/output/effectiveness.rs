@@ -1,12 +1,11 @@
 //! Reading the `rule_effectiveness` view (sql/outputs/rule_effectiveness.sql) for the report.
 
-use datafusion::arrow::array::{Array, AsArray};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::prelude::SessionContext;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+use crate::engine::{EngineError, query_json};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RuleEffectiveness {
     pub rule_id: String,
@@ -23,30 +22,15 @@ pub struct RuleEffectiveness {
     pub status: String,
 }
 
-pub async fn rule_effectiveness(ctx: &SessionContext) -> Result<Vec<RuleEffectiveness>, datafusion::error::DataFusionError> {
-    let sql = "SELECT rule_id, type, signal, created_run_id, CAST(failures_before AS BIGINT), CAST(failures_after AS DOUBLE), \
-               CAST(runs_after AS BIGINT), CAST(effectiveness AS DOUBLE), status FROM rule_effectiveness ORDER BY rule_id";
-    let mut rules = Vec::new();
-    for batch in ctx.sql(sql).await?.collect().await? {
-        let text: Vec<_> = [0, 1, 2, 3, 8].iter().map(|&i| cast(batch.column(i), &DataType::Utf8)).collect::<Result<_, _>>()?;
-        let t: Vec<_> = text.iter().map(|a| a.as_string::<i32>()).collect();
-        let before = batch.column(4).as_primitive::<Int64Type>();
-        let after = batch.column(5).as_primitive::<Float64Type>();
-        let runs = batch.column(6).as_primitive::<Int64Type>();
-        let eff = batch.column(7).as_primitive::<Float64Type>();
-        for i in 0..batch.num_rows() {
-            rules.push(RuleEffectiveness {
-                rule_id: t[0].value(i).to_owned(),
-                rule_type: t[1].value(i).to_owned(),
-                signal: t[2].value(i).to_owned(),
-                created_run_id: t[3].value(i).to_owned(),
-                failures_before: before.value(i),
-                failures_after: after.value(i),
-                runs_after: runs.value(i),
-                effectiveness: (!eff.is_null(i)).then(|| eff.value(i)),
-                status: t[4].value(i).to_owned(),
-            });
-        }
-    }
-    Ok(rules)
+pub async fn rule_effectiveness(ctx: &SessionContext) -> Result<Vec<RuleEffectiveness>, EngineError> {
+    // Named as the struct's fields are.
+    let sql = r#"SELECT rule_id AS "ruleId", type, signal, created_run_id AS "createdRunId",
+        CAST(failures_before AS BIGINT) AS "failuresBefore", CAST(failures_after AS DOUBLE) AS "failuresAfter",
+        CAST(runs_after AS BIGINT) AS "runsAfter", CAST(effectiveness AS DOUBLE) AS effectiveness, status
+        FROM rule_effectiveness ORDER BY rule_id"#;
+    query_json(ctx, sql)
+        .await?
+        .into_iter()
+        .map(|row| serde_json::from_value(row).map_err(|e| EngineError::Row { query: "rule_effectiveness", message: e.to_string() }))
+        .collect()
 }

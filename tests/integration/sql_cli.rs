@@ -176,3 +176,28 @@ fn an_environment_variable_sets_one_command_only() {
     assert!(analyze.status.success(), "analyze has no csv format and ignores sql's: {}", String::from_utf8_lossy(&analyze.stderr));
     assert!(String::from_utf8_lossy(&analyze.stdout).contains("findings"), "the table format");
 }
+
+#[test]
+fn tracelake_lists_its_functions_and_a_wrong_call_fails_at_planning() {
+    let all = tracelake_ok(&["functions"]);
+    for name in
+        ["is_correction(text)", "levenshtein_ratio(a, b)", "fail_fingerprint(tool, params, error)", "chain_position(", "redact(text)"]
+    {
+        assert!(all.contains(name), "{name} is listed: {all}");
+    }
+    assert!(all.contains("(window)") && all.contains("(scalar)"));
+    assert!(!all.contains("upper("), "DataFusion's own functions are not listed");
+    let tools = tracelake_ok(&["functions", "tool"]);
+    assert!(tools.contains("is_consequential_tool(tool_name)") && !tools.contains("is_correction"), "{tools}");
+    let none = tracelake(&["functions", "nothing-like-this"]);
+    assert_eq!(none.status.code(), Some(1));
+
+    let (_dir, lake) = imported_lake();
+    for (sql, name) in [("SELECT is_correction(1, 2) FROM events", "is_correction"), ("SELECT chain_id(1, 2, 3)", "chain_id")] {
+        let explain = format!("EXPLAIN {sql}");
+        let out = tracelake(&["sql", "--lake", &lake, &explain]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{sql}");
+        assert!(stderr.contains(name) && stderr.to_lowercase().contains("planning"), "{sql}: {stderr}");
+    }
+}

@@ -121,8 +121,10 @@ pub fn chain_stats_of(batches: &[RecordBatch]) -> (u64, u64, (i64, i64)) {
     let Some(b) = batches.iter().find(|b| b.num_rows() > 0) else {
         return (0, 0, (0, 0));
     };
-    let first = b.column(2).as_primitive::<TimestampMillisecondType>();
-    let last = b.column(3).as_primitive::<TimestampMillisecondType>();
+    let column = |name: &str| b.column_by_name(name).expect("a column of CHAIN_STATS_QUERY");
+    let first = column("first").as_primitive::<TimestampMillisecondType>();
+    let last = column("last").as_primitive::<TimestampMillisecondType>();
     let range = if first.is_null(0) { (0, 0) } else { (first.value(0), last.value(0)) };
-    (b.column(0).as_primitive::<Int64Type>().value(0) as u64, b.column(1).as_primitive::<Int64Type>().value(0) as u64, range)
+    let count = |name: &str| column(name).as_primitive::<Int64Type>().value(0) as u64;
+    (count("chains"), count("events"), range)
 }
