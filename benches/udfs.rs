@@ -61,7 +61,7 @@ fn bench(c: &mut Criterion) {
         ("is_completion_claim", "SELECT count(*) FILTER (WHERE is_completion_claim(content)) FROM rows"),
         ("is_consequential_tool", "SELECT count(*) FILTER (WHERE is_consequential_tool(tool_name)) FROM rows"),
         ("redact", "SELECT sum(length(redact(content))) FROM rows"),
-        ("param_similarity", "SELECT sum(param_similarity(tool_params, lag(tool_params) OVER (ORDER BY n))) FROM rows"),
+        ("param_similarity", r#"SELECT sum(param_similarity(tool_params, '{"command": "df -h /var/lib/3", "timeout": 2}')) FROM rows"#),
         ("fail_fingerprint", "SELECT count(DISTINCT fail_fingerprint(tool_name, tool_params, error)) FROM rows"),
         (
             "chain_position",

@@ -16,5 +16,9 @@ fn main() -> ExitCode {
     // affected: Rust writes them with MSG_NOSIGNAL.
     // SAFETY: signal() is called before any other thread exists.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    tracelake::memory::set_collector(|give_back| {
+        // SAFETY: mi_collect only walks mimalloc's own heaps; any thread may call it.
+        unsafe { libmimalloc_sys::mi_collect(give_back) }
+    });
     cli::run()
 }

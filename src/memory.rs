@@ -1,11 +1,24 @@
-//! The process's memory: the binary allocates with mimalloc (`src/main.rs`).
+//! The process's memory. The library asks for freed memory to be reused or given back;
+//! the binary, which chooses the allocator (mimalloc, `src/main.rs`), says how
+//! ([`set_collector`]). Without a collector these requests do nothing.
 //!
 //! mimalloc keeps a heap per thread, and a thread can only tidy its own: the thread that
 //! asks does at once, the runtime's threads when they next go idle ([`answer_requests`]).
-//! With another allocator these do nothing.
 
 use std::cell::Cell;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Tidies the calling thread's heap: `true` gives freed memory back to the system,
+/// `false` makes it reusable by every thread.
+pub type Collector = fn(give_back: bool);
+
+static COLLECTOR: OnceLock<Collector> = OnceLock::new();
+
+/// Sets how heaps are tidied, once, before any work: the binary's allocator's hook.
+pub fn set_collector(collector: Collector) {
+    let _ = COLLECTOR.set(collector);
+}
 
 /// How many times [`reuse_freed`] or [`release_freed`] was called.
 static REUSES: AtomicU64 = AtomicU64::new(0);
@@ -41,8 +54,9 @@ pub fn answer_requests() {
         let (reuses, releases) = answered.get();
         if (reuses, releases) != asked {
             answered.set(asked);
-            // SAFETY: mi_collect only walks mimalloc's own heaps; any thread may call it.
-            unsafe { libmimalloc_sys::mi_collect(releases != asked.1) }
+            if let Some(collect) = COLLECTOR.get() {
+                collect(releases != asked.1);
+            }
         }
     });
 }
