@@ -1,12 +1,21 @@
-//! Configuration: the `traceAnalyzer` block of the OpenClaw cortex plugin config (spec §12),
-//! read leniently as the spec's resolver does (a value of the wrong type falls back to
-//! its default), plus the cortex config's top-level `llm` and `patterns.language`.
+//! Configuration: the `traceAnalyzer` block of the OpenClaw cortex plugin config (spec
+//! §12), plus the cortex config's top-level `llm` and `patterns.language`.
+//!
+//! Read strictly, unlike the spec's resolver (which takes a value of the wrong type as
+//! its default): a mistyped key or a value of the wrong type is an error that names the
+//! key and the nearest valid one, since a setting silently ignored is a run with other
+//! settings than the user meant. Keys the cortex config holds for other plugins stay
+//! allowed beside `traceAnalyzer`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tracelake_udfs::patterns::LANGUAGES;
+
+use crate::model::Severity;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -24,9 +33,26 @@ pub enum ConfigError {
     },
     #[error("config file {0} must hold a JSON object (the cortex plugin config, or its `traceAnalyzer` object)")]
     NotAnObject(String),
+    #[error("`{key}` is not a setting{}", suggestion(.nearest))]
+    UnknownKey { key: String, nearest: Option<String> },
+    #[error("`{key}`: {message}")]
+    Invalid { key: String, message: String },
+    #[error("`{key}` has no effect in tracelake: {why}; remove it")]
+    Unused { key: String, why: &'static str },
+    #[error("config file {path}: {source}")]
+    InFile {
+        path: String,
+        #[source]
+        source: Box<ConfigError>,
+    },
 }
 
-#[derive(Debug, Clone, PartialEq)]
+fn suggestion(nearest: &Option<String>) -> String {
+    nearest.as_ref().map(|n| format!("; did you mean `{n}`?")).unwrap_or_default()
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct NatsConfig {
     pub url: String,
     pub stream: String,
@@ -36,19 +62,49 @@ pub struct NatsConfig {
     pub password: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+impl Default for NatsConfig {
+    fn default() -> Self {
+        Self {
+            url: "nats://localhost:4222".into(),
+            stream: "openclaw-events".into(),
+            subject_prefix: "openclaw.events".into(),
+            credentials: None,
+            user: None,
+            password: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ScheduleConfig {
     pub enabled: bool,
     pub interval_hours: i64,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct SignalConfig {
-    pub enabled: bool,
-    pub severity: Option<crate::model::Severity>,
+impl Default for ScheduleConfig {
+    fn default() -> Self {
+        Self { enabled: false, interval_hours: 24 }
+    }
 }
 
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SignalConfig {
+    pub enabled: bool,
+    pub severity: Option<Severity>,
+}
+
+/// A signal's entry as written: either field may be left out.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+struct SignalEntry {
+    enabled: Option<bool>,
+    severity: Option<Severity>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct TriageConfig {
     pub endpoint: String,
     pub model: String,
@@ -56,7 +112,8 @@ pub struct TriageConfig {
     pub timeout_ms: Option<i64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct LlmConfig {
     pub enabled: bool,
     pub endpoint: Option<String>,
@@ -66,14 +123,97 @@ pub struct LlmConfig {
     pub triage: Option<TriageConfig>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// An `llm` block as written; the analyzer's own falls back field by field to the
+/// cortex config's top-level one.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct LlmEntry {
+    enabled: Option<bool>,
+    endpoint: Option<String>,
+    model: Option<String>,
+    api_key: Option<String>,
+    timeout_ms: Option<i64>,
+    triage: Option<TriageConfig>,
+}
+
+/// The analyzer's `llm` block: its keys are all tracelake's.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+struct AnalyzerLlmEntry {
+    enabled: Option<bool>,
+    endpoint: Option<String>,
+    model: Option<String>,
+    api_key: Option<String>,
+    timeout_ms: Option<i64>,
+    triage: Option<TriageConfig>,
+}
+
+impl From<AnalyzerLlmEntry> for LlmEntry {
+    fn from(a: AnalyzerLlmEntry) -> Self {
+        Self { enabled: a.enabled, endpoint: a.endpoint, model: a.model, api_key: a.api_key, timeout_ms: a.timeout_ms, triage: a.triage }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct OutputConfig {
     pub max_findings: i64,
     pub report_path: Option<String>,
 }
 
+impl Default for OutputConfig {
+    fn default() -> Self {
+        Self { max_findings: 200, report_path: None }
+    }
+}
+
+/// The `traceAnalyzer` object as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+struct AnalyzerEntry {
+    enabled: bool,
+    nats: NatsConfig,
+    schedule: ScheduleConfig,
+    chain_gap_minutes: i64,
+    signals: BTreeMap<String, SignalEntry>,
+    llm: AnalyzerLlmEntry,
+    output: OutputConfig,
+    redact_patterns: Vec<String>,
+    incremental_context_window: i64,
+    detectors_dir: Option<String>,
+    tool_patterns: BTreeMap<String, Vec<String>>,
+}
+
+impl Default for AnalyzerEntry {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            nats: NatsConfig::default(),
+            schedule: ScheduleConfig::default(),
+            chain_gap_minutes: 30,
+            signals: BTreeMap::new(),
+            llm: AnalyzerLlmEntry::default(),
+            output: OutputConfig::default(),
+            redact_patterns: Vec::new(),
+            incremental_context_window: 500,
+            detectors_dir: None,
+            tool_patterns: BTreeMap::new(),
+        }
+    }
+}
+
+/// Spec keys tracelake does not read, and why.
+const UNUSED_KEYS: [(&str, &str); 2] = [
+    ("fetchBatchSize", "exports fetch from JetStream in batches the server sizes"),
+    ("maxEventsPerRun", "an analysis reads every new event, within the memory limit, and `export --commit-every` bounds a commit"),
+];
+
+/// The top-level keys of the cortex config that tracelake reads.
+const CORTEX_KEYS: [&str; 3] = ["traceAnalyzer", "llm", "patterns"];
+
 /// The resolved configuration, defaults filled in.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Config {
     pub enabled: bool,
     pub nats: NatsConfig,
@@ -84,8 +224,6 @@ pub struct Config {
     pub output: OutputConfig,
     pub redact_patterns: Vec<String>,
     pub incremental_context_window: i64,
-    pub fetch_batch_size: i64,
-    pub max_events_per_run: i64,
     /// Language packs for the signal patterns (`patterns.language`); default en + de.
     pub languages: Vec<String>,
     /// Extra detector SQL files (`detectorsDir`).
@@ -97,7 +235,7 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config::resolve(&Value::Null)
+        Config::resolve(&Value::Object(Default::default())).expect("the defaults are valid")
     }
 }
 
@@ -111,115 +249,338 @@ impl Config {
         if !value.is_object() {
             return Err(ConfigError::NotAnObject(name));
         }
-        Ok(Self::resolve(&value))
+        Self::resolve(&value).map_err(|source| ConfigError::InFile { path: name, source: Box::new(source) })
     }
 
-    /// Resolves a cortex config object (or a bare `traceAnalyzer` object).
-    pub fn resolve(root: &Value) -> Self {
-        let ta = root.get("traceAnalyzer").unwrap_or(root);
-        let nats = ta.get("nats").unwrap_or(&Value::Null);
-        let sched = ta.get("schedule").unwrap_or(&Value::Null);
-        let out = ta.get("output").unwrap_or(&Value::Null);
-        Config {
-            enabled: bool_or(ta.get("enabled"), false),
-            nats: NatsConfig {
-                url: str_or(nats.get("url"), "nats://localhost:4222"),
-                stream: str_or(nats.get("stream"), "openclaw-events"),
-                subject_prefix: str_or(nats.get("subjectPrefix"), "openclaw.events"),
-                credentials: opt_str(nats.get("credentials")),
-                user: opt_str(nats.get("user")),
-                password: opt_str(nats.get("password")),
-            },
-            schedule: ScheduleConfig {
-                enabled: bool_or(sched.get("enabled"), false),
-                interval_hours: int_or(sched.get("intervalHours"), 24),
-            },
-            chain_gap_minutes: int_or(ta.get("chainGapMinutes"), 30),
-            signals: resolve_signals(ta.get("signals")),
-            llm: resolve_llm(ta.get("llm"), root.get("llm").filter(|_| root.get("traceAnalyzer").is_some())),
-            output: OutputConfig { max_findings: int_or(out.get("maxFindings"), 200), report_path: opt_str(out.get("reportPath")) },
-            redact_patterns: str_array(ta.get("redactPatterns")),
-            incremental_context_window: int_or(ta.get("incrementalContextWindow"), 500),
-            fetch_batch_size: int_or(ta.get("fetchBatchSize"), 500),
-            max_events_per_run: int_or(ta.get("maxEventsPerRun"), 100_000),
-            languages: resolve_languages(root.get("patterns").and_then(|p| p.get("language"))),
-            detectors_dir: opt_str(ta.get("detectorsDir")),
-            tool_patterns: ta
-                .get("toolPatterns")
-                .and_then(Value::as_object)
-                .map(|o| o.iter().map(|(k, v)| (k.clone(), str_array(Some(v)))).collect())
-                .unwrap_or_default(),
+    /// Resolves a cortex config object, or a bare `traceAnalyzer` object.
+    pub fn resolve(root: &Value) -> Result<Self, ConfigError> {
+        let form = Form::of(root)?;
+        let analyzer: AnalyzerEntry = typed(form.analyzer(root), form.prefix())?;
+        for (key, why) in UNUSED_KEYS {
+            if form.analyzer(root).get(key).is_some() {
+                return Err(ConfigError::Unused { key: format!("{}{key}", form.prefix()), why });
+            }
+        }
+        let top_llm: LlmEntry = match root.get("llm").filter(|_| form == Form::Cortex) {
+            Some(llm) => typed(llm.clone(), "llm.")?,
+            None => LlmEntry::default(),
+        };
+        let patterns = root.get("patterns").cloned().unwrap_or(Value::Null);
+        Ok(Config {
+            enabled: analyzer.enabled,
+            nats: analyzer.nats,
+            schedule: analyzer.schedule,
+            chain_gap_minutes: analyzer.chain_gap_minutes,
+            signals: resolve_signals(analyzer.signals, form.prefix())?,
+            llm: resolve_llm(analyzer.llm.into(), top_llm),
+            output: analyzer.output,
+            redact_patterns: analyzer.redact_patterns,
+            incremental_context_window: analyzer.incremental_context_window,
+            languages: resolve_languages(patterns.get("language"))?,
+            detectors_dir: analyzer.detectors_dir,
+            tool_patterns: analyzer.tool_patterns,
+        })
+    }
+}
+
+/// One effective setting, for `tracelake config`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Setting {
+    /// As written in the cortex config: `traceAnalyzer.output.maxFindings`.
+    pub key: String,
+    /// Secrets show as `(set)`.
+    pub value: Value,
+    /// Whether the config file sets it (else it is the default).
+    pub from_file: bool,
+}
+
+/// Keys whose values are never shown.
+const SECRET_KEYS: [&str; 2] = ["apiKey", "password"];
+
+impl Config {
+    /// Every setting, in the cortex config's names; `root` is the file's JSON, if any.
+    pub fn settings(&self, root: Option<&Value>) -> Vec<Setting> {
+        let empty = Value::Object(Default::default());
+        let root = root.unwrap_or(&empty);
+        let form = Form::of(root).unwrap_or(Form::Cortex);
+        let analyzer = form.analyzer(root);
+        let mut flat = Vec::new();
+        let mut value = serde_json::to_value(self).expect("the config serializes");
+        let languages = value.as_object_mut().and_then(|o| o.remove("languages")).unwrap_or(Value::Null);
+        flatten("", &value, &mut flat);
+        let mut settings: Vec<Setting> = flat
+            .into_iter()
+            .map(|(key, value)| {
+                let in_analyzer = lookup(&analyzer, &key).is_some();
+                let in_top_llm = form == Form::Cortex && key.starts_with("llm.") && lookup(root, &key).is_some();
+                Setting { key: format!("traceAnalyzer.{key}"), value, from_file: in_analyzer || in_top_llm }
+            })
+            .collect();
+        settings.push(Setting {
+            key: "patterns.language".into(),
+            value: languages,
+            from_file: lookup(root, "patterns.language").is_some(),
+        });
+        settings
+    }
+}
+
+/// `value`'s leaves as (dotted key, value); secrets masked.
+fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, Value)>) {
+    match value {
+        Value::Object(map) if !map.is_empty() && !prefix.ends_with("toolPatterns") => {
+            for (key, v) in map {
+                let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+                flatten(&path, v, out);
+            }
+        }
+        Value::String(_) if SECRET_KEYS.iter().any(|k| prefix.ends_with(k)) => out.push((prefix.to_owned(), Value::String("(set)".into()))),
+        other => out.push((prefix.to_owned(), other.clone())),
+    }
+}
+
+/// The value at a dotted `key` (signal ids hold dashes, never dots).
+fn lookup<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
+    key.split('.').try_fold(value, |v, part| v.get(part))
+}
+
+/// How a config file is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// The cortex plugin config: `traceAnalyzer`, `llm`, `patterns` and other plugins' keys.
+    Cortex,
+    /// The `traceAnalyzer` object alone (with `patterns` beside its keys).
+    Analyzer,
+}
+
+impl Form {
+    fn of(root: &Value) -> Result<Self, ConfigError> {
+        let keys: Vec<&str> = root.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
+        let analyzer_keys = AnalyzerEntry::KEYS;
+        if !keys.contains(&"traceAnalyzer") && keys.iter().any(|k| analyzer_keys.contains(k) && *k != "llm") {
+            return Ok(Form::Analyzer);
+        }
+        // Beside other plugins' keys, one that is nearly one of ours is a typo of it.
+        for key in keys {
+            if let Some(near) = nearest(key, &CORTEX_KEYS).filter(|n| *n != key) {
+                return Err(ConfigError::UnknownKey { key: key.to_owned(), nearest: Some(near.to_owned()) });
+            }
+        }
+        Ok(Form::Cortex)
+    }
+
+    /// The analyzer's settings, `patterns` (which sits beside them) left out.
+    fn analyzer(self, root: &Value) -> Value {
+        match self {
+            Form::Cortex => root.get("traceAnalyzer").cloned().unwrap_or_else(|| Value::Object(Default::default())),
+            Form::Analyzer => {
+                let mut analyzer = root.clone();
+                if let Some(o) = analyzer.as_object_mut() {
+                    o.remove("patterns");
+                }
+                analyzer
+            }
+        }
+    }
+
+    /// How the analyzer's keys are named in messages.
+    fn prefix(self) -> &'static str {
+        match self {
+            Form::Cortex => "traceAnalyzer.",
+            Form::Analyzer => "",
         }
     }
 }
 
-fn resolve_signals(raw: Option<&Value>) -> BTreeMap<String, SignalConfig> {
-    crate::model::signal::signals()
-        .iter()
-        .map(|signal| {
-            let id = &signal.id;
-            let entry = raw.and_then(|s| s.get(id)).unwrap_or(&Value::Null);
-            let default_enabled = signal.enabled_by_default;
-            let severity = opt_str(entry.get("severity")).and_then(|s| s.parse().ok());
-            (id.clone(), SignalConfig { enabled: bool_or(entry.get("enabled"), default_enabled), severity })
-        })
-        .collect()
+impl AnalyzerEntry {
+    const KEYS: [&str; 13] = [
+        "enabled",
+        "nats",
+        "schedule",
+        "chainGapMinutes",
+        "signals",
+        "llm",
+        "output",
+        "redactPatterns",
+        "incrementalContextWindow",
+        "detectorsDir",
+        "toolPatterns",
+        "fetchBatchSize",
+        "maxEventsPerRun",
+    ];
 }
 
-/// The analyzer's `llm` block, each field falling back to the cortex top-level `llm`.
-fn resolve_llm(analyzer: Option<&Value>, top: Option<&Value>) -> LlmConfig {
-    let a = analyzer.unwrap_or(&Value::Null);
-    let t = top.unwrap_or(&Value::Null);
-    let pick_str = |k: &str| opt_str(a.get(k)).or_else(|| opt_str(t.get(k)));
-    let pick_int = |k: &str| opt_int(a.get(k)).or_else(|| opt_int(t.get(k)));
+/// `value` read as `T`; an error names the key (after `prefix`) it is about.
+fn typed<T: DeserializeOwned>(mut value: Value, prefix: &str) -> Result<T, ConfigError> {
+    // Spec keys tracelake does not read are told apart from typos (see `UNUSED_KEYS`).
+    if let Some(o) = value.as_object_mut() {
+        for (key, _) in UNUSED_KEYS {
+            o.remove(key);
+        }
+    }
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        // `.` is serde_path_to_error's name for the top.
+        let path = Some(e.path().to_string()).filter(|p| p != ".").unwrap_or_default();
+        let key = |name: &str| {
+            let full = if path.is_empty() {
+                name.to_owned()
+            } else if path == name || path.ends_with(&format!(".{name}")) {
+                path.clone()
+            } else {
+                format!("{path}.{name}")
+            };
+            format!("{prefix}{full}")
+        };
+        let message = e.inner().to_string();
+        match unknown_field(&message) {
+            Some((field, expected)) => {
+                let known: Vec<&str> = expected.iter().map(String::as_str).collect();
+                ConfigError::UnknownKey { key: key(&field), nearest: nearest(&field, &known).map(str::to_owned) }
+            }
+            None => ConfigError::Invalid {
+                key: format!("{prefix}{path}"),
+                message: message.split(" at line ").next().unwrap_or(&message).to_owned(),
+            },
+        }
+    })
+}
+
+/// The key and the expected keys of serde's "unknown field `x`, expected `a` or `b`".
+fn unknown_field(message: &str) -> Option<(String, Vec<String>)> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (field, expected) = rest.split_once('`')?;
+    let known = expected.split('`').skip(1).step_by(2).map(str::to_owned).collect();
+    Some((field.to_owned(), known))
+}
+
+/// The valid name `key` most likely misspells, if any is close.
+fn nearest<'a>(key: &str, valid: &[&'a str]) -> Option<&'a str> {
+    let lower = key.to_lowercase();
+    valid
+        .iter()
+        .map(|v| (strsim::damerau_levenshtein(&lower, &v.to_lowercase()), *v))
+        .filter(|(distance, v)| *distance <= (v.len() / 3).max(1))
+        .min()
+        .map(|(_, v)| v)
+}
+
+/// Every built-in signal's setting; an id that names no built-in signal is an error.
+fn resolve_signals(entries: BTreeMap<String, SignalEntry>, prefix: &str) -> Result<BTreeMap<String, SignalConfig>, ConfigError> {
+    let signals = crate::model::signal::signals();
+    let ids: Vec<&str> = signals.iter().map(|s| s.id.as_str()).collect();
+    if let Some(unknown) = entries.keys().find(|id| !ids.contains(&id.as_str())) {
+        return Err(ConfigError::UnknownKey {
+            key: format!("{prefix}signals.{unknown}"),
+            nearest: nearest(unknown, &ids).map(|n| format!("{prefix}signals.{n}")),
+        });
+    }
+    Ok(signals
+        .iter()
+        .map(|signal| {
+            let entry = entries.get(&signal.id).cloned().unwrap_or_default();
+            let config = SignalConfig { enabled: entry.enabled.unwrap_or(signal.enabled_by_default), severity: entry.severity };
+            (signal.id.clone(), config)
+        })
+        .collect())
+}
+
+fn resolve_llm(analyzer: LlmEntry, top: LlmEntry) -> LlmConfig {
     LlmConfig {
-        enabled: bool_or(a.get("enabled"), bool_or(t.get("enabled"), false)),
-        endpoint: pick_str("endpoint"),
-        model: pick_str("model"),
-        api_key: pick_str("apiKey"),
-        timeout_ms: pick_int("timeoutMs"),
-        triage: a.get("triage").filter(|v| v.is_object()).map(|tr| TriageConfig {
-            endpoint: str_or(tr.get("endpoint"), ""),
-            model: str_or(tr.get("model"), ""),
-            api_key: opt_str(tr.get("apiKey")),
-            timeout_ms: opt_int(tr.get("timeoutMs")),
-        }),
+        enabled: analyzer.enabled.or(top.enabled).unwrap_or(false),
+        endpoint: analyzer.endpoint.or(top.endpoint),
+        model: analyzer.model.or(top.model),
+        api_key: analyzer.api_key.or(top.api_key),
+        timeout_ms: analyzer.timeout_ms.or(top.timeout_ms),
+        triage: analyzer.triage,
     }
 }
 
 /// `"en" | "de" | "both" | "all" | [codes]`; default en + de.
-fn resolve_languages(raw: Option<&Value>) -> Vec<String> {
-    let known = |code: &str| LANGUAGES.contains(&code);
-    match raw {
+fn resolve_languages(raw: Option<&Value>) -> Result<Vec<String>, ConfigError> {
+    let known = |code: &str| -> Result<String, ConfigError> {
+        if LANGUAGES.contains(&code) {
+            return Ok(code.to_owned());
+        }
+        Err(ConfigError::Invalid {
+            key: "patterns.language".into(),
+            message: format!("no language pack `{code}`; the packs are {}, or `both` (en, de) and `all`", LANGUAGES.join(", ")),
+        })
+    };
+    Ok(match raw {
+        None | Some(Value::Null) => vec!["en".into(), "de".into()],
         Some(Value::String(s)) if s == "all" => LANGUAGES.iter().map(|s| (*s).to_owned()).collect(),
         Some(Value::String(s)) if s == "both" => vec!["en".into(), "de".into()],
-        Some(Value::String(s)) if known(s) => vec![s.clone()],
-        Some(Value::Array(items)) => {
-            let codes: Vec<String> = items.iter().filter_map(Value::as_str).filter(|c| known(c)).map(str::to_owned).collect();
-            if codes.is_empty() { vec!["en".into(), "de".into()] } else { codes }
+        Some(Value::String(s)) => vec![known(s)?],
+        Some(Value::Array(items)) if !items.is_empty() => {
+            items.iter().map(|item| item.as_str().ok_or_else(|| not_a_language(item)).and_then(known)).collect::<Result<_, _>>()?
         }
-        _ => vec!["en".into(), "de".into()],
+        Some(other) => return Err(not_a_language(other)),
+    })
+}
+
+fn not_a_language(value: &Value) -> ConfigError {
+    ConfigError::Invalid {
+        key: "patterns.language".into(),
+        message: format!("{value} is not a language code, `both`, `all` or a list of codes"),
     }
 }
 
-fn bool_or(v: Option<&Value>, default: bool) -> bool {
-    v.and_then(Value::as_bool).unwrap_or(default)
-}
-fn str_or(v: Option<&Value>, default: &str) -> String {
-    opt_str(v).unwrap_or_else(|| default.to_owned())
-}
-fn opt_str(v: Option<&Value>) -> Option<String> {
-    v.and_then(Value::as_str).map(str::to_owned)
-}
-fn opt_int(v: Option<&Value>) -> Option<i64> {
-    v.and_then(Value::as_f64).filter(|f| f.is_finite()).map(|f| f.round() as i64)
-}
-fn int_or(v: Option<&Value>, default: i64) -> i64 {
-    opt_int(v).unwrap_or(default)
-}
-fn str_array(v: Option<&Value>) -> Vec<String> {
-    match v {
-        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
-        _ => Vec::new(),
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn error(value: Value) -> String {
+        Config::resolve(&value).expect_err("an error").to_string()
+    }
+
+    #[test]
+    fn a_mistyped_key_is_named_with_the_nearest_valid_one() {
+        assert_eq!(
+            error(json!({"traceAnalyzer": {"output": {"maxFinding": 10}}})),
+            "`traceAnalyzer.output.maxFinding` is not a setting; did you mean `maxFindings`?"
+        );
+        assert_eq!(error(json!({"output": {"maxFinding": 10}})), "`output.maxFinding` is not a setting; did you mean `maxFindings`?");
+        assert_eq!(error(json!({"traceAnalyser": {"enabled": true}})), "`traceAnalyser` is not a setting; did you mean `traceAnalyzer`?");
+        assert_eq!(
+            error(json!({"traceAnalyzer": {"chainGapMinute": 5}})),
+            "`traceAnalyzer.chainGapMinute` is not a setting; did you mean `chainGapMinutes`?"
+        );
+        assert_eq!(
+            error(json!({"traceAnalyzer": {"signals": {"SIG-CORECTION": {"enabled": false}}}})),
+            "`traceAnalyzer.signals.SIG-CORECTION` is not a setting; did you mean `traceAnalyzer.signals.SIG-CORRECTION`?"
+        );
+        assert_eq!(error(json!({"traceAnalyzer": {"zzz": 1}})), "`traceAnalyzer.zzz` is not a setting");
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_is_an_error_naming_its_key() {
+        let message = error(json!({"traceAnalyzer": {"output": {"maxFindings": "1000"}}}));
+        assert!(message.starts_with("`traceAnalyzer.output.maxFindings`: invalid type: string \"1000\""), "{message}");
+        let message = error(json!({"traceAnalyzer": {"signals": {"SIG-DOOM-LOOP": {"severity": "hihg"}}}}));
+        assert!(message.starts_with("`traceAnalyzer.signals.SIG-DOOM-LOOP.severity`: unknown variant `hihg`"), "{message}");
+        let message = error(json!({"patterns": {"language": ["en", "xx"]}}));
+        assert!(message.contains("no language pack `xx`"), "{message}");
+    }
+
+    #[test]
+    fn other_plugins_keys_stay_allowed_and_unused_spec_keys_are_told() {
+        let config =
+            Config::resolve(&json!({"memory": {"x": 1}, "llm": {"provider": "local", "model": "m"}, "traceAnalyzer": {}})).unwrap();
+        assert_eq!(config.llm.model.as_deref(), Some("m"));
+        assert_eq!(
+            error(json!({"traceAnalyzer": {"fetchBatchSize": 500}})),
+            "`traceAnalyzer.fetchBatchSize` has no effect in tracelake: exports fetch from JetStream in batches the server sizes; remove it"
+        );
+    }
+
+    #[test]
+    fn settings_left_out_take_the_spec_defaults() {
+        let config = Config::default();
+        assert_eq!((config.output.max_findings, config.chain_gap_minutes, config.schedule.interval_hours), (200, 30, 24));
+        assert_eq!(config.nats.url, "nats://localhost:4222");
+        let config = Config::resolve(&json!({"traceAnalyzer": {"signals": {"SIG-DOOM-LOOP": {"severity": "low"}}}})).unwrap();
+        assert_eq!(config.signals["SIG-DOOM-LOOP"], SignalConfig { enabled: true, severity: Some(Severity::Low) });
     }
 }

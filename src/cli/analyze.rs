@@ -83,7 +83,7 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         eprintln!("warning: {warning}");
     }
     if let Some(llm) = &analysis.llm {
-        let dropped = analysis.verdicts.iter().filter(|v| v.dropped()).count();
+        let dropped = analysis.results.verdicts.iter().filter(|v| v.dropped()).count();
         eprintln!(
             "llm: {} requests, {} cached answers, {} dropped by triage, {} unclassified{}",
             llm.calls,
@@ -102,7 +102,7 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             analysis.replaced_runs
         );
     }
-    if analysis.events_processed == 0
+    if analysis.results.events_processed == 0
         && args.since.is_none()
         && let Some(since) = analysis.resumed_from
     {
@@ -111,7 +111,7 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             "nothing new since {since}, where the last run stopped: `--full` analyzes every event again, `--since TIME` from a time on, and `tracelake report` shows what earlier runs found"
         );
     }
-    let fail = args.fail_on.is_some_and(|threshold| any_at_least(&analysis.findings, threshold));
+    let fail = args.fail_on.is_some_and(|threshold| any_at_least(&analysis.results.findings, threshold));
     let report = analysis.into_report();
     match &args.output {
         Some(path) => {
@@ -119,6 +119,10 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             written.with_context(|| format!("writing {}", path.display()))?;
         }
         None => write_report(&report, args.format, std::io::stdout().lock())?,
+    }
+    if let Some(path) = &ctx.config.output.report_path {
+        let written = File::create(path).map_err(anyhow::Error::from).and_then(|file| write_report(&report, ReportFormat::Json, file));
+        written.with_context(|| format!("writing the report to {path} (`output.reportPath` in the config)"))?;
     }
     Ok(if fail { ExitCode::from(3) } else { ExitCode::SUCCESS })
 }

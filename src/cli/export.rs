@@ -102,7 +102,9 @@ fn is_outage(e: &ExportError) -> bool {
     matches!(
         e,
         ExportError::Interrupted { .. }
-            | ExportError::Nats(NatsError::JetStream(_) | NatsError::Receive(_) | NatsError::StoppedSending { .. })
+            | ExportError::Nats(
+                NatsError::JetStream { .. } | NatsError::Receive(_) | NatsError::StreamEnded | NatsError::StoppedSending { .. }
+            )
     )
 }
 

@@ -1,6 +1,7 @@
 //! The command line: argument parsing and one module per command.
 
 mod analyze;
+mod config;
 mod demo;
 mod export;
 mod functions;
@@ -9,6 +10,7 @@ mod import;
 mod outcomes;
 mod progress;
 mod repair;
+mod repl;
 mod report;
 mod score;
 mod sql;
@@ -65,6 +67,8 @@ enum Command {
     Watch(watch::WatchArgs),
     /// Show what the lake holds.
     Status(status::StatusArgs),
+    /// Show the effective settings and where each came from (the config file or the default).
+    Config(config::ConfigArgs),
     /// Rebuild a damaged lake's manifest from the files it can read (asks first).
     Repair(repair::RepairArgs),
     /// Write deterministic synthetic traces with injected failure patterns.
@@ -74,6 +78,8 @@ enum Command {
 /// Settings every command shares.
 pub struct Ctx {
     pub config: Config,
+    /// The file `config` was read from, if any.
+    pub config_file: Option<PathBuf>,
     pub lake: Option<PathBuf>,
 }
 
@@ -186,7 +192,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(path) => Config::load(path)?,
         None => Config::default(),
     };
-    let ctx = Ctx { config, lake: cli.lake };
+    let ctx = Ctx { config, config_file: cli.config, lake: cli.lake };
     match cli.command {
         Command::Demo(args) => block_on(demo::run(&ctx, args)),
         Command::Import(args) => import::run(&ctx, args),
@@ -199,6 +205,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sql(args) => block_on(sql::run(&ctx, args)),
         Command::Watch(args) => block_on(watch::run(&ctx, args)),
         Command::Status(args) => block_on(status::run(&ctx, args)),
+        Command::Config(args) => config::run(&ctx, args),
         Command::Repair(args) => repair::run(&ctx, args),
         Command::Generate(args) => generate::run(args),
     }

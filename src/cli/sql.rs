@@ -6,13 +6,12 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use datafusion::prelude::SessionContext;
-use rustyline::DefaultEditor;
-use rustyline::error::ReadlineError;
-use tracelake::engine::{PrintFormat, open_session, print_statements};
-use tracelake::lake::Lake;
+use tracelake::engine::files::with_file_tables;
+use tracelake::engine::print::MAX_TABLE_ROWS;
+use tracelake::engine::{PrintFormat, PrintOptions, open_session, print_statements};
 
 use super::Ctx;
+use super::repl::Repl;
 
 #[derive(Debug, Args)]
 pub struct SqlArgs {
@@ -25,16 +24,30 @@ pub struct SqlArgs {
     /// Output format.
     #[arg(long, value_enum, env = "TRACELAKE_SQL_FORMAT", default_value_t = PrintFormat::Table)]
     format: PrintFormat,
+    /// Rows a table shows at most; `inf` (or 0) shows them all. The count of all rows is
+    /// printed below the table.
+    #[arg(long, env = "TRACELAKE_SQL_MAXROWS", default_value_t = MAX_TABLE_ROWS, value_parser = max_rows)]
+    maxrows: usize,
+}
+
+/// `inf` or a number of rows (0 for all).
+pub fn max_rows(text: &str) -> Result<usize, String> {
+    match text.trim() {
+        "inf" => Ok(0),
+        n => n.parse().map_err(|_| format!("`{n}` is not a number of rows (or `inf` for all)")),
+    }
 }
 
 pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
     let lake = ctx.existing_lake()?;
-    let session = open_session(&lake, ctx.redactor()?, &ctx.engine()?).await?;
+    let session = with_file_tables(open_session(&lake, ctx.redactor()?, &ctx.engine()?).await?)?;
+    let options = PrintOptions { format: args.format, max_rows: args.maxrows, timing: false };
     let sql = match (&args.query, &args.file) {
         (Some(q), _) => q.clone(),
         (None, Some(path)) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
         (None, None) if std::io::stdin().is_terminal() => {
-            return repl(&session, &lake, args.format).await;
+            Repl::new(session, lake, PrintOptions { timing: true, ..options }).await?.run().await?;
+            return Ok(ExitCode::SUCCESS);
         }
         (None, None) => {
             let mut sql = String::new();
@@ -42,47 +55,9 @@ pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
             sql
         }
     };
-    execute(&session, &lake, &sql, args.format).await?;
-    Ok(ExitCode::SUCCESS)
-}
-
-async fn execute(session: &SessionContext, lake: &Lake, sql: &str, format: PrintFormat) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    print_statements(session, lake, sql, format, &mut out).await?;
+    print_statements(&session, &lake, &sql, &options, &mut out).await?;
     out.flush()?;
-    Ok(())
-}
-
-/// Statements end with `;`; `\q` or `exit` leaves.
-async fn repl(session: &SessionContext, lake: &Lake, format: PrintFormat) -> anyhow::Result<ExitCode> {
-    let mut editor = DefaultEditor::new().context("starting the interactive prompt")?;
-    println!(
-        "tracelake SQL — tables: events, quarantine, findings, failures; views: chains, chain_events, tool_attempts. End statements with `;`, `\\q` to quit."
-    );
-    let mut buffer = String::new();
-    loop {
-        let prompt = if buffer.is_empty() { "tracelake> " } else { "       ...> " };
-        match editor.readline(prompt) {
-            Ok(line) => {
-                let trimmed = line.trim();
-                if buffer.is_empty() && matches!(trimmed, "\\q" | "quit" | "exit") {
-                    break;
-                }
-                buffer.push_str(&line);
-                buffer.push('\n');
-                if trimmed.ends_with(';') {
-                    let _ = editor.add_history_entry(buffer.trim());
-                    if let Err(e) = execute(session, lake, &buffer, format).await {
-                        eprintln!("error: {}", super::message(&e));
-                    }
-                    buffer.clear();
-                }
-            }
-            Err(ReadlineError::Interrupted) => buffer.clear(),
-            Err(ReadlineError::Eof) => break,
-            Err(e) => return Err(e).context("reading input"),
-        }
-    }
     Ok(ExitCode::SUCCESS)
 }

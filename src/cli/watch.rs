@@ -8,7 +8,7 @@ use tracelake::config::NatsConfig;
 use tracelake::watch::{WatchOptions, watch};
 
 use super::Ctx;
-use super::time_args::parse_duration;
+use super::time_args::{parse_duration, parse_time};
 
 #[derive(Debug, Args)]
 pub struct WatchArgs {
@@ -24,6 +24,10 @@ pub struct WatchArgs {
     /// Recent events the detectors look at (also how far back a new watch starts).
     #[arg(long, env = "TRACELAKE_WATCH_WINDOW", value_parser = parse_duration, default_value = "30m")]
     window: Duration,
+    /// Replay: read the messages published since this time (RFC 3339, YYYY-MM-DD [HH:MM:SS]
+    /// in UTC, or a duration ago: 24h, 24h ago) instead of --window back from now.
+    #[arg(long, env = "TRACELAKE_WATCH_SINCE", value_parser = parse_time)]
+    since: Option<i64>,
     /// How often the detectors run while events arrive.
     #[arg(long, env = "TRACELAKE_WATCH_INTERVAL", value_parser = parse_duration, default_value = "2s")]
     interval: Duration,
@@ -40,8 +44,14 @@ pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<ExitCode> {
     };
     // With a lake, the sent alerts survive restarts; without one they last as long as this run.
     let state_file = ctx.lake.as_ref().map(|dir| tracelake::lake::Lake::new(dir.clone()).state_dir().join("alerts-sent.json"));
-    let opts =
-        WatchOptions { webhook: args.webhook, window: args.window, interval: args.interval, min_severity: args.min_severity, state_file };
+    let opts = WatchOptions {
+        webhook: args.webhook,
+        window: args.window,
+        since_ms: args.since,
+        interval: args.interval,
+        min_severity: args.min_severity,
+        state_file,
+    };
     eprintln!("watching stream {} at {} (Ctrl-C to stop)", nats.stream, nats.url);
     let stop = super::on_interrupt()?;
     let stats = watch(&nats, &ctx.config, ctx.redactor()?, &opts, stop, |f| {

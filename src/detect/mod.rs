@@ -7,6 +7,17 @@ pub mod run;
 pub use detectors::{Detector, builtin_detectors, enabled_builtin_detectors, user_detectors};
 pub use run::run_detectors;
 
+/// Why one detector yielded no findings.
+#[derive(Debug, thiserror::Error)]
+pub enum DetectorFailure {
+    #[error(transparent)]
+    Query(#[from] crate::engine::EngineError),
+    #[error("{0}")]
+    DataFusion(#[from] datafusion::error::DataFusionError),
+    #[error(transparent)]
+    Row(#[from] crate::model::finding::FindingRowError),
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum DetectError {
     #[error(transparent)]
@@ -20,9 +31,13 @@ pub enum DetectError {
     #[error(transparent)]
     Patterns(#[from] tracelake_udfs::PatternError),
     #[error("a row of the findings table is not a finding ({0}); was the lake written by another version?")]
-    FindingRow(String),
-    #[error("built-in detector {name} failed: {message}")]
-    Builtin { name: String, message: String },
+    FindingRow(#[source] serde_json::Error),
+    #[error("built-in detector {name} failed: {source}")]
+    Builtin {
+        name: String,
+        #[source]
+        source: std::sync::Arc<DetectorFailure>,
+    },
     #[error(transparent)]
     UserDetector(#[from] detectors::UserDetectorError),
 }

@@ -8,18 +8,18 @@ use datafusion::arrow::datatypes::Schema;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 
-use super::DetectError;
 use super::detectors::Detector;
+use super::{DetectError, DetectorFailure};
 use crate::config::Config;
 use crate::engine::chains::{BucketEvents, BucketPlans, CHAIN_STATS_QUERY, chain_stats_of};
 use crate::engine::sql::{SqlParams, query_only};
 use crate::model::finding::{Finding, finding_id, from_detector_batch};
 
-/// A detector's plan, or why it has none.
-pub type DetectorPlan = Result<Arc<dyn ExecutionPlan>, String>;
+/// A detector's plan, or why it has none (shared: it fails in every bucket).
+pub type DetectorPlan = Result<Arc<dyn ExecutionPlan>, Arc<DetectorFailure>>;
 
-/// User detectors that could not run: (file, reason).
-pub type SkippedDetectors = Vec<(String, String)>;
+/// User detectors that could not run: (file, why).
+pub type SkippedDetectors = Vec<(String, Arc<DetectorFailure>)>;
 
 /// What every bucket is analyzed with: the chain build and the queries over its chains,
 /// planned once.
@@ -44,7 +44,7 @@ impl BucketWork {
         let mut planned = Vec::new();
         // One that cannot be planned fails in every bucket: a built-in one fails the run.
         for detector in detectors {
-            let plan = plans.plan(&params.fill(&detector.sql)).await.map_err(|e| e.to_string());
+            let plan = plans.plan(&params.fill(&detector.sql)).await.map_err(|e| Arc::new(e.into()));
             planned.push((detector, plan));
         }
         Ok(Self {
@@ -74,8 +74,11 @@ pub async fn analyze_bucket(work: Arc<BucketWork>, events: BucketEvents) -> Resu
     // Together, so that one query's single-threaded steps overlap another's work.
     let detected = work.detectors.iter().map(|(detector, plan)| async move {
         let found = match plan {
-            Ok(plan) => plans.query(plan, chains).await.map_err(|e| e.to_string()).and_then(|batches| findings_of(&batches)),
-            Err(message) => Err(message.clone()),
+            Ok(plan) => match plans.query(plan, chains).await {
+                Ok(batches) => findings_of(&batches).map_err(Arc::new),
+                Err(e) => Err(Arc::new(e.into())),
+            },
+            Err(failure) => Err(Arc::clone(failure)),
         };
         (detector, found)
     });
@@ -102,12 +105,12 @@ pub async fn run_detectors(
     gather_findings(results, config)
 }
 
-async fn run_detector(ctx: &SessionContext, detector: &Detector, params: &SqlParams) -> Result<Vec<Finding>, String> {
-    let df = ctx.sql_with_options(&params.fill(&detector.sql), query_only()).await.map_err(|e| e.to_string())?;
-    findings_of(&df.collect().await.map_err(|e| e.to_string())?)
+async fn run_detector(ctx: &SessionContext, detector: &Detector, params: &SqlParams) -> Result<Vec<Finding>, Arc<DetectorFailure>> {
+    let found = async { findings_of(&ctx.sql_with_options(&params.fill(&detector.sql), query_only()).await?.collect().await?) };
+    found.await.map_err(Arc::new)
 }
 
-fn findings_of(batches: &[RecordBatch]) -> Result<Vec<Finding>, String> {
+fn findings_of(batches: &[RecordBatch]) -> Result<Vec<Finding>, DetectorFailure> {
     let mut findings = Vec::new();
     for batch in batches {
         findings.extend(from_detector_batch(batch)?);
@@ -118,7 +121,7 @@ fn findings_of(batches: &[RecordBatch]) -> Result<Vec<Finding>, String> {
 /// The findings of each detector's result, with config severities and their ids, and the
 /// user detectors that failed (a failed built-in one is an error).
 fn gather_findings<'a>(
-    results: impl IntoIterator<Item = (&'a Detector, Result<Vec<Finding>, String>)>,
+    results: impl IntoIterator<Item = (&'a Detector, Result<Vec<Finding>, Arc<DetectorFailure>>)>,
     config: &Config,
 ) -> Result<(Vec<Finding>, SkippedDetectors), DetectError> {
     let mut findings = Vec::new();
@@ -126,10 +129,10 @@ fn gather_findings<'a>(
     for (detector, result) in results {
         match result {
             Ok(found) => findings.extend(found),
-            Err(message) if detector.builtin => {
-                return Err(DetectError::Builtin { name: detector.name.clone(), message });
+            Err(source) if detector.builtin => {
+                return Err(DetectError::Builtin { name: detector.name.clone(), source });
             }
-            Err(message) => skipped.push((detector.name.clone(), message)),
+            Err(failure) => skipped.push((detector.name.clone(), failure)),
         }
     }
     for f in &mut findings {

@@ -3,13 +3,14 @@
 
 pub mod chains;
 pub mod committed;
+pub mod files;
 pub mod functions;
 pub mod print;
 pub mod session;
 pub mod sql;
 pub mod window_memory;
 
-pub use print::PrintFormat;
+pub use print::{PrintFormat, PrintOptions};
 pub use session::{EngineOptions, open_session, print_statements, run_statements};
 
 #[derive(Debug, thiserror::Error)]
@@ -34,8 +35,12 @@ pub enum EngineError {
     Spill(#[source] std::io::Error),
     #[error("a worker of the analysis stopped: {0}")]
     Worker(#[source] tokio::task::JoinError),
-    #[error("a row of {query} does not read as expected: {message}")]
-    Row { query: &'static str, message: String },
+    #[error("a row of {query} does not read as expected: {source}")]
+    Row {
+        query: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 /// The rows of a (small) query result as JSON objects.

@@ -2,6 +2,7 @@
 //! a large result never has to fit in memory.
 
 use std::io::Write;
+use std::time::Instant;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::csv::Writer as CsvWriter;
@@ -11,8 +12,25 @@ use datafusion::arrow::util::pretty::pretty_format_batches;
 
 use super::EngineError;
 
-/// Rows a table shows at most; the rest are counted (as datafusion-cli's `--maxrows`).
+/// Rows a table shows at most unless told otherwise; the rest are counted (as
+/// datafusion-cli's `--maxrows`).
 pub const MAX_TABLE_ROWS: usize = 1000;
+
+/// How query results are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PrintOptions {
+    pub format: PrintFormat,
+    /// Rows a table shows at most (`0`: all of them).
+    pub max_rows: usize,
+    /// Whether a table's row count says how long the query took.
+    pub timing: bool,
+}
+
+impl Default for PrintOptions {
+    fn default() -> Self {
+        Self { format: PrintFormat::Table, max_rows: MAX_TABLE_ROWS, timing: false }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PrintFormat {
@@ -25,28 +43,36 @@ pub enum PrintFormat {
 impl PrintFormat {
     /// Writes `batches` (with `schema`, for headers when there are no rows).
     pub fn write(self, out: &mut dyn Write, schema: &SchemaRef, batches: &[RecordBatch]) -> Result<(), EngineError> {
-        let mut printer = self.printer(out, schema);
+        let options = PrintOptions { format: self, ..PrintOptions::default() };
+        let mut printer = options.printer(out, schema);
         for batch in batches {
             printer.write(batch)?;
         }
         printer.finish()
     }
+}
 
-    /// A printer of one result with `schema`, fed batch by batch.
-    pub fn printer<'a>(self, out: &'a mut dyn Write, schema: &SchemaRef) -> Printer<'a> {
-        let sink = match self {
+impl PrintOptions {
+    /// A printer of one result with `schema`, fed batch by batch; a query's time counts
+    /// from here.
+    pub fn printer<'a>(&self, out: &'a mut dyn Write, schema: &SchemaRef) -> Printer<'a> {
+        let sink = match self.format {
             PrintFormat::Table => Sink::Table { out, shown: Vec::new(), shown_rows: 0 },
             PrintFormat::Csv => Sink::Csv(Box::new(datafusion::arrow::csv::WriterBuilder::new().with_header(true).build(out)), false),
             PrintFormat::Json => Sink::Json(ArrayWriter::new(out)),
             PrintFormat::Ndjson => Sink::Ndjson(LineDelimitedWriter::new(out)),
         };
-        Printer { schema: schema.clone(), rows: 0, sink }
+        let max_rows = if self.max_rows == 0 { usize::MAX } else { self.max_rows };
+        let started = self.timing.then(Instant::now);
+        Printer { schema: schema.clone(), rows: 0, max_rows, started, sink }
     }
 }
 
 pub struct Printer<'a> {
     schema: SchemaRef,
     rows: usize,
+    max_rows: usize,
+    started: Option<Instant>,
     sink: Sink<'a>,
 }
 
@@ -67,7 +93,7 @@ impl Printer<'_> {
         self.rows += batch.num_rows();
         match &mut self.sink {
             Sink::Table { shown, shown_rows, .. } => {
-                let room = MAX_TABLE_ROWS - *shown_rows;
+                let room = self.max_rows - *shown_rows;
                 if room > 0 && batch.num_rows() > 0 {
                     let kept = batch.slice(0, batch.num_rows().min(room));
                     *shown_rows += kept.num_rows();
@@ -93,10 +119,11 @@ impl Printer<'_> {
                 }
                 writeln!(out, "{}", pretty_format_batches(&shown)?)?;
                 let plural = if rows == 1 { "" } else { "s" };
+                let time = self.started.map(|t| format!(" in {:.3} s", t.elapsed().as_secs_f64())).unwrap_or_default();
                 if rows > shown_rows {
-                    writeln!(out, "{rows} row{plural} ({shown_rows} shown; --format csv or a LIMIT for the rest)")?;
+                    writeln!(out, "{rows} row{plural}{time} ({shown_rows} shown; --maxrows, --format csv or a LIMIT for the rest)")?;
                 } else {
-                    writeln!(out, "{rows} row{plural}")?;
+                    writeln!(out, "{rows} row{plural}{time}")?;
                 }
             }
             Sink::Csv(mut writer, written) => {

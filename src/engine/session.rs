@@ -16,15 +16,16 @@ use datafusion::sql::parser::{DFParser, Statement};
 
 use super::EngineError;
 use super::committed::CommittedFiles;
-use super::print::PrintFormat;
+use super::print::{PrintFormat, PrintOptions};
 use super::sql::{CHAIN_VIEWS, CHAINS, RULE_EFFECTIVENESS, SIGNAL_SCORES, SqlParams};
 use super::window_memory::AccountWindowInputs;
-use crate::lake::schema::{EVENTS_SCHEMA, PARTITION_COLUMN, file_schema};
+use crate::lake::schema::{PARTITION_COLUMN, file_schema};
 use crate::lake::state::{AnalysisRecord, Manifest};
 use crate::lake::{Lake, Table};
+use crate::model::event::EVENTS_SCHEMA;
 use crate::redact::Redactor;
 use datafusion::execution::object_store::ObjectStoreUrl;
-use datafusion::logical_expr::LogicalPlan;
+use datafusion::logical_expr::{DdlStatement, LogicalPlan, Statement as PlanStatement};
 use futures::StreamExt;
 use object_store::local::LocalFileSystem;
 use tracelake_udfs::Patterns;
@@ -109,12 +110,14 @@ fn new_context(redactor: Redactor, opts: &EngineOptions) -> Result<SessionContex
         .set_bool("datafusion.execution.parquet.reorder_filters", true)
         .set_bool("datafusion.execution.collect_statistics", true);
     let runtime = RuntimeEnvBuilder::new().with_memory_pool(Arc::new(FairSpillPool::new(opts.memory_limit_bytes))).build_arc()?;
-    let state = SessionStateBuilder::new()
+    let mut state = SessionStateBuilder::new()
         .with_config(config)
         .with_runtime_env(runtime)
         .with_default_features()
         .with_physical_optimizer_rule(Arc::new(AccountWindowInputs))
         .build();
+    // `->`, `->>`, `json_get*` over the JSON text columns (payload, params, result, …).
+    datafusion_functions_json::register_all(&mut state)?;
     let ctx = SessionContext::new_with_state(state);
     tracelake_udfs::register_all(&ctx, redactor, Arc::clone(&opts.patterns));
     Ok(ctx)
@@ -196,22 +199,51 @@ pub async fn print_statements(
     ctx: &SessionContext,
     lake: &Lake,
     sql: &str,
-    format: PrintFormat,
+    options: &PrintOptions,
     out: &mut dyn std::io::Write,
 ) -> Result<(), EngineError> {
     for statement in parse_statements(sql)? {
         let plan = ctx.state().statement_to_plan(statement).await?;
         refuse_lake_writes(&plan, lake)?;
+        let done = confirmation(&plan);
         let df = ctx.execute_logical_plan(plan).await?;
+        if let Some(done) = done {
+            df.collect().await?;
+            if options.format == PrintFormat::Table {
+                writeln!(out, "{done}")?;
+            }
+            continue;
+        }
         let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
         let mut batches = df.execute_stream().await?;
-        let mut printer = format.printer(out, &schema);
+        let mut printer = options.printer(out, &schema);
         while let Some(batch) = batches.next().await {
             printer.write(&batch?)?;
         }
         printer.finish()?;
     }
     Ok(())
+}
+
+/// What a statement that returns no rows prints once it has run, as psql's command tags
+/// do (`CREATE VIEW v`); `None` for a query.
+fn confirmation(plan: &LogicalPlan) -> Option<String> {
+    Some(match plan {
+        LogicalPlan::Ddl(ddl) => match ddl {
+            DdlStatement::CreateExternalTable(t) => format!("CREATE EXTERNAL TABLE {}", t.name),
+            DdlStatement::CreateMemoryTable(t) => format!("CREATE TABLE {}", t.name),
+            DdlStatement::CreateView(v) => format!("CREATE VIEW {}", v.name),
+            DdlStatement::DropTable(t) => format!("DROP TABLE {}", t.name),
+            DdlStatement::DropView(v) => format!("DROP VIEW {}", v.name),
+            DdlStatement::CreateCatalogSchema(c) => format!("CREATE SCHEMA {}", c.schema_name),
+            DdlStatement::DropCatalogSchema(c) => format!("DROP SCHEMA {}", c.name),
+            other => other.name().to_owned(),
+        },
+        LogicalPlan::Statement(PlanStatement::SetVariable(set)) => format!("SET {}", set.variable),
+        LogicalPlan::Statement(PlanStatement::ResetVariable(reset)) => format!("RESET {}", reset.variable),
+        LogicalPlan::Statement(other) => other.name().to_owned(),
+        _ => return None,
+    })
 }
 
 /// The lake's tables are written only by the commands that commit: an `INSERT` into one

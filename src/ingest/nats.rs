@@ -32,14 +32,27 @@ pub enum NatsError {
     },
     #[error("stream {stream:?} does not exist on {url}; check --stream / traceAnalyzer.nats.stream (is JetStream publishing enabled?)")]
     NoStream { stream: String, url: String },
-    #[error("JetStream request failed: {0}")]
-    JetStream(String),
+    #[error("JetStream request failed, {doing}: {source}")]
+    JetStream {
+        doing: String,
+        #[source]
+        source: BoxError,
+    },
     #[error("{kind} {name:?} cannot be part of a NATS subject (no '.', '*', '>' or spaces)")]
     BadFilter { kind: &'static str, name: String },
     #[error("the stream stopped sending with {pending} message(s) still to come (is the NATS server still running?)")]
     StoppedSending { pending: u64 },
     #[error("receiving from the stream: {0}")]
-    Receive(String),
+    Receive(#[source] BoxError),
+    #[error("the stream ended (was it deleted?)")]
+    StreamEnded,
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Maps a failed JetStream request to [`NatsError::JetStream`], saying what it was doing.
+fn jetstream<E: std::error::Error + Send + Sync + 'static>(doing: impl Into<String>) -> impl FnOnce(E) -> NatsError {
+    move |e| NatsError::JetStream { doing: doing.into(), source: Box::new(e) }
 }
 
 /// Where to start reading.
@@ -80,14 +93,14 @@ impl NatsSource {
             jetstream::context::GetStreamErrorKind::JetStream(inner) if inner.code() == 404 => {
                 NatsError::NoStream { stream: config.stream.clone(), url: url.clone() }
             }
-            _ => NatsError::JetStream(format!("looking up stream {:?} on {url}: {e}", config.stream)),
+            _ => jetstream(format!("looking up stream {:?} on {url}", config.stream))(e),
         })?;
         Ok(Self { stream })
     }
 
     /// The stream's last sequence number right now.
     pub async fn last_sequence(&mut self) -> Result<u64, NatsError> {
-        let info = self.stream.info().await.map_err(|e| NatsError::JetStream(e.to_string()))?;
+        let info = self.stream.info().await.map_err(jetstream("reading the stream's state"))?;
         Ok(info.state.last_sequence)
     }
 
@@ -98,7 +111,7 @@ impl NatsSource {
             StartAt::Sequence(seq) => DeliverPolicy::ByStartSequence { start_sequence: seq.max(1) },
             StartAt::Time(ms) => DeliverPolicy::ByStartTime {
                 start_time: time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-                    .map_err(|e| NatsError::JetStream(format!("start time out of range: {e}")))?,
+                    .map_err(jetstream("start time out of range"))?,
             },
         };
         let mut config = OrderedConfig { deliver_policy, ..OrderedConfig::default() };
@@ -107,8 +120,8 @@ impl NatsSource {
             [one] => config.filter_subject = one.clone(),
             many => config.filter_subjects = many.to_vec(),
         }
-        let consumer = self.stream.create_consumer(config).await.map_err(|e| NatsError::JetStream(format!("creating a consumer: {e}")))?;
-        let messages = consumer.messages().await.map_err(|e| NatsError::JetStream(format!("starting to fetch: {e}")))?;
+        let consumer = self.stream.create_consumer(config).await.map_err(jetstream("creating a consumer"))?;
+        let messages = consumer.messages().await.map_err(jetstream("starting to fetch"))?;
         Ok(MessageStream { inner: messages })
     }
 }
@@ -132,10 +145,10 @@ impl MessageStream {
     pub async fn next(&mut self, idle: Duration) -> Result<Option<StreamMessage>, NatsError> {
         match tokio::time::timeout(idle, self.inner.next()).await {
             Err(_) => Ok(None),
-            Ok(None) => Err(NatsError::Receive("the stream ended".into())),
-            Ok(Some(Err(e))) => Err(NatsError::Receive(e.to_string())),
+            Ok(None) => Err(NatsError::StreamEnded),
+            Ok(Some(Err(e))) => Err(NatsError::Receive(Box::new(e))),
             Ok(Some(Ok(message))) => {
-                let info = message.info().map_err(|e| NatsError::Receive(e.to_string()))?;
+                let info = message.info().map_err(NatsError::Receive)?;
                 let (sequence, pending) = (info.stream_sequence, info.pending);
                 let message = message.split().0;
                 Ok(Some(StreamMessage { sequence, pending, subject: message.subject.to_string(), payload: message.payload }))
@@ -185,7 +198,7 @@ pub async fn publish_lines<'a>(url: &str, stream: &str, prefix: &str, lines: imp
         ..Default::default()
     })
     .await
-    .map_err(|e| NatsError::JetStream(format!("creating stream {stream}: {e}")))?;
+    .map_err(jetstream(format!("creating stream {stream}")))?;
     let mut acks = Vec::new();
     let mut published = 0;
     for line in lines {
@@ -195,17 +208,17 @@ pub async fn publish_lines<'a>(url: &str, stream: &str, prefix: &str, lines: imp
         let ack = js
             .publish(event_subject(prefix, agent, kind), bytes::Bytes::copy_from_slice(line.as_bytes()))
             .await
-            .map_err(|e| NatsError::JetStream(format!("publishing: {e}")))?;
+            .map_err(jetstream("publishing"))?;
         acks.push(ack);
         published += 1;
         if acks.len() >= 4096 {
             for ack in acks.drain(..) {
-                ack.await.map_err(|e| NatsError::JetStream(format!("publish ack: {e}")))?;
+                ack.await.map_err(jetstream("waiting for a publish ack"))?;
             }
         }
     }
     for ack in acks {
-        ack.await.map_err(|e| NatsError::JetStream(format!("publish ack: {e}")))?;
+        ack.await.map_err(jetstream("waiting for a publish ack"))?;
     }
     Ok(published)
 }

@@ -165,7 +165,8 @@ pub async fn export(
     };
     let mut first_sequence = 0;
     if stream_last_sequence > cursor || opts.since_ms.is_some() {
-        let mut messages = source.messages(start, &opts.filter_subjects).await?;
+        let mut messages =
+            source.messages(start, &opts.filter_subjects).await.map_err(|source| ExportError::Interrupted { cursor, source })?;
         let (tx, mut rx) = mpsc::channel::<Chunk>(opts.threads * 4);
         let receive_opts = opts.clone();
         let stop_receiving = Arc::clone(&stop);

@@ -13,6 +13,7 @@ use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::UInt64Type;
 use datafusion::parquet::arrow::ProjectionMask;
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use datafusion::parquet::errors::ParquetError;
 
 use super::commit::{ManifestLock, RunLock};
 use super::state::{AnalysisRecord, ExportState, ImportRecord, Manifest, OutcomeImportRecord, data_files};
@@ -26,7 +27,7 @@ pub struct RepairPlan {
     /// Files the manifest names that are not there.
     pub missing: Vec<String>,
     /// Data files that do not read as Parquet.
-    pub unreadable: Vec<(String, String)>,
+    pub unreadable: Vec<(String, ParquetError)>,
     /// Readable files no record names, by writer id.
     pub adopted: BTreeMap<String, Vec<AdoptedFile>>,
 }
@@ -86,28 +87,27 @@ pub fn plan_repair(lake: &Lake) -> Result<(Manifest, RepairPlan), LakeError> {
 
 /// The committed files that do not read as Parquet, with why: what a query that failed
 /// on a Parquet error was reading. Reads every committed file's footer: for errors only.
-pub fn unreadable_committed(lake: &Lake) -> Vec<(String, String)> {
+pub fn unreadable_committed(lake: &Lake) -> Vec<(String, ParquetError)> {
     let Ok(manifest) = Manifest::load_unchecked(lake) else {
         return Vec::new();
     };
-    let mut bad: Vec<(String, String)> =
+    let mut bad: Vec<(String, ParquetError)> =
         manifest.committed_files().into_iter().filter_map(|f| read_footer(&lake.root().join(f)).err().map(|e| (f.to_owned(), e))).collect();
-    bad.sort();
+    bad.sort_by(|a, b| a.0.cmp(&b.0));
     bad
 }
 
 /// A reader of the Parquet file at `path`, its footer read; or why there is none.
-fn open_parquet(path: &std::path::Path) -> Result<ParquetRecordBatchReaderBuilder<File>, String> {
-    let file = File::open(path).map_err(|e| e.to_string())?;
-    ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| e.to_string())
+fn open_parquet(path: &std::path::Path) -> Result<ParquetRecordBatchReaderBuilder<File>, ParquetError> {
+    ParquetRecordBatchReaderBuilder::try_new(File::open(path)?)
 }
 
-fn read_footer(path: &std::path::Path) -> Result<(), String> {
+fn read_footer(path: &std::path::Path) -> Result<(), ParquetError> {
     open_parquet(path).map(|_| ())
 }
 
 /// Rows of a data file, and for an exported events file its highest stream sequence.
-fn read_file(path: &std::path::Path, table: Table) -> Result<(u64, Option<u64>), String> {
+fn read_file(path: &std::path::Path, table: Table) -> Result<(u64, Option<u64>), ParquetError> {
     let builder = open_parquet(path)?;
     let rows = builder.metadata().file_metadata().num_rows() as u64;
     if table != Table::Events {
@@ -117,10 +117,10 @@ fn read_file(path: &std::path::Path, table: Table) -> Result<(u64, Option<u64>),
     let columns: Vec<usize> =
         ["stream_seq", "subject"].iter().filter_map(|name| schema.columns().iter().position(|c| c.name() == *name)).collect();
     let mask = ProjectionMask::leaves(schema, columns);
-    let reader = builder.with_projection(mask).build().map_err(|e| e.to_string())?;
+    let reader = builder.with_projection(mask).build()?;
     let mut exported_up_to: Option<u64> = None;
     for batch in reader {
-        let batch = batch.map_err(|e| e.to_string())?;
+        let batch = batch?;
         let (Some(seq), Some(subject)) = (batch.column_by_name("stream_seq"), batch.column_by_name("subject")) else {
             break;
         };

@@ -1,18 +1,17 @@
-//! Arrow schemas of the lake's tables and conversion of rows into record batches.
+//! Arrow schemas of the lake's tables and conversion of rows into record batches (those
+//! of `events` and `findings` are the model's, next to their types).
 
 use std::sync::{Arc, LazyLock};
 
-use datafusion::arrow::array::{
-    ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, StringBuilder, TimestampMillisecondArray, UInt64Array,
-};
+use datafusion::arrow::array::{ArrayRef, Float64Array, RecordBatch, StringArray, TimestampMillisecondArray, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::arrow::error::ArrowError;
 
 use super::layout::Table;
 use crate::ingest::QuarantinedLine;
 use crate::ingest::outcomes::Outcome;
-use crate::model::Event;
-pub use crate::model::finding::FINDINGS_SCHEMA;
+use crate::model::event::EVENTS_SCHEMA;
+use crate::model::finding::FINDINGS_SCHEMA;
 
 /// The hive partition column of every table: `YYYY-MM-DD`.
 pub const PARTITION_COLUMN: &str = "date";
@@ -20,53 +19,6 @@ pub const PARTITION_COLUMN: &str = "date";
 fn ts_type() -> DataType {
     DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()))
 }
-
-/// Columns of `events` as stored in each Parquet file (the partition column is in the path).
-pub static EVENTS_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
-    let text = |name: &str| Field::new(name, DataType::Utf8, true);
-    let int = |name: &str| Field::new(name, DataType::Int64, true);
-    let flag = |name: &str| Field::new(name, DataType::Boolean, true);
-    Arc::new(Schema::new(vec![
-        Field::new("stream_seq", DataType::UInt64, false),
-        Field::new("id", DataType::Utf8, false),
-        Field::new("ts", ts_type(), false),
-        Field::new("agent", DataType::Utf8, false),
-        Field::new("session", DataType::Utf8, false),
-        Field::new("type", DataType::Utf8, false),
-        Field::new("raw_type", DataType::Utf8, false),
-        Field::new("schema", DataType::Utf8, false),
-        text("content"),
-        text("role"),
-        text("from"),
-        text("to"),
-        text("channel"),
-        flag("success"),
-        text("tool_name"),
-        text("tool_params"),
-        text("tool_result"),
-        text("tool_error"),
-        flag("tool_is_error"),
-        int("tool_duration_ms"),
-        text("error"),
-        int("duration_ms"),
-        text("model"),
-        text("provider"),
-        int("usage_input"),
-        int("usage_output"),
-        int("usage_cache_read"),
-        int("usage_cache_write"),
-        int("usage_total"),
-        text("run_id"),
-        text("tool_call_id"),
-        text("canonical_type"),
-        text("trace_id"),
-        text("span_id"),
-        text("parent_span_id"),
-        text("subject"),
-        Field::new("payload", DataType::Utf8, false),
-        text("extra"),
-    ]))
-});
 
 /// Columns of `quarantine`.
 pub static QUARANTINE_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
@@ -158,67 +110,6 @@ pub fn file_schema(table: Table) -> SchemaRef {
         Table::Outputs => OUTPUTS_SCHEMA.clone(),
         Table::Outcomes => OUTCOMES_SCHEMA.clone(),
     }
-}
-
-/// Events (already in their final order) as one record batch.
-pub fn events_batch(events: &[&Event]) -> Result<RecordBatch, ArrowError> {
-    fn text<'a>(events: &[&'a Event], f: impl Fn(&'a Event) -> Option<&'a str>) -> ArrayRef {
-        // Sized up front: growing the value buffer while appending would copy it again and again.
-        let bytes = events.iter().map(|e| f(e).map_or(0, str::len)).sum();
-        let mut builder = StringBuilder::with_capacity(events.len(), bytes);
-        for e in events {
-            builder.append_option(f(e));
-        }
-        Arc::new(builder.finish())
-    }
-    fn int(events: &[&Event], f: impl Fn(&Event) -> Option<i64>) -> ArrayRef {
-        Arc::new(events.iter().map(|e| f(e)).collect::<Int64Array>())
-    }
-    fn flag(events: &[&Event], f: impl Fn(&Event) -> Option<bool>) -> ArrayRef {
-        Arc::new(events.iter().map(|e| f(e)).collect::<BooleanArray>())
-    }
-    let e = events;
-    let columns: Vec<ArrayRef> = vec![
-        Arc::new(UInt64Array::from_iter_values(e.iter().map(|e| e.stream_seq))),
-        text(e, |e| Some(&e.id)),
-        Arc::new(TimestampMillisecondArray::from_iter_values(e.iter().map(|e| e.ts)).with_timezone("UTC")),
-        text(e, |e| Some(&e.agent)),
-        text(e, |e| Some(&e.session)),
-        text(e, |e| Some(&e.event_type)),
-        text(e, |e| Some(&e.raw_type)),
-        text(e, |e| Some(e.schema.as_str())),
-        text(e, |e| e.content.as_deref()),
-        text(e, |e| e.role.as_deref()),
-        text(e, |e| e.from.as_deref()),
-        text(e, |e| e.to.as_deref()),
-        text(e, |e| e.channel.as_deref()),
-        flag(e, |e| e.success),
-        text(e, |e| e.tool_name.as_deref()),
-        text(e, |e| e.tool_params.as_deref()),
-        text(e, |e| e.tool_result.as_deref()),
-        text(e, |e| e.tool_error.as_deref()),
-        flag(e, |e| e.tool_is_error),
-        int(e, |e| e.tool_duration_ms),
-        text(e, |e| e.error.as_deref()),
-        int(e, |e| e.duration_ms),
-        text(e, |e| e.model.as_deref()),
-        text(e, |e| e.provider.as_deref()),
-        int(e, |e| e.usage_input),
-        int(e, |e| e.usage_output),
-        int(e, |e| e.usage_cache_read),
-        int(e, |e| e.usage_cache_write),
-        int(e, |e| e.usage_total),
-        text(e, |e| e.run_id.as_deref()),
-        text(e, |e| e.tool_call_id.as_deref()),
-        text(e, |e| e.canonical_type.as_deref()),
-        text(e, |e| e.trace_id.as_deref()),
-        text(e, |e| e.span_id.as_deref()),
-        text(e, |e| e.parent_span_id.as_deref()),
-        text(e, |e| e.subject.as_deref()),
-        text(e, |e| Some(&e.payload)),
-        text(e, |e| e.extra.as_deref()),
-    ];
-    RecordBatch::try_new(EVENTS_SCHEMA.clone(), columns)
 }
 
 /// Outcomes imported at `imported_at` (ms) as one record batch.

@@ -17,9 +17,10 @@ use datafusion::parquet::schema::types::ColumnPath;
 
 use super::LakeError;
 use super::layout::{Lake, PartitionDate, Table, WriterId, part_file_name};
-use super::schema::{events_batch, quarantine_batch};
+use super::schema::quarantine_batch;
 use crate::ingest::QuarantinedLine;
 use crate::model::Event;
+use crate::model::event::{EVENTS_SCHEMA, events_batch};
 
 /// Rows per record batch handed to the Parquet writer (and per row group at most).
 const BATCH_ROWS: usize = 64 * 1024;
@@ -91,12 +92,30 @@ pub fn write_parquet_atomic(
         writer.write(&batch)?;
     }
     let file = writer.into_inner()?;
-    file.sync_all().map_err(|e| LakeError::io(&tmp_path, e))?;
-    let bytes = file.metadata().map_err(|e| LakeError::io(&tmp_path, e))?.len();
-    drop(file);
-    fs::rename(&tmp_path, &final_path).map_err(|e| LakeError::io(&final_path, e))?;
-    sync_dir(dir)?;
+    let bytes = publish(file, &tmp_path, &final_path)?;
     Ok(WrittenFile { path: final_path, rows, bytes })
+}
+
+/// Copies the data file `from` (written elsewhere) to `dir/name`, so that it appears only
+/// when complete and durable, as [`write_parquet_atomic`] writes.
+pub fn copy_atomic(from: &WrittenFile, dir: &Path, name: &str) -> Result<WrittenFile, LakeError> {
+    fs::create_dir_all(dir).map_err(|e| LakeError::io(dir, e))?;
+    let final_path = dir.join(name);
+    let tmp_path = dir.join(format!(".{name}.tmp"));
+    fs::copy(&from.path, &tmp_path).map_err(|e| LakeError::io(&tmp_path, e))?;
+    let file = File::open(&tmp_path).map_err(|e| LakeError::io(&tmp_path, e))?;
+    let bytes = publish(file, &tmp_path, &final_path)?;
+    Ok(WrittenFile { path: final_path, rows: from.rows, bytes })
+}
+
+/// Makes the complete `file` at `tmp_path` durable and renames it to `final_path`: its size.
+fn publish(file: File, tmp_path: &Path, final_path: &Path) -> Result<u64, LakeError> {
+    file.sync_all().map_err(|e| LakeError::io(tmp_path, e))?;
+    let bytes = file.metadata().map_err(|e| LakeError::io(tmp_path, e))?.len();
+    drop(file);
+    fs::rename(tmp_path, final_path).map_err(|e| LakeError::io(final_path, e))?;
+    sync_dir(final_path.parent().expect("a data file is in a directory"))?;
+    Ok(bytes)
 }
 
 /// One Parquet file written on its own thread from batches handed to it as they are
@@ -203,7 +222,7 @@ fn write_sorted_events(dir: &Path, name: &str, events: EventBuffer) -> Result<Wr
         let rows: Vec<&Event> = chunk.iter().map(|&i| events[i as usize].as_ref()).collect();
         events_batch(&rows).map_err(LakeError::from)
     });
-    write_parquet_atomic(dir, name, super::schema::EVENTS_SCHEMA.clone(), batches)
+    write_parquet_atomic(dir, name, EVENTS_SCHEMA.clone(), batches)
 }
 
 impl EventSink {

@@ -7,7 +7,7 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef, TimeUnit, TimestampMillisecondType};
 use sha2::{Digest, Sha256};
 
-use super::severity::Severity;
+use super::severity::{Severity, UnknownSeverity};
 
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 pub struct Finding {
@@ -76,30 +76,43 @@ pub const DETECTOR_COLUMNS: [&str; 13] = [
     "fingerprint",
 ];
 
+/// Why a detector's result does not read as findings.
+#[derive(Debug, thiserror::Error)]
+pub enum FindingRowError {
+    #[error("its result has no column `{0}` (a detector yields {columns})", columns = DETECTOR_COLUMNS.join(", "))]
+    MissingColumn(&'static str),
+    #[error("column `{name}`: {source}")]
+    Column {
+        name: &'static str,
+        #[source]
+        source: datafusion::arrow::error::ArrowError,
+    },
+    #[error(transparent)]
+    Severity(#[from] UnknownSeverity),
+}
+
 /// Reads a detector's result batch into findings (ids and times filled in by the caller).
-pub fn from_detector_batch(batch: &RecordBatch) -> Result<Vec<Finding>, String> {
-    let column = |name: &str| batch.column_by_name(name).ok_or_else(|| format!("missing column `{name}`"));
-    let text =
-        |name: &str| -> Result<ArrayRef, String> { cast(column(name)?, &DataType::Utf8).map_err(|e| format!("column `{name}`: {e}")) };
-    let int =
-        |name: &str| -> Result<ArrayRef, String> { cast(column(name)?, &DataType::Int64).map_err(|e| format!("column `{name}`: {e}")) };
-    let occurred = cast(column("occurred_at")?, &DataType::Timestamp(TimeUnit::Millisecond, None))
-        .map_err(|e| format!("column `occurred_at`: {e}"))?;
+pub fn from_detector_batch(batch: &RecordBatch) -> Result<Vec<Finding>, FindingRowError> {
+    let cast_to = |name: &'static str, to: &DataType| -> Result<ArrayRef, FindingRowError> {
+        let column = batch.column_by_name(name).ok_or(FindingRowError::MissingColumn(name))?;
+        cast(column, to).map_err(|source| FindingRowError::Column { name, source })
+    };
+    let occurred = cast_to("occurred_at", &DataType::Timestamp(TimeUnit::Millisecond, None))?;
     let occurred = occurred.as_primitive::<TimestampMillisecondType>();
     let texts: Vec<ArrayRef> =
         ["signal", "severity", "chain_id", "agent", "session", "start_event_id", "end_event_id", "summary", "evidence", "fingerprint"]
-            .iter()
-            .map(|n| text(n))
+            .into_iter()
+            .map(|n| cast_to(n, &DataType::Utf8))
             .collect::<Result<_, _>>()?;
     let t: Vec<&StringArray> = texts.iter().map(|a| a.as_string::<i32>()).collect();
-    let (start, end) = (int("start_idx")?, int("end_idx")?);
+    let (start, end) = (cast_to("start_idx", &DataType::Int64)?, cast_to("end_idx", &DataType::Int64)?);
     let (start, end) = (start.as_primitive::<Int64Type>(), end.as_primitive::<Int64Type>());
     let get = |a: &StringArray, i: usize| {
         if a.is_null(i) { String::new() } else { a.value(i).to_owned() }
     };
     (0..batch.num_rows())
         .map(|i| {
-            let severity = get(t[1], i).parse::<Severity>().map_err(|e| e.to_string())?;
+            let severity = get(t[1], i).parse::<Severity>()?;
             Ok(Finding {
                 finding_id: String::new(),
                 run_id: String::new(),

@@ -31,6 +31,6 @@ pub async fn rule_effectiveness(ctx: &SessionContext) -> Result<Vec<RuleEffectiv
     query_json(ctx, sql)
         .await?
         .into_iter()
-        .map(|row| serde_json::from_value(row).map_err(|e| EngineError::Row { query: "rule_effectiveness", message: e.to_string() }))
+        .map(|row| serde_json::from_value(row).map_err(|source| EngineError::Row { query: "rule_effectiveness", source }))
         .collect()
 }

@@ -9,31 +9,31 @@ use std::sync::Arc;
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::datasource::MemTable;
-use datafusion::prelude::SessionContext;
+use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use futures::TryStreamExt;
 
 use super::PipelineError;
 use crate::classify::stage::{apply_triage, chain_transcripts, classifications_batch};
 use crate::classify::{ClassifyOptions, FindingVerdict, LlmCache, Tiers, classify};
 use crate::config::Config;
-use crate::detect::run::{BucketWork, analyze_bucket};
+use crate::detect::run::{BucketWork, SkippedDetectors, analyze_bucket};
 use crate::detect::{Detector, enabled_builtin_detectors, run_detectors, user_detectors};
 use crate::engine::chains::{Buckets, ChainStats, Slice, build_chains, define_analysis_events};
 use crate::engine::session::FAILURE_COLUMNS;
-use crate::engine::{EngineOptions, open_session};
+use crate::engine::{EngineError, EngineOptions, open_session};
 use crate::lake::commit::{Run, RunLock, begin, commit};
 use crate::lake::layout::{PartitionDate, part_file_name};
-use crate::lake::schema::{CLASSIFICATIONS_SCHEMA, FAILURES_SCHEMA, FINDINGS_SCHEMA, OUTPUTS_SCHEMA};
+use crate::lake::schema::{CLASSIFICATIONS_SCHEMA, FAILURES_SCHEMA, OUTPUTS_SCHEMA};
 use crate::lake::state::{AnalysisRecord, ProcessingState};
-use crate::lake::writer::{BatchFileWriter, write_parquet_atomic};
+use crate::lake::writer::{BatchFileWriter, copy_atomic, write_parquet_atomic};
 use crate::lake::writers::{RegisteredWriter, retire};
 use crate::lake::{Lake, LakeError, Table, WriterId};
-use crate::model::finding::findings_batch;
+use crate::model::finding::{FINDINGS_SCHEMA, findings_batch};
 use crate::model::{Finding, Scope};
-use crate::output::effectiveness::{RuleEffectiveness, rule_effectiveness};
+use crate::output::effectiveness::rule_effectiveness;
 use crate::output::files::write_artifacts;
 use crate::output::table::outputs_batch;
-use crate::output::{Classified, GeneratedOutput, generate_outputs};
+use crate::output::{Classified, generate_outputs};
 use crate::redact::Redactor;
 use crate::report::analysis::{AnalysisReport, FindingCounts, ReportParts};
 
@@ -69,30 +69,20 @@ pub struct LlmStats {
 /// What an analysis run found.
 #[derive(Debug, Clone)]
 pub struct Analysis {
-    pub run_id: String,
-    pub started_at: i64,
-    pub completed_at: i64,
-    pub events_processed: u64,
-    pub chains: u64,
-    pub time_range: (i64, i64),
+    /// What its report shows: the most severe new findings (`output.maxFindings`, most
+    /// severe first), every new finding counted (the lake keeps them all), what the LLM
+    /// said of each finding it was asked about (dropped ones included), the outputs and
+    /// rule effectiveness.
+    pub results: ReportParts,
     /// Events before this time (ms) were left out as analyzed already (none with `full`).
     pub resumed_from: Option<i64>,
     /// Earlier runs whose findings, failures, classifications and outputs a full run replaced.
     pub replaced_runs: usize,
-    /// The most severe new findings of this run (`output.maxFindings`), most severe first.
-    pub findings: Vec<Finding>,
-    /// Every new finding of this run, counted (the lake keeps them all).
-    pub counts: FindingCounts,
     /// User detectors that could not run: (file, reason).
-    pub skipped_detectors: Vec<(String, String)>,
-    pub processing_state: ProcessingState,
-    /// What the LLM said, one per finding it was asked about (dropped ones included).
-    pub verdicts: Vec<FindingVerdict>,
+    pub skipped_detectors: SkippedDetectors,
     pub llm: Option<LlmStats>,
-    pub outputs: Vec<GeneratedOutput>,
     /// Artifact files written.
     pub artifact_files: Vec<PathBuf>,
-    pub rule_effectiveness: Vec<RuleEffectiveness>,
     /// Things dropped on the way (invalid patterns …).
     pub warnings: Vec<String>,
 }
@@ -100,20 +90,7 @@ pub struct Analysis {
 impl Analysis {
     /// The run as an AnalysisReport (spec §10.4).
     pub fn into_report(self) -> AnalysisReport {
-        AnalysisReport::assemble(ReportParts {
-            run_id: self.run_id,
-            started_at: self.started_at,
-            completed_at: self.completed_at,
-            events_processed: self.events_processed,
-            chains: self.chains,
-            time_range: self.time_range,
-            findings: self.findings,
-            counts: self.counts,
-            processing_state: self.processing_state,
-            verdicts: self.verdicts,
-            outputs: self.outputs,
-            rule_effectiveness: self.rule_effectiveness,
-        })
+        AnalysisReport::assemble(self.results)
     }
 }
 
@@ -161,6 +138,11 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let date = PartitionDate::from_millis(detected_at);
     let findings_file =
         BatchFileWriter::start(lake.partition_dir(Table::Findings, &date), part_file_name(&writer, 1), FINDINGS_SCHEMA.clone());
+    // Each bucket's failure occurrences are written as they come, not held in memory: to a
+    // file outside the lake's tables, which queries see only once committed, for the
+    // detectors across sessions to read; the lake gets a copy.
+    let failures_dir = tempfile::Builder::new().prefix("tracelake-failures-").tempdir().map_err(EngineError::Spill)?;
+    let failures_file = BatchFileWriter::start(failures_dir.path().to_owned(), "failures.parquet".into(), FAILURES_SCHEMA.clone());
     let mut kept = MostSevere {
         reported,
         max: usize::try_from(config.output.max_findings.max(0)).unwrap_or(usize::MAX),
@@ -176,7 +158,6 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let work = Arc::new(BucketWork::plan(&ctx, buckets.schema(), per_bucket, config, params).await?);
     let mut skipped_detectors = None;
     let mut stats = ChainStats::default();
-    let mut occurrences = Vec::new();
     buckets
         .run(&ctx, |events| {
             let work = Arc::clone(&work);
@@ -185,17 +166,25 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         .try_for_each(|bucket| {
             stats.add(bucket.stats);
             skipped_detectors.get_or_insert(bucket.skipped);
-            occurrences.extend(bucket.failures);
-            std::future::ready(kept.add(bucket.findings, &findings_file))
+            let failures = bucket.failures.into_iter().try_for_each(|batch| failures_file.write(batch)).map_err(PipelineError::from);
+            std::future::ready(failures.and_then(|()| kept.add(bucket.findings, &findings_file)))
         })
         .await?;
     let buckets_removed = buckets.remove();
     crate::memory::release_freed();
     let skipped_detectors = skipped_detectors.unwrap_or_default();
-    // The same failure in other sessions: over every bucket's failures at once.
-    let schema = occurrences.first().map_or_else(|| FAILURES_SCHEMA.clone(), |b| b.schema());
+    // The same failure in other sessions: over every bucket's failures at once, read back.
+    let failures_written = failures_file.finish()?;
     ctx.deregister_table("failure_occurrences")?;
-    ctx.register_table("failure_occurrences", Arc::new(MemTable::try_new(schema, vec![occurrences.clone()])?))?;
+    match &failures_written {
+        Some(file) => {
+            let options = ParquetReadOptions::default().schema(&FAILURES_SCHEMA);
+            ctx.register_parquet("failure_occurrences", file.path.to_string_lossy(), options).await?
+        }
+        None => {
+            ctx.register_table("failure_occurrences", Arc::new(MemTable::try_new(FAILURES_SCHEMA.clone(), vec![Vec::new()])?)).map(drop)?
+        }
+    }
     kept.add(run_detectors(&ctx, &across_sessions, config, params).await?.0, &findings_file)?;
     let MostSevere { mut findings, mut counts, .. } = kept;
     sort_most_severe_first(&mut findings);
@@ -256,7 +245,10 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let classifications = classifications_batch(&verdicts, &all_signals, &run_id, detected_at)?;
     let outputs_rows = outputs_batch(&outputs, &run_id, detected_at)?;
     let written = [
-        write(Table::Failures, 2, FAILURES_SCHEMA.clone(), occurrences),
+        failures_written
+            .map(|f| copy_atomic(&f, &lake.partition_dir(Table::Failures, &date), &part_file_name(&writer, 2)))
+            .transpose()
+            .map(|file| file.map(|f| lake.relative(&f.path))),
         write(Table::Classifications, 3, CLASSIFICATIONS_SCHEMA.clone(), vec![classifications]),
         write(Table::Outputs, 4, OUTPUTS_SCHEMA.clone(), vec![outputs_rows]),
         findings_file.finish().map(|file| file.map(|f| lake.relative(&f.path))),
@@ -281,33 +273,28 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         None => Vec::new(),
     };
     drop(run_lock);
-    buckets_removed.await.map_err(crate::engine::EngineError::Worker)?;
+    buckets_removed.await.map_err(EngineError::Worker)?;
     // Rules are generated outputs: a lake that never had one has nothing to measure.
     let rule_effectiveness = if lake.table_dir(Table::Outputs).is_dir() {
         rule_effectiveness(&open_session(lake, redactor, &engine).await?).await?
     } else {
         Vec::new()
     };
-    Ok(Analysis {
+    let results = ReportParts {
         run_id,
         started_at,
         completed_at: chrono::Utc::now().timestamp_millis(),
         events_processed,
         chains,
         time_range,
-        resumed_from: resume,
-        replaced_runs,
         findings,
         counts,
-        skipped_detectors,
         processing_state,
         verdicts,
-        llm,
         outputs,
-        artifact_files,
         rule_effectiveness,
-        warnings,
-    })
+    };
+    Ok(Analysis { results, resumed_from: resume, replaced_runs, skipped_detectors, llm, artifact_files, warnings })
 }
 
 /// The findings of a run: new ones (not reported by an earlier run), each once. The most

@@ -6,7 +6,9 @@ use std::fmt::Write;
 use serde_json::json;
 
 use super::LakeReport;
-use crate::classify::prompts::transcript;
+use super::analysis::ReportFinding;
+use crate::classify::TranscriptEvent;
+use crate::classify::prompts::truncate;
 
 const STYLE: &str = include_str!("report.css");
 const SCRIPT: &str = include_str!("report.js");
@@ -62,10 +64,22 @@ fn findings_table(page: &mut String, report: &LakeReport) {
             r.stats.findings_detected
         );
     }
-    page.push_str("<table class=\"findings\"><thead><tr><th>severity</th><th>signal</th><th>agent</th><th>session</th><th>occurred</th><th>summary</th><th>fix</th><th>chain</th></tr></thead><tbody>\n");
+    // Fixes come from classification; without it the column would be empty on every row.
+    let classified = r.findings.iter().any(|f| f.classification.is_some());
+    if !classified {
+        page.push_str("<p class=\"hint\">No fixes are suggested: findings are classified, and fixes written, only when an LLM is configured (<code>llm.enabled</code>, see the README).</p>\n");
+    }
+    let fix_header = if classified { "<th>fix</th>" } else { "" };
+    let _ = writeln!(
+        page,
+        "<table class=\"findings\"><thead><tr><th>severity</th><th>signal</th><th>agent</th><th>session</th><th>occurred</th><th>summary</th>{fix_header}<th>chain</th></tr></thead><tbody>"
+    );
     for f in &r.findings {
-        let fix =
-            f.classification.as_ref().map_or(String::new(), |c| format!("<b>{}</b> {}", c.action_type.as_str(), escape(&c.action_text)));
+        let fix = match (&f.classification, classified) {
+            (_, false) => String::new(),
+            (Some(c), true) => format!("<td><b>{}</b> {}</td>", c.action_type.as_str(), escape(&c.action_text)),
+            (None, true) => "<td></td>".to_owned(),
+        };
         let link = if report.transcripts.contains_key(&f.chain_id) {
             format!("<a href=\"#chain-{0}\">{0}</a>", escape(&f.chain_id))
         } else {
@@ -73,7 +87,7 @@ fn findings_table(page: &mut String, report: &LakeReport) {
         };
         let _ = writeln!(
             page,
-            "<tr class=\"sev-{sev}\"><td>{sev}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{fix}</td><td>{link}</td></tr>",
+            "<tr class=\"sev-{sev}\"><td>{sev}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{fix}<td>{link}</td></tr>",
             escape(&f.signal.signal),
             escape(&f.agent),
             escape(&f.session),
@@ -118,17 +132,74 @@ fn transcripts_section(page: &mut String, report: &LakeReport) {
     if report.transcripts.is_empty() {
         return;
     }
-    page.push_str("<section><h2>Chain transcripts</h2>\n");
+    page.push_str("<section><h2>Chain transcripts</h2>\n<p class=\"hint\">The events of a finding are marked, with the finding's signal beside them.</p>\n");
     for (chain_id, events) in &report.transcripts {
+        let findings: Vec<&ReportFinding> = report.report.findings.iter().filter(|f| &f.chain_id == chain_id).collect();
+        let mut signals: Vec<&str> = findings.iter().map(|f| f.signal.signal.as_str()).collect();
+        signals.sort_unstable();
+        signals.dedup();
         let _ = writeln!(
             page,
-            "<details id=\"chain-{0}\" class=\"transcript\"><summary>chain {0} ({1} events)</summary><pre>{2}</pre></details>",
+            "<details id=\"chain-{0}\" class=\"transcript\"><summary>chain {0} ({1} events) · {2}</summary><ol start=\"0\">",
             escape(chain_id),
             events.len(),
-            escape(&transcript(events))
+            escape(&signals.join(", "))
         );
+        for (idx, event) in events.iter().enumerate() {
+            let idx = idx as i64;
+            let marks: Vec<&str> = findings
+                .iter()
+                .filter(|f| f.signal.event_range.start <= idx && idx <= f.signal.event_range.end)
+                .map(|f| f.signal.signal.as_str())
+                .collect();
+            let class = if marks.is_empty() { String::new() } else { " class=\"hit\"".to_owned() };
+            let mark = if marks.is_empty() { String::new() } else { format!("<span class=\"mark\">{}</span>", escape(&marks.join(", "))) };
+            let _ = writeln!(page, "<li{class}>{mark}{}</li>", transcript_event(event));
+        }
+        page.push_str("</ol></details>\n");
     }
     page.push_str("</section>\n");
+}
+
+/// One event of a transcript: time, kind, tool, and its text (JSON laid out to be read).
+fn transcript_event(event: &TranscriptEvent) -> String {
+    let time = chrono::DateTime::from_timestamp_millis(event.ts_ms).unwrap_or_default().format("%H:%M:%S");
+    let tool = event.tool_name.as_deref().map_or(String::new(), |t| format!(" <code>{}</code>", escape(t)));
+    let (kind, texts) = match event.event_type.as_str() {
+        "msg.in" => ("user", vec![&event.content]),
+        "msg.out" => ("agent", vec![&event.content]),
+        "tool.call" => ("tool call", vec![&event.tool_params]),
+        "tool.result" if event.tool_error.is_some() => ("tool error", vec![&event.tool_error, &event.tool_result]),
+        "tool.result" => ("tool result", vec![&event.tool_result]),
+        other => (other, vec![&event.content]),
+    };
+    let css = kind.replace(' ', "-");
+    let body: String = texts
+        .into_iter()
+        .flatten()
+        .map(|text| format!("<pre>{}</pre>", escape(&truncate(&readable(text), TRANSCRIPT_TEXT_CHARS))))
+        .collect();
+    format!("<span class=\"time\">{time}</span> <span class=\"kind {css}\">{}</span>{tool}{body}", escape(kind))
+}
+
+/// Characters of one event's text shown in a transcript.
+const TRANSCRIPT_TEXT_CHARS: usize = 2000;
+
+/// JSON text laid out with indentation (a JSON string holding JSON is unwrapped first);
+/// anything else as it is.
+fn readable(text: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::String(inner)) => match serde_json::from_str::<serde_json::Value>(&inner) {
+            Ok(v @ (serde_json::Value::Object(_) | serde_json::Value::Array(_))) => pretty(&v),
+            _ => inner,
+        },
+        Ok(v @ (serde_json::Value::Object(_) | serde_json::Value::Array(_))) => pretty(&v),
+        _ => text.to_owned(),
+    }
+}
+
+fn pretty(value: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(value).expect("a JSON value serializes")
 }
 
 fn iso(ms: i64) -> String {

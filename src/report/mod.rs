@@ -85,7 +85,7 @@ pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_f
 
     let mut findings: Vec<Finding> = Vec::new();
     for row in query_json(&ctx, &format!("{FINDINGS_SQL} LIMIT {max_findings}")).await? {
-        findings.push(serde_json::from_value(row).map_err(|e| DetectError::FindingRow(e.to_string()))?);
+        findings.push(serde_json::from_value(row).map_err(DetectError::FindingRow)?);
     }
     let mut counts = FindingCounts::default();
     for row in query_json(&ctx, FINDING_COUNTS_SQL).await? {

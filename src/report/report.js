@@ -22,14 +22,14 @@
       return;
     }
     const totals = categories.map((_, i) => series.reduce((sum, s) => sum + (s.values[i] || 0), 0));
-    const max = Math.max(1, ...totals);
+    const axis = niceAxis(Math.max(1, ...totals));
     const band = (width - left - 10) / categories.length;
     const barWidth = Math.max(2, band * 0.7);
-    const scale = (v) => (v / max) * (height - bottom - top);
-    svg.appendChild(el("line", { x1: left, y1: height - bottom, x2: width - 10, y2: height - bottom, stroke: "#99a" }));
-    for (const tick of [0, Math.round(max / 2), max]) {
+    const scale = (v) => (v / axis.max) * (height - bottom - top);
+    for (const tick of axis.ticks) {
       const y = height - bottom - scale(tick);
-      svg.appendChild(el("text", { x: left - 6, y: y + 4, "text-anchor": "end" }, String(tick)));
+      svg.appendChild(el("line", { x1: left, y1: y, x2: width - 10, y2: y, stroke: tick === 0 ? "#99a" : "#e4e7ee" }));
+      svg.appendChild(el("text", { x: left - 6, y: y + 4, "text-anchor": "end", class: "tick" }, tick.toLocaleString("en-US")));
     }
     categories.forEach((cat, i) => {
       let y = height - bottom;
@@ -45,7 +45,8 @@
       });
       if (categories.length <= 16 || i % Math.ceil(categories.length / 16) === 0) {
         const label = el("text", { x: x + barWidth / 2, y: height - bottom + 14, "text-anchor": "end",
-          transform: `rotate(-35 ${x + barWidth / 2} ${height - bottom + 14})` }, String(cat).slice(0, 18));
+          transform: `rotate(-35 ${x + barWidth / 2} ${height - bottom + 14})` }, shorten(String(cat), 18));
+        label.appendChild(el("title", {}, String(cat)));
         svg.appendChild(label);
       }
     });
@@ -63,6 +64,55 @@
       lx += w;
     });
     svg.setAttribute("viewBox", `0 0 ${width} ${ly + 18}`);
+    container.appendChild(svg);
+  }
+
+  // Axis ticks at 1, 2 or 5 times a power of ten, the top tick at or above the largest value.
+  function niceAxis(largest) {
+    const raw = largest / 4;
+    const power = Math.pow(10, Math.floor(Math.log10(raw)));
+    const step = Math.max(1, [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw));
+    const max = Math.ceil(largest / step) * step;
+    const ticks = [];
+    for (let t = 0; t <= max; t += step) ticks.push(t);
+    return { max, ticks };
+  }
+
+  // A label cut to `max` characters ends in an ellipsis; the whole label is its tooltip.
+  function shorten(text, max) {
+    return text.length <= max ? text : text.slice(0, max - 1) + "\u2026";
+  }
+
+  // One horizontal bar per label, for long labels such as tool names.
+  function horizontalBars(container, labels, values, color) {
+    const width = 560, left = 190, right = 50, row = 22, top = 6;
+    const height = top + Math.max(1, labels.length) * row + 24;
+    const svg = el("svg", { viewBox: `0 0 ${width} ${height}`, role: "img" });
+    if (labels.length === 0) {
+      svg.appendChild(el("text", { x: width / 2, y: 40, "text-anchor": "middle", class: "empty" }, "no data"));
+      svg.setAttribute("viewBox", `0 0 ${width} 80`);
+      container.appendChild(svg);
+      return;
+    }
+    const axis = niceAxis(Math.max(1, ...values));
+    const plot = width - left - right;
+    const bottom = top + labels.length * row;
+    for (const tick of axis.ticks) {
+      const x = left + (tick / axis.max) * plot;
+      svg.appendChild(el("line", { x1: x, y1: top, x2: x, y2: bottom, stroke: tick === 0 ? "#99a" : "#e4e7ee" }));
+      svg.appendChild(el("text", { x, y: bottom + 14, "text-anchor": "middle", class: "tick" }, tick.toLocaleString("en-US")));
+    }
+    labels.forEach((name, i) => {
+      const y = top + i * row;
+      const label = el("text", { x: left - 8, y: y + row / 2 + 4, "text-anchor": "end" }, shorten(name, 30));
+      label.appendChild(el("title", {}, name));
+      svg.appendChild(label);
+      const w = (values[i] / axis.max) * plot;
+      const rect = el("rect", { x: left, y: y + 3, width: Math.max(1, w), height: row - 6, fill: color, class: "bar" });
+      rect.appendChild(el("title", {}, `${name}: ${values[i]}`));
+      svg.appendChild(rect);
+      svg.appendChild(el("text", { x: left + w + 4, y: y + row / 2 + 4 }, values[i].toLocaleString("en-US")));
+    });
     container.appendChild(svg);
   }
 
@@ -97,7 +147,7 @@
   });
   draw("chart-tools", (c) => {
     const rows = charts.failingTools;
-    stackedBars(c, rows.map((r) => r.tool), [{ name: "", values: rows.map((r) => Number(r.failures)) }], () => "#c0392b");
+    horizontalBars(c, rows.map((r) => String(r.tool)), rows.map((r) => Number(r.failures)), "#c0392b");
   });
   draw("chart-chain-lengths", (c) => {
     const rows = charts.chainLengths;

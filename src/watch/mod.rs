@@ -16,8 +16,8 @@ use crate::engine::{EngineOptions, session::memory_session};
 use crate::ingest::Decoder;
 use crate::ingest::nats::{NatsError, NatsSource, StartAt};
 use crate::lake::LakeError;
-use crate::lake::schema::events_batch;
 use crate::model::Event;
+use crate::model::event::events_batch;
 use crate::model::{Finding, Severity};
 use crate::redact::Redactor;
 use sent::SentAlerts;
@@ -40,8 +40,12 @@ pub enum WatchError {
 #[derive(Debug, Clone)]
 pub struct WatchOptions {
     pub webhook: String,
-    /// Events older than this (before the newest one) leave the window.
+    /// Events older than this (before the newest one, by the events' own times) leave the
+    /// window.
     pub window: Duration,
+    /// Read the stream from the messages published since this time (ms since the epoch)
+    /// instead of `window` back from now: a replay of traces published earlier.
+    pub since_ms: Option<i64>,
     /// How often the detectors run while events arrive.
     pub interval: Duration,
     /// Alerts for findings at or above this severity.
@@ -70,7 +74,7 @@ pub async fn watch(
 ) -> Result<WatchStats, WatchError> {
     let source = NatsSource::connect(nats).await?;
     let window_ms = i64::try_from(opts.window.as_millis()).unwrap_or(i64::MAX);
-    let start = chrono::Utc::now().timestamp_millis().saturating_sub(window_ms);
+    let start = opts.since_ms.unwrap_or_else(|| chrono::Utc::now().timestamp_millis().saturating_sub(window_ms));
     let mut messages = source.messages(StartAt::Time(start), &[]).await?;
     let decoder = Decoder::new(redactor.clone());
     let engine = EngineOptions::from_config(config)?;
@@ -110,15 +114,16 @@ pub async fn watch(
         let ctx = memory_session(vec![batch], redactor.clone(), &engine).await?;
         build_chains(&ctx, params).await?;
         let (findings, _) = run_detectors(&ctx, &detectors, config, params).await?;
-        for finding in findings.iter().filter(|f| f.severity >= opts.min_severity) {
+        for mut finding in findings.into_iter().filter(|f| f.severity >= opts.min_severity) {
             if sent.contains(&finding.finding_id) {
                 continue;
             }
-            match webhook.post(finding).await {
+            finding.detected_at = chrono::Utc::now().timestamp_millis();
+            match webhook.post(&finding).await {
                 Ok(()) => {
                     sent.insert(&finding.finding_id)?;
                     stats.alerts_sent += 1;
-                    on_alert(finding);
+                    on_alert(&finding);
                 }
                 // Not marked as sent: the next run, at the next interval, tries again.
                 Err(e) => {

@@ -237,17 +237,17 @@ fn analysis_in_session_buckets_finds_the_same_as_in_one_piece() {
     let lake_dir = dir.path().join("lake");
     tracelake_ok(&["import", "--lake", lake_dir.to_str().unwrap(), input.to_str().unwrap()]);
     let lake = tracelake::lake::Lake::new(lake_dir);
-    let all = tracelake::config::Config::resolve(&serde_json::from_str(ALL_FINDINGS).unwrap());
+    let all = tracelake::config::Config::resolve(&serde_json::from_str(ALL_FINDINGS).unwrap()).unwrap();
     // A cap below the findings of one bucket: the most severe of all buckets are kept.
-    let capped = tracelake::config::Config::resolve(&json!({"output": {"maxFindings": 40}}));
+    let capped = tracelake::config::Config::resolve(&json!({"output": {"maxFindings": 40}})).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let run = |config: &tracelake::config::Config, bucket_events: u64| {
         let opts = AnalyzeOptions { full: true, bucket_events, ..AnalyzeOptions::default() };
         let analysis = runtime.block_on(analyze(&lake, config, tracelake::redact::Redactor::builtin(), &opts)).unwrap();
         let mut ids: Vec<(String, tracelake::model::Severity, String)> =
-            analysis.findings.iter().map(|f| (f.finding_id.clone(), f.severity, f.summary.clone())).collect();
+            analysis.results.findings.iter().map(|f| (f.finding_id.clone(), f.severity, f.summary.clone())).collect();
         ids.sort();
-        (ids, analysis.chains, analysis.events_processed, analysis.time_range)
+        (ids, analysis.results.chains, analysis.results.events_processed, analysis.results.time_range)
     };
     let whole = run(&all, 0);
     let bucketed = run(&all, 2500);

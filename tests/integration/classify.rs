@@ -126,7 +126,8 @@ fn analyzer_llm_fields_override_the_top_level_field_by_field() {
     let config = Config::resolve(&json!({
         "llm": {"enabled": true, "endpoint": "http://top/v1", "model": "top-model", "apiKey": "top-key", "timeoutMs": 1000},
         "traceAnalyzer": {"llm": {"enabled": true, "model": "analyzer-model"}}
-    }));
+    }))
+    .unwrap();
     let deep = LlmEndpoint::deep(&config.llm).unwrap();
     assert_eq!((deep.endpoint.as_str(), deep.model.as_str()), ("http://top/v1", "analyzer-model"));
     assert_eq!((deep.api_key.as_deref(), deep.timeout), (Some("top-key"), Duration::from_millis(1000)));
@@ -137,7 +138,8 @@ fn analyzer_llm_falls_back_to_the_top_level_block() {
     let config = Config::resolve(&json!({
         "llm": {"enabled": true, "endpoint": "http://top/v1", "model": "top-model"},
         "traceAnalyzer": {}
-    }));
+    }))
+    .unwrap();
     let deep = LlmEndpoint::deep(&config.llm).unwrap();
     assert_eq!((deep.endpoint.as_str(), deep.model.as_str()), ("http://top/v1", "top-model"));
     assert!(Tiers::from_config(&config.llm).unwrap().is_some());
@@ -145,9 +147,9 @@ fn analyzer_llm_falls_back_to_the_top_level_block() {
 
 #[test]
 fn disabled_llm_means_no_classification() {
-    let config = Config::resolve(&json!({"traceAnalyzer": {"llm": {"enabled": false, "endpoint": "http://x", "model": "m"}}}));
+    let config = Config::resolve(&json!({"traceAnalyzer": {"llm": {"enabled": false, "endpoint": "http://x", "model": "m"}}})).unwrap();
     assert!(Tiers::from_config(&config.llm).unwrap().is_none());
-    let enabled_without_endpoint = Config::resolve(&json!({"traceAnalyzer": {"llm": {"enabled": true, "model": "m"}}}));
+    let enabled_without_endpoint = Config::resolve(&json!({"traceAnalyzer": {"llm": {"enabled": true, "model": "m"}}})).unwrap();
     let error = Tiers::from_config(&enabled_without_endpoint.llm).err().expect("an error").to_string();
     assert!(error.contains("endpoint"), "{error}");
 }

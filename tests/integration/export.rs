@@ -239,7 +239,16 @@ fn an_export_whose_server_dies_says_how_far_it_got_and_fails() {
     let dir = tempfile::tempdir().unwrap();
     let lake = dir.path().join("lake").display().to_string();
     let child = spawn_export(&lake, &server);
-    std::thread::sleep(Duration::from_millis(300));
+    let manifest = std::path::Path::new(&lake).join("_state/manifest.json");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let cursor = || -> u64 {
+        let state: Option<Value> = std::fs::read(&manifest).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok());
+        state.and_then(|m| m["export"]["cursor"].as_u64()).unwrap_or(0)
+    };
+    while cursor() == 0 {
+        assert!(Instant::now() < deadline, "the export never committed");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     server.kill();
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -5,6 +5,7 @@ mod analyze;
 mod chains;
 mod classify;
 mod common;
+mod config;
 mod damage;
 mod demo;
 mod export;

@@ -303,3 +303,177 @@ fn the_html_report_is_not_written_to_a_terminal() {
     let markdown = in_terminal("report --format markdown");
     assert!(markdown.status.success() && String::from_utf8_lossy(&markdown.stdout).contains("# "), "markdown is for terminals");
 }
+
+/// Values a report must never show anonymized, planted in every field an event has.
+const PLANTED: [&str; 12] = [
+    "Yusuf",
+    "Okafor",
+    "yusuf.okafor@example.com",
+    "+1 415 555 0199",
+    "221B Baker Street",
+    "user_8842",
+    "/home/yokafor/orders.csv",
+    "db7.internal.example.net",
+    "10.42.7.19",
+    "okafor-helpdesk",
+    "sess-yokafor-1",
+    "evt-yokafor",
+];
+
+fn planted_trace() -> String {
+    let (agent, session) = ("okafor-helpdesk", "sess-yokafor-1");
+    let events = [
+        (
+            "msg.in",
+            json!({"from": "user", "content": "Hi, I am Yusuf Okafor (user_8842), mail yusuf.okafor@example.com, phone +1 415 555 0199. Cancel my order to 221B Baker Street."}),
+        ),
+        (
+            "tool.call",
+            json!({"toolName": "cancel_order", "params": {"user": "user_8842", "name": "Yusuf Okafor", "file": "/home/yokafor/orders.csv"}}),
+        ),
+        (
+            "tool.result",
+            json!({"toolName": "cancel_order", "params": {"user": "user_8842"}, "error": "connect db7.internal.example.net (10.42.7.19) failed for yusuf.okafor@example.com"}),
+        ),
+        (
+            "msg.out",
+            json!({"to": "user", "content": "Done, Yusuf Okafor! Your order to 221B Baker Street is cancelled; we will call +1 415 555 0199.", "success": true}),
+        ),
+        (
+            "msg.in",
+            json!({"from": "user", "content": "No, that's wrong, Yusuf Okafor's order at 221B Baker Street still shows as active! This is useless."}),
+        ),
+        ("tool.call", json!({"toolName": "cancel_order", "params": {"user": "user_8842", "host": "db7.internal.example.net"}})),
+        (
+            "tool.result",
+            json!({"toolName": "cancel_order", "params": {"user": "user_8842"}, "error": "connect db7.internal.example.net (10.42.7.19) failed for yusuf.okafor@example.com"}),
+        ),
+        ("tool.call", json!({"toolName": "cancel_order", "params": {"user": "user_8842", "host": "db7.internal.example.net"}})),
+        (
+            "tool.result",
+            json!({"toolName": "cancel_order", "params": {"user": "user_8842"}, "error": "connect db7.internal.example.net (10.42.7.19) failed for yusuf.okafor@example.com"}),
+        ),
+        ("tool.call", json!({"toolName": "cancel_order", "params": {"user": "user_8842", "host": "db7.internal.example.net"}})),
+        (
+            "tool.result",
+            json!({"toolName": "cancel_order", "params": {"user": "user_8842"}, "result": {"owner": "Yusuf Okafor", "address": "221B Baker Street"}, "error": "still failing for user_8842 at 10.42.7.19"}),
+        ),
+        (
+            "msg.out",
+            json!({"to": "user", "content": "I have cancelled it now, Yusuf Okafor. The refund goes to yusuf.okafor@example.com.", "success": true}),
+        ),
+    ];
+    events
+        .iter()
+        .enumerate()
+        .map(|(i, (kind, payload))| {
+            json!({"id": format!("evt-yokafor-{i}"), "ts": 1_767_225_600_000_i64 + i as i64 * 2000, "agent": agent, "session": session, "type": kind, "payload": payload})
+                .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn an_anonymized_report_holds_none_of_the_values_planted_in_every_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("planted.jsonl");
+    std::fs::write(&trace, planted_trace()).unwrap();
+    let lake = dir.path().join("lake").display().to_string();
+    tracelake_ok(&["import", "--lake", &lake, trace.to_str().unwrap()]);
+    tracelake_ok(&["analyze", "--lake", &lake]);
+    let findings = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", "SELECT DISTINCT signal FROM findings ORDER BY 1"]);
+    assert!(findings.lines().count() >= 3, "the planted trace has findings of several signals: {findings}");
+    let plain = tracelake_ok(&["report", "--lake", &lake, "--format", "json"]);
+    assert!(PLANTED.iter().filter(|p| plain.contains(*p)).count() >= 6, "the plain report shows what was said: {plain}");
+    for format in ["json", "markdown", "html"] {
+        let anonymous = tracelake_ok(&["report", "--lake", &lake, "--format", format, "--anonymize"]);
+        for planted in PLANTED {
+            assert!(!anonymous.contains(planted), "{format}: `{planted}` left in the anonymized report:\n{anonymous}");
+        }
+        assert!(anonymous.contains("cancel_order") && anonymous.contains("agent-1"), "{format}: tools and placeholders stay");
+    }
+}
+
+/// Two failing tools whose names share their first 24 characters, one result that is JSON.
+fn two_tools_trace() -> String {
+    let tools = ["lookup_customer_account_by_email", "lookup_customer_account_by_phone"];
+    let mut events = vec![("msg.in", json!({"from": "user", "content": "Where is my order?"}))];
+    for (tool, failures) in tools.iter().zip([7, 3]) {
+        for _ in 0..failures {
+            events.push(("tool.call", json!({"toolName": tool, "params": {"key": "k"}})));
+            events.push((
+                "tool.result",
+                json!({"toolName": tool, "result": {"status": "unavailable", "retry": true}, "error": "backend unavailable"}),
+            ));
+        }
+    }
+    events.push(("tool.call", json!({"toolName": "get_order", "params": {"order": 7}})));
+    events.push(("tool.result", json!({"toolName": "get_order", "result": {"order": 7, "state": "shipped"}})));
+    events.push(("msg.out", json!({"to": "user", "content": "It has shipped.", "success": true})));
+    events
+        .iter()
+        .enumerate()
+        .map(|(i, (kind, payload))| {
+            json!({"id": format!("e{i}"), "ts": 1_767_225_600_000_i64 + i as i64 * 1000, "agent": "a", "session": "s", "type": kind, "payload": payload})
+                .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The values of the ticks drawn in a rendered chart.
+fn ticks(chart: &str) -> Vec<f64> {
+    chart
+        .split("class=\"tick\"")
+        .skip(1)
+        .map(|rest| rest[rest.find('>').unwrap() + 1..rest.find('<').unwrap()].replace(',', ""))
+        .map(|t| t.parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn the_html_report_reads_well_in_chromium() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("tools.jsonl");
+    std::fs::write(&trace, two_tools_trace()).unwrap();
+    let lake = dir.path().join("lake").display().to_string();
+    tracelake_ok(&["import", "--lake", &lake, trace.to_str().unwrap()]);
+    tracelake_ok(&["analyze", "--lake", &lake]);
+    let page = dir.path().join("report.html");
+    tracelake_ok(&["report", "--lake", &lake, "--format", "html", "--output", page.to_str().unwrap()]);
+    let (dom, console) = chromium_render(&page);
+    assert!(console.is_empty(), "{console:#?}");
+
+    // Tool names that are cut end in an ellipsis and keep the whole name as a tooltip.
+    let at = dom.find("id=\"chart-tools\"").unwrap();
+    let chart = &dom[at..at + dom[at..].find("</figure>").unwrap()];
+    for tool in ["lookup_customer_account_by_email", "lookup_customer_account_by_phone"] {
+        assert!(chart.contains(&format!("<title>{tool}</title>")), "{tool} as a tooltip: {chart}");
+    }
+    let labels: Vec<&str> = chart.split("…").collect();
+    assert!(labels.len() >= 3, "both names end in an ellipsis: {chart}");
+    assert!(!chart.contains(">lookup_customer_ac<"), "not cut without a mark");
+
+    // Axis ticks are 0 and steps of 1, 2 or 5 times a power of ten.
+    for id in ["chart-per-day", "chart-agent-severity", "chart-tools", "chart-chain-lengths"] {
+        let at = dom.find(&format!("id=\"{id}\"")).unwrap();
+        let values = ticks(&dom[at..at + dom[at..].find("</figure>").unwrap()]);
+        assert!(values.len() >= 2 && values[0] == 0.0, "{id}: {values:?}");
+        let step = values[1];
+        let power = 10f64.powf(step.log10().floor());
+        assert!([1.0, 2.0, 5.0].iter().any(|m| (m * power - step).abs() < 1e-9), "{id}: step {step}");
+        assert!(values.windows(2).all(|w| (w[1] - w[0] - step).abs() < 1e-9), "{id}: {values:?}");
+    }
+
+    // Without an LLM there is no empty fix column, and the page says how to get fixes.
+    assert!(!dom.contains("<th>fix</th>"), "an empty fix column");
+    assert!(dom.contains("llm.enabled"), "says how to get fixes");
+
+    // The transcript marks the finding's events and lays out JSON results to be read.
+    let at = dom.find("class=\"transcript\"").expect("a transcript");
+    let transcript = &dom[at..];
+    assert!(transcript.contains("<li class=\"hit\">"), "the finding's events are marked: {transcript}");
+    assert!(transcript.contains("\"status\": \"unavailable\""), "JSON laid out: {transcript}");
+    assert!(!transcript.contains("\\\""), "no escaped JSON: {transcript}");
+}

@@ -201,3 +201,144 @@ fn tracelake_lists_its_functions_and_a_wrong_call_fails_at_planning() {
         assert!(stderr.contains(name) && stderr.to_lowercase().contains("planning"), "{sql}: {stderr}");
     }
 }
+
+#[test]
+fn a_statement_that_returns_no_rows_says_what_it_did() {
+    let (_dir, lake) = imported_lake();
+    let sql = "CREATE VIEW tool_calls AS SELECT * FROM events WHERE type = 'tool.call'; SET datafusion.execution.batch_size = 4096; \
+               SELECT count(*) > 0 AS any FROM tool_calls; DROP VIEW tool_calls";
+    let table = tracelake_ok(&["sql", "--lake", &lake, sql]);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines[0], "CREATE VIEW tool_calls", "{table}");
+    assert_eq!(lines[1], "SET datafusion.execution.batch_size", "{table}");
+    assert_eq!(lines.last(), Some(&"DROP VIEW tool_calls"), "{table}");
+    assert!(!table.contains("++\n++"), "no empty table: {table}");
+    assert_eq!(tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", sql]), "any\ntrue\n", "machine formats hold only results");
+}
+
+#[test]
+fn a_file_is_queried_by_its_path() {
+    let (dir, lake) = imported_lake();
+    let jsonl = realworld("tau-retail.events.jsonl");
+    let lines = std::fs::read_to_string(&jsonl).unwrap().lines().count();
+    let parquet = dir.path().join("calls.parquet");
+    let csv = dir.path().join("calls.csv");
+    let copy = format!(
+        "COPY (SELECT id, tool_name FROM events WHERE type = 'tool.call') TO '{}'; COPY (SELECT id FROM events LIMIT 5) TO '{}'",
+        parquet.display(),
+        csv.display()
+    );
+    tracelake_ok(&["sql", "--lake", &lake, &copy]);
+    let calls = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", "SELECT count(*) AS n FROM events WHERE type = 'tool.call'"]);
+    for (file, expected) in [
+        (jsonl.display().to_string(), format!("n\n{lines}\n")),
+        (parquet.display().to_string(), calls),
+        (csv.display().to_string(), "n\n5\n".to_owned()),
+    ] {
+        let out = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", &format!("SELECT count(*) AS n FROM '{file}'")]);
+        assert_eq!(out, expected, "{file}");
+    }
+    // A JSON Lines file joins the lake's tables like any table.
+    let join = format!("SELECT count(*) AS n FROM '{}' f JOIN events e ON f.id = e.id", parquet.display());
+    assert_eq!(
+        tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", &join]),
+        tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", &format!("SELECT count(*) AS n FROM '{}'", parquet.display())])
+    );
+}
+
+#[test]
+fn json_functions_read_the_json_columns() {
+    let (_dir, lake) = imported_lake();
+    let sql = "SELECT count(*) AS n FROM events WHERE type = 'tool.call' AND (tool_params->>'order_id') IS NOT NULL";
+    let by_operator = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", sql]);
+    let by_text = tracelake_ok(&[
+        "sql",
+        "--lake",
+        &lake,
+        "--format",
+        "csv",
+        "SELECT count(*) AS n FROM events WHERE type = 'tool.call' AND tool_params LIKE '%\"order_id\"%'",
+    ]);
+    assert_eq!(by_operator, by_text);
+    assert_ne!(by_operator, "n\n0\n", "the sample calls tools with an order id");
+}
+
+#[test]
+fn maxrows_limits_the_rows_a_table_shows() {
+    let (_dir, lake) = imported_lake();
+    let sql = "SELECT id FROM events ORDER BY id LIMIT 10";
+    let three = tracelake_ok(&["sql", "--lake", &lake, "--maxrows", "3", sql]);
+    assert!(three.contains("10 rows (3 shown; --maxrows"), "{three}");
+    assert_eq!(three.lines().filter(|l| l.starts_with("| ") && !l.contains(" id ")).count(), 3, "{three}");
+    let all = tracelake_ok(&["sql", "--lake", &lake, "--maxrows", "inf", sql]);
+    assert!(all.trim_end().ends_with("10 rows"), "{all}");
+    let bad = tracelake(&["sql", "--lake", &lake, "--maxrows", "many", sql]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("`many` is not a number of rows"));
+}
+
+/// The interactive prompt on a terminal (`script` gives it one), as a user types into it.
+#[test]
+fn the_prompt_lists_describes_completes_and_remembers() {
+    let (dir, lake) = imported_lake();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let typed = [
+        "\\d",
+        "\\d tool_attempts",
+        "SELECT count(*) AS n FROM chain_ev\t;",
+        "\\timing off",
+        "SELECT 41 + 1 AS answer;",
+        "\\nonsense",
+        "\\q",
+    ];
+    let command = format!("{} sql --lake {lake}", env!("CARGO_BIN_EXE_tracelake"));
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("HOME", &home)
+        .env_remove("TRACELAKE_LAKE")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("script (util-linux) runs a command on a terminal");
+    let shown = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let reader = std::thread::spawn({
+        let shown = std::sync::Arc::clone(&shown);
+        let mut stdout = child.stdout.take().unwrap();
+        move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = std::io::Read::read(&mut stdout, &mut buf) {
+                shown.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        }
+    });
+    // A line editor drops what was typed ahead of its prompt, so each line waits for one.
+    let mut stdin = child.stdin.take().unwrap();
+    for (i, line) in typed.iter().enumerate() {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while String::from_utf8_lossy(&shown.lock().unwrap()).matches("tracelake> ").count() <= i {
+            assert!(std::time::Instant::now() < deadline, "no prompt for {line:?}: {}", String::from_utf8_lossy(&shown.lock().unwrap()));
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
+    }
+    drop(stdin);
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    let screen = String::from_utf8_lossy(&shown.lock().unwrap()).into_owned();
+    assert!(status.success(), "{screen}");
+    assert!(screen.contains("views:") && screen.contains("tool_attempts") && screen.contains("events"), "banner: {screen}");
+    assert!(screen.contains("| chain_events ") && screen.contains("| view "), "\\d: {screen}");
+    assert!(screen.contains("| tool_name ") && screen.contains("| column "), "\\d tool_attempts: {screen}");
+    let events = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", "SELECT count(*) AS n FROM chain_events"]);
+    let n = events.lines().nth(1).unwrap();
+    assert!(screen.contains(&format!("| {n} ")), "chain_ev completed to chain_events: {screen}");
+    assert!(screen.contains("1 row in "), "a query's time is told: {screen}");
+    assert!(screen.contains("Timing is off.") && screen.contains("| 42 "), "{screen}");
+    let answer_count = screen.rfind("| 42 ").unwrap();
+    assert!(screen[answer_count..].contains("1 row\r\n"), "timing off: {screen}");
+    assert!(screen.contains("unknown command `\\nonsense`"), "{screen}");
+    let history = std::fs::read_to_string(home.join(".tracelake_history")).expect("history kept");
+    assert!(history.contains("SELECT 41 + 1 AS answer;") && history.contains("\\d tool_attempts"), "{history}");
+}

@@ -94,12 +94,13 @@ pub fn detect_lines(lines: &str, config: Option<Value>) -> Vec<Found> {
     import_source(&lake, &Decoder::new(Redactor::builtin()), &ImportSource::File(input), &ImportOptions::default(), &|_| {}).unwrap();
     let config = Config::resolve(&config.unwrap_or_else(|| {
         json!({"output": {"maxFindings": 100000}, "signals": {"SIG-UNVERIFIED-CLAIM": {"enabled": true}, "SIG-UNANSWERED": {"enabled": true}, "SIG-ERROR-ENDING": {"enabled": true}}})
-    }));
+    })).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let analysis = runtime
         .block_on(analyze(&lake, &config, Redactor::builtin(), &AnalyzeOptions { full: true, ..AnalyzeOptions::default() }))
         .unwrap();
     let mut found: Vec<Found> = analysis
+        .results
         .findings
         .into_iter()
         .map(|f| Found { signal: f.signal, severity: f.severity.to_string(), start: f.start_idx, end: f.end_idx, summary: f.summary })

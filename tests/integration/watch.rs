@@ -68,12 +68,44 @@ fn one_webhook_call_per_critical_finding() {
     assert_eq!(signals, ["SIG-DOOM-LOOP", "SIG-HALLUCINATION"]);
     assert!(calls.iter().all(|c| c.body["finding"]["signal"]["severity"] == "critical" && c.path == "/v1/hook"));
     assert_ne!(calls[0].body["finding"]["id"], calls[1].body["finding"]["id"]);
+    let now = chrono::Utc::now().timestamp_millis();
+    for call in &calls {
+        let detected = call.body["finding"]["detectedAt"].as_i64().unwrap();
+        assert!((now - 120_000..=now).contains(&detected), "an alert says when it was detected: {detected}");
+    }
 
     // A restarted watch sees the same events and remembers what it sent.
     let again = start_watch(&nats, &lake, &format!("{}/hook", webhook.url));
     std::thread::sleep(Duration::from_secs(3));
     interrupt(again);
     assert_eq!(webhook.received().len(), 2);
+}
+
+/// `--since` reads the stream from a time instead of the window back from now: a replay
+/// of traces published before the watch started.
+#[test]
+fn since_replays_what_was_published_before() {
+    let nats = NatsServer::start();
+    let mut t = Trace::new();
+    t.session("loop", "ops");
+    for _ in 0..5 {
+        t.tool_fail("exec", json!({"command": "cat /etc/shadow"}), "Permission denied");
+    }
+    nats.publish(STREAM, &t.events.iter().map(|e| e.to_string()).collect::<Vec<_>>());
+
+    let webhook = LlmServer::start(|_, _| Reply::Status(200));
+    let watcher = Command::new(env!("CARGO_BIN_EXE_tracelake"))
+        .args(["watch", "--nats-url", &nats.url(), "--stream", STREAM, "--webhook", &format!("{}/hook", webhook.url)])
+        .args(["--interval", "200ms", "--window", "20s", "--since", "1h"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&webhook, 1);
+    interrupt(watcher);
+    let calls = webhook.received();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].body["finding"]["signal"]["signal"], "SIG-DOOM-LOOP");
 }
 
 #[test]

@@ -6,7 +6,9 @@
 //! `agent`, `content`, `tool_name`, `tool_params`, `tool_error`, `tool_is_error` are
 //! optional); whenever `trace` is created, `events` is rebuilt from it, and the chain
 //! views and a view per built-in detector (`sig_correction`, `sig_tool_fail`, …) are
-//! defined over it anew.
+//! defined over it anew. Whenever one of the tables behind `rule_effectiveness` and
+//! `signal_scores` is created (`runs`, `outputs`, `findings`, `outcomes`; with `CREATE OR
+//! REPLACE TABLE`, as the session has them, empty), those views are defined anew.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,7 +23,7 @@ use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
 use tracelake::detect::builtin_detectors;
 use tracelake::engine::run_statements;
 use tracelake::engine::session::{EngineOptions, memory_session};
-use tracelake::engine::sql::{CHAIN_VIEWS, CHAINS};
+use tracelake::engine::sql::{CHAIN_VIEWS, CHAINS, RULE_EFFECTIVENESS, SIGNAL_SCORES};
 
 fn main() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sql");
@@ -111,8 +113,24 @@ impl Tracelake {
             let sql = format!("CREATE OR REPLACE VIEW {view} AS {}", params.fill(&detector.sql));
             run_statements(&self.ctx, &sql, |_, _| Ok(())).await.map_err(err)?;
         }
+        self.define_output_views().await
+    }
+
+    /// `rule_effectiveness` and `signal_scores` over the tables as they are now.
+    async fn define_output_views(&self) -> Result<(), SqlError> {
+        for sql in [RULE_EFFECTIVENESS, SIGNAL_SCORES] {
+            run_statements(&self.ctx, sql, |_, _| Ok(())).await.map_err(err)?;
+        }
         Ok(())
     }
+}
+
+/// The table a statement creates, if it is a `CREATE [OR REPLACE] TABLE`.
+fn created_table(words: &[String]) -> Option<&str> {
+    if words.first()? != "create" {
+        return None;
+    }
+    words.iter().skip_while(|w| *w != "table").nth(1)?.split('(').next()
 }
 
 #[async_trait]
@@ -129,8 +147,10 @@ impl AsyncDB for Tracelake {
         .await
         .map_err(err)?;
         let words: Vec<String> = sql.split_whitespace().take(6).map(str::to_lowercase).collect();
-        if words.first().is_some_and(|w| w == "create") && words.iter().any(|w| w == "trace" || w.starts_with("trace(")) {
-            self.define_over_trace().await?;
+        match created_table(&words) {
+            Some("trace") => self.define_over_trace().await?,
+            Some("runs" | "outputs" | "findings" | "outcomes") => self.define_output_views().await?,
+            _ => {}
         }
         let Some((schema, batches)) = results.filter(|(schema, _)| !schema.fields().is_empty()) else {
             return Ok(DBOutput::StatementComplete(0));

@@ -1,7 +1,9 @@
-//! `doom_loop_id(chain, tool_name, tool_params, failed) OVER (ORDER BY chain, idx)` over tool
-//! attempts: for every attempt in a doom loop (3+ consecutive failures of the same tool in
-//! one chain, with parameters more than 0.8 similar to the first; spec §7.3) the row number
-//! of the loop's first attempt, null elsewhere.
+//! `doom_loop_id(chain, tool_name, tool_params, failed, min_loop, min_similarity) OVER
+//! (ORDER BY chain, idx)` over tool attempts: for every attempt in a doom loop (`min_loop`
+//! or more consecutive failures of the same tool in one chain, with parameters more than
+//! `min_similarity` similar to the first; spec §7.3: 3 and 0.8) the row number of the
+//! loop's first attempt, null elsewhere. The thresholds are arguments so that the
+//! detector's SQL holds all of them.
 //!
 //! Sequence logic SQL expresses badly, as a window function over a whole sorted partition
 //! at once ("columnar chains"). Rows of one chain must be together, in chain order, so one
@@ -11,7 +13,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Int64Type};
+use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
@@ -19,22 +21,21 @@ use crate::similarity::{param_similarity_values, params_at};
 use crate::strings::string_at;
 use crate::window_function::WindowFunction;
 
-/// Attempts at least this similar to a loop's first one continue the loop.
-const LOOP_SIMILARITY: f64 = 0.8;
-const MIN_LOOP: usize = 3;
-
 /// The `doom_loop_id` window function.
 pub fn udf() -> WindowUDF {
     WindowFunction::udf(
         "doom_loop_id",
-        Some(4),
+        Some(6),
         DataType::Int64,
         true,
         || Box::new(DoomLoopEvaluator),
         crate::docs::doc(
-            "Over tool attempts, rows of a chain together and in order: the doom loop each attempt belongs to (3+ consecutive failing calls of one tool with params over 0.8 similar).",
-            "doom_loop_id(chain_no, tool, params, failed) OVER (ORDER BY chain_no, call_idx)",
-            &[],
+            "Over tool attempts, rows of a chain together and in order: the doom loop each attempt belongs to (`min_loop` or more consecutive failing calls of one tool with params more than `min_similarity` similar to the first).",
+            "doom_loop_id(chain_no, tool, params, failed, min_loop, min_similarity) OVER (ORDER BY chain_no, call_idx)",
+            &[
+                ("min_loop", "the fewest failures that make a loop (a constant)"),
+                ("min_similarity", "0 to 1: how similar to the first call's params a failure must be to continue the loop (a constant)"),
+            ],
         ),
     )
 }
@@ -44,7 +45,18 @@ struct DoomLoopEvaluator;
 
 impl PartitionEvaluator for DoomLoopEvaluator {
     fn evaluate_all(&mut self, values: &[ArrayRef], n: usize) -> Result<ArrayRef> {
-        let [chains, tools, params, failed] = values else { unreachable!("the signature takes four arguments") };
+        let [chains, tools, params, failed, min_loop, min_similarity] = values else { unreachable!("the signature takes six arguments") };
+        if n == 0 {
+            return Ok(Arc::new(Int64Array::from(Vec::<i64>::new())));
+        }
+        let min_loop = match cast(min_loop, &DataType::Int64)?.as_primitive::<Int64Type>() {
+            v if v.is_valid(0) && v.value(0) >= 2 => v.value(0) as usize,
+            _ => return exec_err!("doom_loop_id: `min_loop` must be a number of 2 or more"),
+        };
+        let min_similarity = match cast(min_similarity, &DataType::Float64)?.as_primitive::<Float64Type>() {
+            v if v.is_valid(0) && (0.0..=1.0).contains(&v.value(0)) => v.value(0),
+            _ => return exec_err!("doom_loop_id: `min_similarity` must be a number from 0 to 1"),
+        };
         let chains = cast(chains, &DataType::Int64)?;
         let chains = chains.as_primitive::<Int64Type>();
         let failed = match failed.data_type() {
@@ -66,11 +78,11 @@ impl PartitionEvaluator for DoomLoopEvaluator {
                 && chains.value(j) == chains.value(i)
                 && is_failed(j)
                 && string_at(tools, j)? == tool
-                && param_similarity_values(&anchor_params, &params_at(params, j)?) > LOOP_SIMILARITY
+                && param_similarity_values(&anchor_params, &params_at(params, j)?) > min_similarity
             {
                 j += 1;
             }
-            if j - i >= MIN_LOOP {
+            if j - i >= min_loop {
                 out[i..j].fill(Some(i as i64));
                 i = j;
             } else {

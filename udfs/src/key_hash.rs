@@ -6,6 +6,7 @@ use std::sync::{Arc, LazyLock};
 
 use crate::docs::doc;
 use datafusion::arrow::array::{ArrayRef, UInt64Array};
+use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::hash_utils::{RandomState, create_hashes};
 use datafusion::common::{Result, plan_err};
@@ -14,10 +15,16 @@ use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs,
 use crate::strings::{all_scalar, argument_arrays, columnar, is_text};
 
 /// The hash of each row of `columns` (text, all of one length): DataFusion's column
-/// hashing with fixed seeds, so the same text hashes the same in every query of a run.
+/// hashing with fixed seeds, so the same text hashes the same in every query of a run,
+/// whatever its string type (a view read from Parquet hashes as plain text does).
 pub fn key_hashes(columns: &[ArrayRef]) -> Result<Vec<u64>> {
+    let plain = |c: &ArrayRef| match c.data_type() {
+        DataType::Utf8 => Ok(Arc::clone(c)),
+        _ => cast(c, &DataType::Utf8),
+    };
+    let columns = columns.iter().map(plain).collect::<Result<Vec<_>, _>>()?;
     let mut hashes = vec![0; columns.first().map_or(0, |c| c.len())];
-    create_hashes(columns, &RandomState::with_seed(0), &mut hashes)?;
+    create_hashes(&columns, &RandomState::with_seed(0), &mut hashes)?;
     Ok(hashes)
 }
 
@@ -69,7 +76,15 @@ impl ScalarUDFImpl for KeyHashUdf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::arrow::array::StringArray;
+    use datafusion::arrow::array::{LargeStringArray, StringArray, StringViewArray};
+
+    #[test]
+    fn a_text_hashes_the_same_in_every_string_type() {
+        let values = [Some("76836a0332107d0c"), Some("s"), None];
+        let plain = key_hashes(&[Arc::new(StringArray::from(values.to_vec()))]).unwrap();
+        assert_eq!(plain, key_hashes(&[Arc::new(StringViewArray::from(values.to_vec()))]).unwrap());
+        assert_eq!(plain, key_hashes(&[Arc::new(LargeStringArray::from(values.to_vec()))]).unwrap());
+    }
 
     #[test]
     fn equal_text_hashes_equal_and_parts_do_not_run_together() {

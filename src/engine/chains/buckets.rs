@@ -303,7 +303,7 @@ mod tests {
     use super::*;
     use crate::engine::EngineOptions;
     use crate::engine::session::memory_session;
-    use crate::lake::schema::EVENTS_SCHEMA;
+    use crate::model::event::EVENTS_SCHEMA;
     use crate::redact::Redactor;
 
     /// `n` events of 37 sessions, ids `e0`, `e1`, …

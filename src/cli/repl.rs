@@ -1,0 +1,326 @@
+//! The interactive prompt of `tracelake sql`: statements end with `;`; backslash commands
+//! as in psql and datafusion-cli (`\d`, `\d NAME`, `\timing`, `\?`); the history kept
+//! between sessions in `~/.tracelake_history`; tab completion of tables, views, columns,
+//! functions and keywords.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use datafusion::prelude::SessionContext;
+use rustyline::completion::{Completer, Pair};
+use rustyline::error::ReadlineError;
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::history::DefaultHistory;
+use rustyline::validate::Validator;
+use rustyline::{Context, Editor, Helper};
+use tracelake::engine::{PrintFormat, PrintOptions, print_statements, query_json};
+use tracelake::lake::Lake;
+
+const HELP: &str = "\
+\\d               list tables and views (\\dt tables, \\dv views)
+\\d NAME          the columns of a table or view
+\\timing [on|off] say how long each query took (on at the start)
+\\maxrows N|inf   rows a table shows at most
+\\?               this help
+\\q               quit (or Ctrl-D)
+End SQL statements with `;`. A file path reads the file: SELECT * FROM 'traces.jsonl'.
+JSON columns: params->>'path', json_get_int(result, 'count'). `tracelake functions` lists tracelake's own functions.";
+
+/// Words SQL statements are made of, for completion.
+const KEYWORDS: &[&str] = &[
+    "select",
+    "from",
+    "where",
+    "group",
+    "by",
+    "order",
+    "having",
+    "limit",
+    "offset",
+    "join",
+    "left",
+    "right",
+    "inner",
+    "outer",
+    "full",
+    "cross",
+    "on",
+    "using",
+    "as",
+    "and",
+    "or",
+    "not",
+    "in",
+    "is",
+    "null",
+    "like",
+    "ilike",
+    "between",
+    "case",
+    "when",
+    "then",
+    "else",
+    "end",
+    "distinct",
+    "union",
+    "all",
+    "with",
+    "over",
+    "partition",
+    "desc",
+    "asc",
+    "count",
+    "explain",
+    "analyze",
+    "describe",
+    "show",
+    "tables",
+    "create",
+    "view",
+    "table",
+    "drop",
+    "copy",
+    "to",
+    "cast",
+    "interval",
+    "true",
+    "false",
+    "exists",
+    "filter",
+    "window",
+];
+
+/// What the prompt does after an input.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Quit,
+}
+
+pub struct Repl {
+    session: SessionContext,
+    lake: Lake,
+    options: PrintOptions,
+    history: Option<PathBuf>,
+}
+
+impl Repl {
+    pub async fn new(session: SessionContext, lake: Lake, options: PrintOptions) -> anyhow::Result<Self> {
+        let history = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".tracelake_history"));
+        Ok(Self { session, lake, options, history })
+    }
+
+    pub async fn run(mut self) -> anyhow::Result<()> {
+        let mut editor: Editor<Completion, DefaultHistory> = Editor::new().context("starting the interactive prompt")?;
+        editor.set_helper(Some(Completion { words: self.names().await? }));
+        if let Some(path) = &self.history {
+            // A first session has no history file yet.
+            let _ = editor.load_history(path);
+        }
+        println!("{}", self.banner().await?);
+        let mut buffer = String::new();
+        loop {
+            let prompt = if buffer.is_empty() { "tracelake> " } else { "       ...> " };
+            let line = match editor.readline(prompt) {
+                Ok(line) => line,
+                Err(ReadlineError::Interrupted) => {
+                    buffer.clear();
+                    continue;
+                }
+                Err(ReadlineError::Eof) => break,
+                Err(e) => return Err(e).context("reading input"),
+            };
+            buffer.push_str(&line);
+            buffer.push('\n');
+            let input = buffer.trim();
+            if !is_complete(input) {
+                continue;
+            }
+            let _ = editor.add_history_entry(input);
+            if let Some(path) = &self.history {
+                let _ = editor.save_history(path);
+            }
+            let stdout = std::io::stdout();
+            let flow = self.handle(input, &mut stdout.lock()).await;
+            buffer.clear();
+            match flow {
+                Ok(Flow::Quit) => break,
+                Ok(Flow::Continue) => {}
+                Err(e) => eprintln!("error: {}", super::message(&e)),
+            }
+            if let Some(helper) = editor.helper_mut() {
+                helper.words = self.names().await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs one complete input: a backslash command, or statements ending with `;`.
+    pub async fn handle(&mut self, input: &str, out: &mut dyn Write) -> anyhow::Result<Flow> {
+        let Some(command) = input.strip_prefix('\\') else {
+            if matches!(input, "quit" | "exit") {
+                return Ok(Flow::Quit);
+            }
+            print_statements(&self.session, &self.lake, input, &self.options, out).await?;
+            return Ok(Flow::Continue);
+        };
+        let (name, argument) = command.split_once(char::is_whitespace).map_or((command, ""), |(n, a)| (n, a.trim()));
+        match (name, argument) {
+            ("q", _) => return Ok(Flow::Quit),
+            ("?", _) => writeln!(out, "{HELP}")?,
+            ("d", "") => self.list(out, None).await?,
+            ("dt", _) => self.list(out, Some("BASE TABLE")).await?,
+            ("dv", _) => self.list(out, Some("VIEW")).await?,
+            ("d", table) => self.describe(out, table).await?,
+            ("timing", switch) => {
+                self.options.timing = match switch {
+                    "" => !self.options.timing,
+                    "on" => true,
+                    "off" => false,
+                    other => anyhow::bail!("\\timing takes on or off, not `{other}`"),
+                };
+                writeln!(out, "Timing is {}.", if self.options.timing { "on" } else { "off" })?;
+            }
+            ("maxrows", rows) => {
+                self.options.max_rows = super::sql::max_rows(rows).map_err(anyhow::Error::msg)?;
+                writeln!(out, "Tables show at most {} rows.", if self.options.max_rows == 0 { "all".to_owned() } else { rows.to_owned() })?;
+            }
+            _ => anyhow::bail!("unknown command `\\{name}`: `\\?` lists the commands"),
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// The tables and views, or those of one `kind`.
+    async fn list(&self, out: &mut dyn Write, kind: Option<&str>) -> anyhow::Result<()> {
+        let filter = kind.map(|k| format!(" AND table_type = '{k}'")).unwrap_or_default();
+        let sql = format!(
+            "SELECT table_name AS name, CASE table_type WHEN 'VIEW' THEN 'view' ELSE 'table' END AS kind \
+             FROM information_schema.tables WHERE table_schema = 'public'{filter} ORDER BY name"
+        );
+        self.print_listing(&sql, out).await
+    }
+
+    async fn describe(&self, out: &mut dyn Write, table: &str) -> anyhow::Result<()> {
+        // As in SQL: a name in double quotes keeps its case, others are lower-cased.
+        let name = table.strip_prefix('"').and_then(|t| t.strip_suffix('"')).map_or_else(|| table.to_lowercase(), str::to_owned);
+        let literal = name.replace('\'', "''");
+        let sql = format!(
+            "SELECT column_name AS column, data_type AS type, is_nullable AS nullable FROM information_schema.columns \
+             WHERE table_schema = 'public' AND table_name = '{literal}' ORDER BY ordinal_position"
+        );
+        if query_json(&self.session, &sql).await?.is_empty() {
+            anyhow::bail!("no table or view `{name}`: `\\d` lists them");
+        }
+        self.print_listing(&sql, out).await
+    }
+
+    async fn print_listing(&self, sql: &str, out: &mut dyn Write) -> anyhow::Result<()> {
+        let options = PrintOptions { format: PrintFormat::Table, max_rows: 0, timing: false };
+        print_statements(&self.session, &self.lake, sql, &options, out).await?;
+        Ok(())
+    }
+
+    async fn banner(&self) -> anyhow::Result<String> {
+        let mut tables = Vec::new();
+        let mut views = Vec::new();
+        let sql = "SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name";
+        for row in query_json(&self.session, sql).await? {
+            let name = row["table_name"].as_str().unwrap_or_default().to_owned();
+            if row["table_type"] == "VIEW" { views.push(name) } else { tables.push(name) }
+        }
+        Ok(format!(
+            "tracelake SQL on {}\ntables: {}\nviews: {}\nEnd statements with `;`. `\\?` for help, `\\q` to quit.",
+            self.lake.root().display(),
+            tables.join(", "),
+            views.join(", ")
+        ))
+    }
+
+    /// Every name the prompt completes: tables, views, columns, functions, keywords.
+    async fn names(&self) -> anyhow::Result<Vec<String>> {
+        let sql = "SELECT DISTINCT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' \
+                   UNION SELECT DISTINCT column_name FROM information_schema.columns WHERE table_schema = 'public'";
+        let mut words: Vec<String> =
+            query_json(&self.session, sql).await?.iter().filter_map(|r| r["name"].as_str().map(str::to_owned)).collect();
+        let state = self.session.state();
+        words.extend(state.scalar_functions().keys().cloned());
+        words.extend(state.aggregate_functions().keys().cloned());
+        words.extend(state.window_functions().keys().cloned());
+        words.extend(KEYWORDS.iter().map(|k| (*k).to_owned()));
+        words.sort();
+        words.dedup();
+        Ok(words)
+    }
+}
+
+/// Whether the lines typed so far make an input to run: a backslash command, `quit`, or
+/// SQL ending with `;`.
+fn is_complete(input: &str) -> bool {
+    input.starts_with('\\') || matches!(input, "quit" | "exit") || input.ends_with(';')
+}
+
+struct Completion {
+    words: Vec<String>,
+}
+
+impl Completer for Completion {
+    type Candidate = Pair;
+
+    fn complete(&self, line: &str, pos: usize, _: &Context<'_>) -> rustyline::Result<(usize, Vec<Pair>)> {
+        let (start, words) = completions(&self.words, line, pos);
+        Ok((start, words.into_iter().map(|w| Pair { display: w.clone(), replacement: w }).collect()))
+    }
+}
+
+/// Where the word before `pos` starts, and the names it may be the start of. A keyword
+/// is offered in capitals when the word is typed in capitals.
+fn completions(words: &[String], line: &str, pos: usize) -> (usize, Vec<String>) {
+    let before = &line[..pos];
+    let start =
+        before.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |i| i + before[i..].chars().next().map_or(1, char::len_utf8));
+    let prefix = &before[start..];
+    if prefix.is_empty() {
+        return (pos, Vec::new());
+    }
+    let lower = prefix.to_lowercase();
+    let capitals = prefix.chars().any(char::is_alphabetic) && !prefix.chars().any(char::is_lowercase);
+    let mut found: Vec<String> = words
+        .iter()
+        .filter(|w| w.to_lowercase().starts_with(&lower))
+        .map(|w| if capitals && KEYWORDS.contains(&w.as_str()) { w.to_uppercase() } else { w.clone() })
+        .collect();
+    found.sort_unstable();
+    found.dedup();
+    (start, found)
+}
+
+impl Hinter for Completion {
+    type Hint = String;
+}
+impl Highlighter for Completion {}
+impl Validator for Completion {}
+impl Helper for Completion {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words() -> Vec<String> {
+        ["chain_events", "chain_endings", "events", "tool_params", "json_get_int", "select", "session"].map(str::to_owned).to_vec()
+    }
+
+    #[test]
+    fn completes_the_word_before_the_cursor() {
+        let line = "SELECT tool_pa";
+        assert_eq!(completions(&words(), line, line.len()), (7, vec!["tool_params".to_owned()]));
+        let line = "select * from chain_e";
+        assert_eq!(completions(&words(), line, line.len()).1, ["chain_endings", "chain_events"]);
+        assert_eq!(completions(&words(), "json_get_i(", 10), (0, vec!["json_get_int".to_owned()]));
+        assert_eq!(completions(&words(), "SEL", 3).1, ["SELECT"], "a keyword in the case it is typed in");
+        assert_eq!(completions(&words(), "se", 2).1, ["select", "session"]);
+        assert_eq!(completions(&words(), "SELECT ", 7).1, Vec::<String>::new(), "no word, no guess");
+        assert_eq!(completions(&words(), "»ev", 4), (2, vec!["events".to_owned()]), "after a character of two bytes");
+    }
+}
