@@ -3,7 +3,7 @@
 # Needs chromium, and an emoji font so that emoji in agent messages show (fonts-noto-color-emoji).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin="${CARGO_TARGET_DIR:-target}/release/tracelake"
+bin="${TRACELAKE_BIN:-${CARGO_TARGET_DIR:-target}/release/tracelake}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 "$bin" import --lake "$work/lake" data/sample.events.jsonl > /dev/null

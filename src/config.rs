@@ -421,21 +421,18 @@ fn typed<T: DeserializeOwned>(mut value: Value, prefix: &str) -> Result<T, Confi
     serde_path_to_error::deserialize(value).map_err(|e| {
         // `.` is serde_path_to_error's name for the top.
         let path = Some(e.path().to_string()).filter(|p| p != ".").unwrap_or_default();
-        let key = |name: &str| {
-            let full = if path.is_empty() {
-                name.to_owned()
-            } else if path == name || path.ends_with(&format!(".{name}")) {
-                path.clone()
-            } else {
-                format!("{path}.{name}")
-            };
-            format!("{prefix}{full}")
+        // The path of an unknown field ends in its name or in the object that holds it.
+        let parent = |name: &str| {
+            let within = path.strip_suffix(name).filter(|p| p.is_empty() || p.ends_with('.'));
+            within.map_or_else(|| if path.is_empty() { String::new() } else { format!("{path}.") }, str::to_owned)
         };
         let message = e.inner().to_string();
         match unknown_field(&message) {
             Some((field, expected)) => {
                 let known: Vec<&str> = expected.iter().map(String::as_str).collect();
-                ConfigError::UnknownKey { key: key(&field), nearest: nearest(&field, &known).map(str::to_owned) }
+                let parent = parent(&field);
+                let key = |name: &str| format!("{prefix}{parent}{name}");
+                ConfigError::UnknownKey { key: key(&field), nearest: nearest(&field, &known).map(key) }
             }
             None => ConfigError::Invalid {
                 key: format!("{prefix}{path}"),
@@ -539,13 +536,16 @@ mod tests {
     fn a_mistyped_key_is_named_with_the_nearest_valid_one() {
         assert_eq!(
             error(json!({"traceAnalyzer": {"output": {"maxFinding": 10}}})),
-            "`traceAnalyzer.output.maxFinding` is not a setting; did you mean `maxFindings`?"
+            "`traceAnalyzer.output.maxFinding` is not a setting; did you mean `traceAnalyzer.output.maxFindings`?"
         );
-        assert_eq!(error(json!({"output": {"maxFinding": 10}})), "`output.maxFinding` is not a setting; did you mean `maxFindings`?");
+        assert_eq!(
+            error(json!({"output": {"maxFinding": 10}})),
+            "`output.maxFinding` is not a setting; did you mean `output.maxFindings`?"
+        );
         assert_eq!(error(json!({"traceAnalyser": {"enabled": true}})), "`traceAnalyser` is not a setting; did you mean `traceAnalyzer`?");
         assert_eq!(
             error(json!({"traceAnalyzer": {"chainGapMinute": 5}})),
-            "`traceAnalyzer.chainGapMinute` is not a setting; did you mean `chainGapMinutes`?"
+            "`traceAnalyzer.chainGapMinute` is not a setting; did you mean `traceAnalyzer.chainGapMinutes`?"
         );
         assert_eq!(
             error(json!({"traceAnalyzer": {"signals": {"SIG-CORECTION": {"enabled": false}}}})),

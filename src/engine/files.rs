@@ -9,7 +9,7 @@ use datafusion::catalog::Session;
 use datafusion::common::GetExt;
 use datafusion::datasource::file_format::json::JsonFormatFactory;
 use datafusion::datasource::file_format::{FileFormat, FileFormatFactory};
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::SessionContext;
 
 /// `ctx`, with a file path accepted wherever a table name is.
@@ -45,4 +45,18 @@ impl FileFormatFactory for JsonLines {
     fn default(&self) -> Arc<dyn FileFormat> {
         FileFormatFactory::default(&JsonFormatFactory::new())
     }
+}
+
+/// Extensions read as tables by path.
+const EXTENSIONS: [&str; 6] = ["parquet", "csv", "json", "jsonl", "ndjson", "arrow"];
+
+/// The path a query named as a table when no such file exists: DataFusion reports it as
+/// an unknown table (`table 'datafusion.public.x.parquet' not found`).
+pub fn missing_file(error: &DataFusionError) -> Option<String> {
+    let DataFusionError::Plan(message) = error.find_root() else { return None };
+    let name = message.strip_prefix("table '")?.strip_suffix("' not found")?;
+    let name = name.strip_prefix("datafusion.public.").unwrap_or(name);
+    let ext = std::path::Path::new(name).extension()?.to_str()?.to_ascii_lowercase();
+    let looks_like_file = name.contains('/') || EXTENSIONS.contains(&ext.as_str());
+    (looks_like_file && !std::path::Path::new(name).exists()).then(|| name.to_owned())
 }

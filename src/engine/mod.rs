@@ -19,6 +19,8 @@ pub enum EngineError {
     DataFusion(#[from] datafusion::error::DataFusionError),
     #[error("no lake at {0}: import events first (`tracelake import --lake DIR FILE.jsonl`) or run `tracelake demo`")]
     NoLake(std::path::PathBuf),
+    #[error("no table, view or file named {0}: a quoted name with an extension is read as a file path (Parquet, CSV, JSON Lines)")]
+    NoSuchFile(String),
     #[error("writing results: {0}")]
     Output(#[from] std::io::Error),
     #[error(transparent)]

@@ -203,7 +203,10 @@ pub async fn print_statements(
     out: &mut dyn std::io::Write,
 ) -> Result<(), EngineError> {
     for statement in parse_statements(sql)? {
-        let plan = ctx.state().statement_to_plan(statement).await?;
+        let plan = ctx.state().statement_to_plan(statement).await.map_err(|e| match super::files::missing_file(&e) {
+            Some(path) => EngineError::NoSuchFile(path),
+            None => e.into(),
+        })?;
         refuse_lake_writes(&plan, lake)?;
         let done = confirmation(&plan);
         let df = ctx.execute_logical_plan(plan).await?;

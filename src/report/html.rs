@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::LakeReport;
 use super::analysis::ReportFinding;
@@ -174,10 +174,11 @@ fn transcript_event(event: &TranscriptEvent) -> String {
         other => (other, vec![&event.content]),
     };
     let css = kind.replace(' ', "-");
+    let prose = if matches!(kind, "user" | "agent") { " class=\"prose\"" } else { "" };
     let body: String = texts
         .into_iter()
         .flatten()
-        .map(|text| format!("<pre>{}</pre>", escape(&truncate(&readable(text), TRANSCRIPT_TEXT_CHARS))))
+        .map(|text| format!("<pre{prose}>{}</pre>", escape(&truncate(&readable(text), TRANSCRIPT_TEXT_CHARS))))
         .collect();
     format!("<span class=\"time\">{time}</span> <span class=\"kind {css}\">{}</span>{tool}{body}", escape(kind))
 }
@@ -185,21 +186,29 @@ fn transcript_event(event: &TranscriptEvent) -> String {
 /// Characters of one event's text shown in a transcript.
 const TRANSCRIPT_TEXT_CHARS: usize = 2000;
 
-/// JSON text laid out with indentation (a JSON string holding JSON is unwrapped first);
-/// anything else as it is.
+/// Text as a person reads it: JSON laid out with indentation, a JSON string holding JSON
+/// unwrapped first, and a tool result of text blocks (`{"content": [{"type": "text",
+/// "text": …}]}`, as MCP tools return) as its texts; anything else as it is.
 fn readable(text: &str) -> String {
-    match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(serde_json::Value::String(inner)) => match serde_json::from_str::<serde_json::Value>(&inner) {
-            Ok(v @ (serde_json::Value::Object(_) | serde_json::Value::Array(_))) => pretty(&v),
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::String(inner)) => match serde_json::from_str::<Value>(&inner) {
+            Ok(value @ (Value::Object(_) | Value::Array(_))) => readable_value(&value),
             _ => inner,
         },
-        Ok(v @ (serde_json::Value::Object(_) | serde_json::Value::Array(_))) => pretty(&v),
+        Ok(value @ (Value::Object(_) | Value::Array(_))) => readable_value(&value),
         _ => text.to_owned(),
     }
 }
 
-fn pretty(value: &serde_json::Value) -> String {
-    serde_json::to_string_pretty(value).expect("a JSON value serializes")
+fn readable_value(value: &Value) -> String {
+    let blocks = value.get("content").and_then(Value::as_array).filter(|blocks| !blocks.is_empty());
+    let texts: Option<Vec<String>> = blocks.and_then(|blocks| {
+        blocks.iter().map(|b| (b.get("type")? == "text").then(|| b.get("text")?.as_str().map(readable)).flatten()).collect()
+    });
+    match texts {
+        Some(texts) => texts.join("\n"),
+        None => serde_json::to_string_pretty(value).expect("a JSON value serializes"),
+    }
 }
 
 fn iso(ms: i64) -> String {
@@ -219,4 +228,21 @@ pub fn escape(text: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::readable;
+
+    #[test]
+    fn json_is_laid_out_and_text_blocks_read_as_their_text() {
+        assert_eq!(readable(r#"{"a":1}"#), "{\n  \"a\": 1\n}");
+        assert_eq!(readable(r#""{\"a\":1}""#), "{\n  \"a\": 1\n}", "a JSON string holding JSON");
+        assert_eq!(readable(r##"{"content":[{"type":"text","text":"\"# Notes\\nall good\""}],"details":{}}"##), "# Notes\nall good");
+        assert_eq!(
+            readable(r#"{"content":[{"type":"image","data":"x"}]}"#),
+            "{\n  \"content\": [\n    {\n      \"data\": \"x\",\n      \"type\": \"image\"\n    }\n  ]\n}"
+        );
+        assert_eq!(readable("plain words"), "plain words");
+    }
 }

@@ -54,7 +54,7 @@
     let lx = left, ly = height + 8;
     series.forEach((s, j) => {
       if (series.length === 1 && s.name === "") return;
-      const w = 24 + s.name.length * 6.5;
+      const w = 26 + s.name.length * 7.2;
       if (lx + w > width - 10 && lx > left) {
         lx = left;
         ly += 16;

@@ -17,7 +17,7 @@ fn a_mistake_in_the_config_is_one_error_naming_the_key() {
     for (text, said) in [
         (
             r#"{"traceAnalyzer": {"output": {"maxFinding": 10}}}"#,
-            "`traceAnalyzer.output.maxFinding` is not a setting; did you mean `maxFindings`?",
+            "`traceAnalyzer.output.maxFinding` is not a setting; did you mean `traceAnalyzer.output.maxFindings`?",
         ),
         (
             r#"{"traceAnalyzer": {"output": {"maxFindings": "1000"}}}"#,

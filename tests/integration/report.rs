@@ -248,7 +248,7 @@ fn chromium_render(page: &Path) -> (String, Vec<String>) {
         ])
         .arg(format!("file://{}", page.display()))
         .output()
-        .expect("chromium is installed (.ci/run installs the Debian package)");
+        .expect("chromium must be installed (apt-get install -y chromium)");
     let console = String::from_utf8_lossy(&out.stderr).lines().filter(|l| l.contains(":CONSOLE")).map(str::to_owned).collect();
     (String::from_utf8_lossy(&out.stdout).into_owned(), console)
 }

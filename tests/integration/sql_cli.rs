@@ -82,6 +82,7 @@ fn errors_are_clear_and_exit_1() {
 
     for (args, said) in [
         (vec!["sql", "--lake", &lake, "SELECT * FROM event"], "not found"),
+        (vec!["sql", "--lake", &lake, "SELECT * FROM 'no/such/traces.parquet'"], "no table, view or file named no/such/traces.parquet"),
         (vec!["sql", "--lake", &lake, "SELECT nonexistent FROM events"], "Valid fields are"),
         (vec!["import", "--lake", &lake, "/nonexistent.jsonl"], "No such file or directory"),
         (vec!["status", "--lake", &lake, "--config", "/nonexistent.json"], "No such file or directory"),
