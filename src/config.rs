@@ -124,7 +124,8 @@ pub struct LlmConfig {
 }
 
 /// An `llm` block as written; the analyzer's own falls back field by field to the
-/// cortex config's top-level one.
+/// cortex config's top-level one. Keys that are not ours land in `other`: the
+/// cortex block may hold them, the analyzer's may not.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 struct LlmEntry {
@@ -134,25 +135,11 @@ struct LlmEntry {
     api_key: Option<String>,
     timeout_ms: Option<i64>,
     triage: Option<TriageConfig>,
+    #[serde(flatten)]
+    other: BTreeMap<String, Value>,
 }
 
-/// The analyzer's `llm` block: its keys are all tracelake's.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-struct AnalyzerLlmEntry {
-    enabled: Option<bool>,
-    endpoint: Option<String>,
-    model: Option<String>,
-    api_key: Option<String>,
-    timeout_ms: Option<i64>,
-    triage: Option<TriageConfig>,
-}
-
-impl From<AnalyzerLlmEntry> for LlmEntry {
-    fn from(a: AnalyzerLlmEntry) -> Self {
-        Self { enabled: a.enabled, endpoint: a.endpoint, model: a.model, api_key: a.api_key, timeout_ms: a.timeout_ms, triage: a.triage }
-    }
-}
+const LLM_KEYS: [&str; 6] = ["enabled", "endpoint", "model", "apiKey", "timeoutMs", "triage"];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -176,7 +163,7 @@ struct AnalyzerEntry {
     schedule: ScheduleConfig,
     chain_gap_minutes: i64,
     signals: BTreeMap<String, SignalEntry>,
-    llm: AnalyzerLlmEntry,
+    llm: LlmEntry,
     output: OutputConfig,
     redact_patterns: Vec<String>,
     incremental_context_window: i64,
@@ -192,7 +179,7 @@ impl Default for AnalyzerEntry {
             schedule: ScheduleConfig::default(),
             chain_gap_minutes: 30,
             signals: BTreeMap::new(),
-            llm: AnalyzerLlmEntry::default(),
+            llm: LlmEntry::default(),
             output: OutputConfig::default(),
             redact_patterns: Vec::new(),
             incremental_context_window: 500,
@@ -261,6 +248,13 @@ impl Config {
                 return Err(ConfigError::Unused { key: format!("{}{key}", form.prefix()), why });
             }
         }
+        if let Some(key) = analyzer.llm.other.keys().next() {
+            let llm = format!("{}llm.", form.prefix());
+            return Err(ConfigError::UnknownKey {
+                key: format!("{llm}{key}"),
+                nearest: nearest(key, &LLM_KEYS).map(|n| format!("{llm}{n}")),
+            });
+        }
         let top_llm: LlmEntry = match root.get("llm").filter(|_| form == Form::Cortex) {
             Some(llm) => typed(llm.clone(), "llm.")?,
             None => LlmEntry::default(),
@@ -272,7 +266,7 @@ impl Config {
             schedule: analyzer.schedule,
             chain_gap_minutes: analyzer.chain_gap_minutes,
             signals: resolve_signals(analyzer.signals, form.prefix())?,
-            llm: resolve_llm(analyzer.llm.into(), top_llm),
+            llm: resolve_llm(analyzer.llm, top_llm),
             output: analyzer.output,
             redact_patterns: analyzer.redact_patterns,
             incremental_context_window: analyzer.incremental_context_window,
@@ -552,6 +546,10 @@ mod tests {
             "`traceAnalyzer.signals.SIG-CORECTION` is not a setting; did you mean `traceAnalyzer.signals.SIG-CORRECTION`?"
         );
         assert_eq!(error(json!({"traceAnalyzer": {"zzz": 1}})), "`traceAnalyzer.zzz` is not a setting");
+        assert_eq!(
+            error(json!({"traceAnalyzer": {"llm": {"endpont": "http://127.0.0.1:1"}}})),
+            "`traceAnalyzer.llm.endpont` is not a setting; did you mean `traceAnalyzer.llm.endpoint`?"
+        );
     }
 
     #[test]

@@ -363,25 +363,36 @@ fn planted_trace() -> String {
             json!({"to": "user", "content": "I have cancelled it now, Yusuf Okafor. The refund goes to yusuf.okafor@example.com.", "success": true}),
         ),
     ];
+    jsonl("evt-yokafor", agent, session, 2000, &events)
+}
+
+/// Events of one session as JSONL, `step_ms` apart, with ids `{id}-{n}`.
+fn jsonl(id: &str, agent: &str, session: &str, step_ms: i64, events: &[(&str, Value)]) -> String {
     events
         .iter()
         .enumerate()
         .map(|(i, (kind, payload))| {
-            json!({"id": format!("evt-yokafor-{i}"), "ts": 1_767_225_600_000_i64 + i as i64 * 2000, "agent": agent, "session": session, "type": kind, "payload": payload})
+            json!({"id": format!("{id}-{i}"), "ts": 1_767_225_600_000_i64 + i as i64 * step_ms, "agent": agent, "session": session, "type": kind, "payload": payload})
                 .to_string()
         })
         .collect::<Vec<_>>()
         .join("\n")
 }
 
+/// A lake with `trace` imported and analyzed.
+fn analyzed_trace(dir: &Path, trace: &str) -> String {
+    let file = dir.join("trace.jsonl");
+    std::fs::write(&file, trace).unwrap();
+    let lake = dir.join("lake").display().to_string();
+    tracelake_ok(&["import", "--lake", &lake, file.to_str().unwrap()]);
+    tracelake_ok(&["analyze", "--lake", &lake]);
+    lake
+}
+
 #[test]
 fn an_anonymized_report_holds_none_of_the_values_planted_in_every_field() {
     let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("planted.jsonl");
-    std::fs::write(&trace, planted_trace()).unwrap();
-    let lake = dir.path().join("lake").display().to_string();
-    tracelake_ok(&["import", "--lake", &lake, trace.to_str().unwrap()]);
-    tracelake_ok(&["analyze", "--lake", &lake]);
+    let lake = analyzed_trace(dir.path(), &planted_trace());
     let findings = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", "SELECT DISTINCT signal FROM findings ORDER BY 1"]);
     assert!(findings.lines().count() >= 3, "the planted trace has findings of several signals: {findings}");
     let plain = tracelake_ok(&["report", "--lake", &lake, "--format", "json"]);
@@ -411,15 +422,7 @@ fn two_tools_trace() -> String {
     events.push(("tool.call", json!({"toolName": "get_order", "params": {"order": 7}})));
     events.push(("tool.result", json!({"toolName": "get_order", "result": {"order": 7, "state": "shipped"}})));
     events.push(("msg.out", json!({"to": "user", "content": "It has shipped.", "success": true})));
-    events
-        .iter()
-        .enumerate()
-        .map(|(i, (kind, payload))| {
-            json!({"id": format!("e{i}"), "ts": 1_767_225_600_000_i64 + i as i64 * 1000, "agent": "a", "session": "s", "type": kind, "payload": payload})
-                .to_string()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    jsonl("e", "a", "s", 1000, &events)
 }
 
 /// The values of the ticks drawn in a rendered chart.
@@ -435,11 +438,7 @@ fn ticks(chart: &str) -> Vec<f64> {
 #[test]
 fn the_html_report_reads_well_in_chromium() {
     let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("tools.jsonl");
-    std::fs::write(&trace, two_tools_trace()).unwrap();
-    let lake = dir.path().join("lake").display().to_string();
-    tracelake_ok(&["import", "--lake", &lake, trace.to_str().unwrap()]);
-    tracelake_ok(&["analyze", "--lake", &lake]);
+    let lake = analyzed_trace(dir.path(), &two_tools_trace());
     let page = dir.path().join("report.html");
     tracelake_ok(&["report", "--lake", &lake, "--format", "html", "--output", page.to_str().unwrap()]);
     let (dom, console) = chromium_render(&page);
