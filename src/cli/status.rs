@@ -3,11 +3,9 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use datafusion::arrow::array::{Array, AsArray};
-use datafusion::arrow::datatypes::{Int64Type, TimestampMillisecondType};
 use datafusion::prelude::SessionContext;
 use tracelake::config::NatsConfig;
-use tracelake::engine::open_session;
+use tracelake::engine::{open_session, query_json};
 use tracelake::ingest::nats::NatsSource;
 use tracelake::lake::state::Manifest;
 
@@ -54,39 +52,28 @@ pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
 
 /// A few lines on the events and quarantine tables.
 pub async fn describe(session: &SessionContext) -> anyhow::Result<String> {
-    let sql = "SELECT count(*) AS n, count(DISTINCT date) AS partitions, min(ts) AS first, max(ts) AS last, \
-               count(DISTINCT agent) AS agents, count(DISTINCT session) AS sessions FROM events";
-    let batches = session.sql(sql).await?.collect().await?;
-    let b = &batches[0];
-    let int = |i: usize| b.column(i).as_primitive::<Int64Type>().value(0);
-    let time = |i: usize| {
-        let col = b.column(i).as_primitive::<TimestampMillisecondType>();
-        if col.is_null(0) {
-            "-".to_owned()
-        } else {
-            chrono::DateTime::from_timestamp_millis(col.value(0)).map_or("-".into(), |t| t.format("%Y-%m-%d %H:%M:%S").to_string())
-        }
+    let sql = "SELECT count(*) AS n, count(DISTINCT date) AS partitions, CAST(min(ts) AS BIGINT) AS first, \
+               CAST(max(ts) AS BIGINT) AS last, count(DISTINCT agent) AS agents, count(DISTINCT session) AS sessions FROM events";
+    let row = query_json(session, sql).await?.swap_remove(0);
+    let int = |name: &str| row[name].as_i64().unwrap_or(0);
+    let time = |name: &str| {
+        row[name]
+            .as_i64()
+            .and_then(chrono::DateTime::from_timestamp_millis)
+            .map_or("-".into(), |t| t.format("%Y-%m-%d %H:%M:%S").to_string())
     };
     let mut out = format!(
         "events:      {} in {} partition(s), {} agent(s), {} session(s)\ntime range:  {} .. {} UTC\n",
-        int(0),
-        int(1),
-        int(4),
-        int(5),
-        time(2),
-        time(3)
+        int("n"),
+        int("partitions"),
+        int("agents"),
+        int("sessions"),
+        time("first"),
+        time("last")
     );
-    let quarantine =
-        session.sql("SELECT reason, count(*) AS n FROM quarantine GROUP BY reason ORDER BY n DESC, reason").await?.collect().await?;
-    let mut reasons = Vec::new();
-    for batch in &quarantine {
-        let names = batch.column(0).as_string::<i32>();
-        let counts = batch.column(1).as_primitive::<Int64Type>();
-        for i in 0..batch.num_rows() {
-            reasons.push(format!("{} {}", names.value(i), counts.value(i)));
-        }
-    }
-    let total: i64 = quarantine.iter().map(|b| b.column(1).as_primitive::<Int64Type>().iter().flatten().sum::<i64>()).sum();
+    let quarantine = query_json(session, "SELECT reason, count(*) AS n FROM quarantine GROUP BY reason ORDER BY n DESC, reason").await?;
+    let reasons: Vec<String> = quarantine.iter().map(|r| format!("{} {}", r["reason"].as_str().unwrap_or("?"), r["n"])).collect();
+    let total: i64 = quarantine.iter().filter_map(|r| r["n"].as_i64()).sum();
     out.push_str(&format!(
         "quarantined: {total}{}\n",
         if reasons.is_empty() { String::new() } else { format!(" ({})", reasons.join(", ")) }

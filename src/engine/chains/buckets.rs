@@ -22,7 +22,7 @@ use datafusion::prelude::SessionContext;
 use futures::{Stream, StreamExt};
 use tempfile::TempDir;
 
-use crate::engine::EngineError;
+use crate::engine::{EngineError, query_json};
 
 /// Sessions are analyzed in buckets of about this many events, one per core at a time: an
 /// analysis of 10M events then peaks at ≈ 470 MB on 2 cores. (Smaller buckets take more
@@ -65,8 +65,8 @@ impl Buckets {
 
     /// [`Self::split`], keeping the buckets in memory up to `in_memory_max` events.
     async fn split_keeping(ctx: &SessionContext, bucket_events: u64, in_memory_max: u64) -> Result<Self, EngineError> {
-        let batches = ctx.sql("SELECT count(*) FROM analysis_events").await?.collect().await?;
-        let events = batches.first().map_or(0, |b| b.column(0).as_primitive::<Int64Type>().value(0)) as u64;
+        let counted = query_json(ctx, "SELECT count(*) AS n FROM analysis_events").await?;
+        let events = counted.first().and_then(|r| r["n"].as_u64()).unwrap_or(0);
         let size = if bucket_events == 0 { DEFAULT_BUCKET_EVENTS } else { bucket_events };
         let cores = ctx.state().config().target_partitions() as u64;
         let count = events.div_ceil(size).max(if events >= SHARED_MIN_EVENTS { cores } else { 1 }).max(1);
