@@ -101,13 +101,13 @@ pub enum Flow {
 
 pub struct Repl {
     session: SessionContext,
-    lake: Lake,
+    lake: Option<Lake>,
     options: PrintOptions,
     history: Option<PathBuf>,
 }
 
 impl Repl {
-    pub async fn new(session: SessionContext, lake: Lake, options: PrintOptions) -> anyhow::Result<Self> {
+    pub async fn new(session: SessionContext, lake: Option<Lake>, options: PrintOptions) -> anyhow::Result<Self> {
         let history = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".tracelake_history"));
         Ok(Self { session, lake, options, history })
     }
@@ -163,7 +163,7 @@ impl Repl {
             if matches!(input, "quit" | "exit") {
                 return Ok(Flow::Quit);
             }
-            print_statements(&self.session, &self.lake, input, &self.options, out).await?;
+            print_statements(&self.session, self.lake.as_ref(), input, &self.options, out).await?;
             return Ok(Flow::Continue);
         };
         let (name, argument) = command.split_once(char::is_whitespace).map_or((command, ""), |(n, a)| (n, a.trim()));
@@ -218,7 +218,7 @@ impl Repl {
 
     async fn print_listing(&self, sql: &str, out: &mut dyn Write) -> anyhow::Result<()> {
         let options = PrintOptions { format: PrintFormat::Table, max_rows: 0, timing: false };
-        print_statements(&self.session, &self.lake, sql, &options, out).await?;
+        print_statements(&self.session, self.lake.as_ref(), sql, &options, out).await?;
         Ok(())
     }
 
@@ -230,12 +230,13 @@ impl Repl {
             let name = row["table_name"].as_str().unwrap_or_default().to_owned();
             if row["table_type"] == "VIEW" { views.push(name) } else { tables.push(name) }
         }
-        Ok(format!(
-            "tracelake SQL on {}\ntables: {}\nviews: {}\nEnd statements with `;`. `\\?` for help, `\\q` to quit.",
-            self.lake.root().display(),
-            tables.join(", "),
-            views.join(", ")
-        ))
+        let on = match &self.lake {
+            Some(lake) => format!("tracelake SQL on {}\ntables: {}\nviews: {}", lake.root().display(), tables.join(", "), views.join(", ")),
+            None => "tracelake SQL with no lake (--lake DIR or TRACELAKE_LAKE for one): query files by path, \
+                     SELECT * FROM 'events.jsonl'"
+                .to_owned(),
+        };
+        Ok(format!("{on}\nEnd statements with `;`. `\\?` for help, `\\q` to quit."))
     }
 
     /// Every name the prompt completes: tables, views, columns, functions, keywords.

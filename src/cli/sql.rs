@@ -8,6 +8,7 @@ use anyhow::Context;
 use clap::Args;
 use tracelake::engine::files::with_file_tables;
 use tracelake::engine::print::MAX_TABLE_ROWS;
+use tracelake::engine::session::lakeless_session;
 use tracelake::engine::{PrintFormat, PrintOptions, open_session, print_statements};
 
 use super::Ctx;
@@ -39,8 +40,13 @@ pub fn max_rows(text: &str) -> Result<usize, String> {
 }
 
 pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
-    let lake = ctx.existing_lake()?;
-    let session = with_file_tables(open_session(&lake, ctx.redactor()?, &ctx.engine()?).await?)?;
+    // Without a lake, files queried by path are the only tables, as in datafusion-cli.
+    let lake = if ctx.lake.is_some() { Some(ctx.existing_lake()?) } else { None };
+    let session = match &lake {
+        Some(lake) => open_session(lake, ctx.redactor()?, &ctx.engine()?).await?,
+        None => lakeless_session(ctx.redactor()?, &ctx.engine()?)?,
+    };
+    let session = with_file_tables(session)?;
     let options = PrintOptions { format: args.format, max_rows: args.maxrows, timing: false };
     let sql = match (&args.query, &args.file) {
         (Some(q), _) => q.clone(),
@@ -57,7 +63,10 @@ pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
     };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    print_statements(&session, &lake, &sql, &options, &mut out).await?;
+    print_statements(&session, lake.as_ref(), &sql, &options, &mut out).await.map_err(|e| match &lake {
+        Some(_) => anyhow::Error::from(e),
+        None => anyhow::anyhow!("{e} (no lake was given: --lake DIR or TRACELAKE_LAKE)"),
+    })?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -101,6 +101,11 @@ pub async fn memory_session(batches: Vec<RecordBatch>, redactor: Redactor, opts:
     Ok(ctx)
 }
 
+/// A session with no lake: tracelake's functions, for files queried by path.
+pub fn lakeless_session(redactor: Redactor, opts: &EngineOptions) -> Result<SessionContext, EngineError> {
+    new_context(redactor, opts)
+}
+
 fn new_context(redactor: Redactor, opts: &EngineOptions) -> Result<SessionContext, EngineError> {
     let config = SessionConfig::new()
         .with_target_partitions(opts.target_partitions)
@@ -197,7 +202,7 @@ pub fn parse_statements(sql: &str) -> Result<VecDeque<Statement>, EngineError> {
 /// Statements that would write into `lake` are refused.
 pub async fn print_statements(
     ctx: &SessionContext,
-    lake: &Lake,
+    lake: Option<&Lake>,
     sql: &str,
     options: &PrintOptions,
     out: &mut dyn std::io::Write,
@@ -207,7 +212,9 @@ pub async fn print_statements(
             Some(path) => EngineError::NoSuchFile(path),
             None => e.into(),
         })?;
-        refuse_lake_writes(&plan, lake)?;
+        if let Some(lake) = lake {
+            refuse_lake_writes(&plan, lake)?;
+        }
         let done = confirmation(&plan);
         let df = ctx.execute_logical_plan(plan).await?;
         if let Some(done) = done {

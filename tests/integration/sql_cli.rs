@@ -239,7 +239,12 @@ fn a_file_is_queried_by_its_path() {
         let out = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", &format!("SELECT count(*) AS n FROM '{file}'")]);
         assert_eq!(out, expected, "{file}");
     }
-    // A JSON Lines file joins the lake's tables like any table.
+    // Without a lake, files are the tables, as in datafusion-cli.
+    let lakeless = tracelake_ok(&["sql", "--format", "csv", &format!("SELECT count(*) AS n FROM '{}'", jsonl.display())]);
+    assert_eq!(lakeless, format!("n\n{lines}\n"));
+    let no_table = tracelake(&["sql", "SELECT count(*) FROM events"]);
+    assert!(String::from_utf8_lossy(&no_table.stderr).contains("not found"), "{no_table:?}");
+    // A Parquet file joins the lake's tables like any table.
     let join = format!("SELECT count(*) AS n FROM '{}' f JOIN events e ON f.id = e.id", parquet.display());
     assert_eq!(
         tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", &join]),
@@ -314,15 +319,19 @@ fn the_prompt_lists_describes_completes_and_remembers() {
             }
         }
     });
-    // A line editor drops what was typed ahead of its prompt, so each line waits for one.
+    // A line editor drops what was typed ahead of its prompt, so each line waits for one
+    // (a completion redraws the line, and with it the prompt).
     let mut stdin = child.stdin.take().unwrap();
-    for (i, line) in typed.iter().enumerate() {
+    let mut prompts = 0;
+    for line in typed {
+        prompts += 1;
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while String::from_utf8_lossy(&shown.lock().unwrap()).matches("tracelake> ").count() <= i {
+        while String::from_utf8_lossy(&shown.lock().unwrap()).matches("tracelake> ").count() < prompts {
             assert!(std::time::Instant::now() < deadline, "no prompt for {line:?}: {}", String::from_utf8_lossy(&shown.lock().unwrap()));
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
+        prompts += line.matches('\t').count();
     }
     drop(stdin);
     let status = child.wait().unwrap();
