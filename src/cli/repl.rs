@@ -107,9 +107,9 @@ pub struct Repl {
 }
 
 impl Repl {
-    pub async fn new(session: SessionContext, lake: Option<Lake>, options: PrintOptions) -> anyhow::Result<Self> {
+    pub fn new(session: SessionContext, lake: Option<Lake>, options: PrintOptions) -> Self {
         let history = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".tracelake_history"));
-        Ok(Self { session, lake, options, history })
+        Self { session, lake, options, history }
     }
 
     pub async fn run(mut self) -> anyhow::Result<()> {

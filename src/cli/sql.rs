@@ -52,7 +52,7 @@ pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
         (Some(q), _) => q.clone(),
         (None, Some(path)) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
         (None, None) if std::io::stdin().is_terminal() => {
-            Repl::new(session, lake, PrintOptions { timing: true, ..options }).await?.run().await?;
+            Repl::new(session, lake, PrintOptions { timing: true, ..options }).run().await?;
             return Ok(ExitCode::SUCCESS);
         }
         (None, None) => {
