@@ -59,7 +59,7 @@ enum Command {
     Score(score::ScoreArgs),
     /// Write a report of the lake's findings (HTML with charts, Markdown or JSON).
     Report(report::ReportArgs),
-    /// Run SQL over the lake (no query: an interactive prompt).
+    /// Run SQL over the lake, and over files named by path (no query: an interactive prompt).
     Sql(sql::SqlArgs),
     /// List the SQL functions tracelake adds (text categories, similarity, chain windows …).
     Functions(functions::FunctionsArgs),

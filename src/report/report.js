@@ -63,7 +63,8 @@
       svg.appendChild(el("text", { x: lx + 14, y: ly + 9 }, s.name));
       lx += w;
     });
-    svg.setAttribute("viewBox", `0 0 ${width} ${ly + 18}`);
+    const legend = !(series.length === 1 && series[0].name === "");
+    svg.setAttribute("viewBox", `0 0 ${width} ${legend ? ly + 18 : height}`);
     container.appendChild(svg);
   }
 
