@@ -242,9 +242,10 @@ impl Config {
     /// Resolves a cortex config object, or a bare `traceAnalyzer` object.
     pub fn resolve(root: &Value) -> Result<Self, ConfigError> {
         let form = Form::of(root)?;
-        let analyzer: AnalyzerEntry = typed(form.analyzer(root), form.prefix())?;
+        let written = form.analyzer(root);
+        let analyzer: AnalyzerEntry = typed(written.clone(), form.prefix())?;
         for (key, why) in UNUSED_KEYS {
-            if form.analyzer(root).get(key).is_some() {
+            if written.get(key).is_some() {
                 return Err(ConfigError::Unused { key: format!("{}{key}", form.prefix()), why });
             }
         }

@@ -12,8 +12,6 @@ pub use run::run_detectors;
 pub enum DetectorFailure {
     #[error(transparent)]
     Query(#[from] crate::engine::EngineError),
-    #[error("{0}")]
-    DataFusion(#[from] datafusion::error::DataFusionError),
     #[error(transparent)]
     Row(#[from] crate::model::finding::FindingRowError),
 }

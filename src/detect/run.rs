@@ -11,6 +11,7 @@ use datafusion::prelude::SessionContext;
 use super::detectors::Detector;
 use super::{DetectError, DetectorFailure};
 use crate::config::Config;
+use crate::engine::EngineError;
 use crate::engine::chains::{BucketEvents, BucketPlans, CHAIN_STATS_QUERY, chain_stats_of};
 use crate::engine::sql::{SqlParams, query_only};
 use crate::model::finding::{Finding, finding_id, from_detector_batch};
@@ -106,8 +107,8 @@ pub async fn run_detectors(
 }
 
 async fn run_detector(ctx: &SessionContext, detector: &Detector, params: &SqlParams) -> Result<Vec<Finding>, Arc<DetectorFailure>> {
-    let found = async { findings_of(&ctx.sql_with_options(&params.fill(&detector.sql), query_only()).await?.collect().await?) };
-    found.await.map_err(Arc::new)
+    let batches = async { Ok::<_, EngineError>(ctx.sql_with_options(&params.fill(&detector.sql), query_only()).await?.collect().await?) };
+    batches.await.map_err(DetectorFailure::from).and_then(|batches| findings_of(&batches)).map_err(Arc::new)
 }
 
 fn findings_of(batches: &[RecordBatch]) -> Result<Vec<Finding>, DetectorFailure> {

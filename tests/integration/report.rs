@@ -171,13 +171,17 @@ fn empty_findings_and_empty_chains() {
     assert!(report.to_markdown().contains("0 findings"));
 }
 
-/// A lake with the demo sample, analyzed.
-fn analyzed_sample_lake(dir: &Path) -> String {
+/// A lake in `dir` with `events` (a JSONL file) imported and analyzed.
+fn analyzed_lake(dir: &Path, events: &Path) -> String {
     let lake = dir.join("lake").display().to_string();
-    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample.events.jsonl");
-    tracelake_ok(&["import", "--lake", &lake, sample.to_str().unwrap()]);
+    tracelake_ok(&["import", "--lake", &lake, events.to_str().unwrap()]);
     tracelake_ok(&["analyze", "--lake", &lake]);
     lake
+}
+
+/// A lake with the demo sample, analyzed.
+fn analyzed_sample_lake(dir: &Path) -> String {
+    analyzed_lake(dir, &Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample.events.jsonl"))
 }
 
 #[test]
@@ -383,10 +387,7 @@ fn jsonl(id: &str, agent: &str, session: &str, step_ms: i64, events: &[(&str, Va
 fn analyzed_trace(dir: &Path, trace: &str) -> String {
     let file = dir.join("trace.jsonl");
     std::fs::write(&file, trace).unwrap();
-    let lake = dir.join("lake").display().to_string();
-    tracelake_ok(&["import", "--lake", &lake, file.to_str().unwrap()]);
-    tracelake_ok(&["analyze", "--lake", &lake]);
-    lake
+    analyzed_lake(dir, &file)
 }
 
 #[test]

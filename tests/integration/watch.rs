@@ -34,14 +34,20 @@ fn wait_for(server: &LlmServer, calls: usize) {
     }
 }
 
-#[test]
-fn one_webhook_call_per_critical_finding() {
-    let nats = NatsServer::start();
+/// A session of five identical failing calls: a critical SIG-DOOM-LOOP.
+fn doom_loop() -> Trace {
     let mut t = Trace::new();
     t.session("loop", "ops");
     for _ in 0..5 {
         t.tool_fail("exec", json!({"command": "cat /etc/shadow"}), "Permission denied");
     }
+    t
+}
+
+#[test]
+fn one_webhook_call_per_critical_finding() {
+    let nats = NatsServer::start();
+    let mut t = doom_loop();
     t.session("claim", "main").user("Deploy bitte").tool_fail("deploy", json!({"env": "prod"}), "connect ECONNREFUSED").agent("Done ✅");
     t.session("minor", "main").user("Wie ist der Status?").agent("Der Server läuft auf Port 8080.").user("nein, das ist falsch");
     let lines: Vec<String> = t.events.iter().map(|e| e.to_string()).collect();
@@ -86,11 +92,7 @@ fn one_webhook_call_per_critical_finding() {
 #[test]
 fn since_replays_what_was_published_before() {
     let nats = NatsServer::start();
-    let mut t = Trace::new();
-    t.session("loop", "ops");
-    for _ in 0..5 {
-        t.tool_fail("exec", json!({"command": "cat /etc/shadow"}), "Permission denied");
-    }
+    let t = doom_loop();
     nats.publish(STREAM, &t.events.iter().map(|e| e.to_string()).collect::<Vec<_>>());
 
     let webhook = LlmServer::start(|_, _| Reply::Status(200));
