@@ -2,9 +2,10 @@
 -- (the events of this run: all of them, or the sessions touched since the last run).
 -- ${chain_gap_ms} and ${max_chain_events} are filled in from the config.
 
--- Events published by both schemas appear twice: same type, agent and session, less than
--- a second apart, same content (messages: the first 200 characters), tool and params
--- (calls), tool (results), or the exact time (everything else); keys are compared by their
+-- Events published by both OpenClaw schemas (A and B) appear twice: same type, agent and
+-- session, less than a second apart, same content (messages: the first 200 characters),
+-- tool and params (calls), tool (results), or the exact time (everything else); other
+-- sources (spans, transcripts) publish each event once. Keys are compared by their
 -- 64-bit hash (`dedup_key`), which keeps the rows that are sorted narrow. Of such a pair
 -- the one with the higher sequence stays (`superseded` compares each event with those
 -- around it in time). The window has the same order as the chains' below, so the events
@@ -17,7 +18,8 @@ WITH keyed AS (
     SELECT *,
         CAST(ts AS BIGINT) AS ts_ms,
         dedup_key(type, content, tool_name, tool_params) AS dedup_key,
-        CASE WHEN type IN ('msg.in', 'msg.out', 'tool.call', 'tool.result') THEN 1000 ELSE 1 END AS dedup_window_ms,
+        CASE WHEN schema NOT IN ('A', 'B') THEN 0
+             WHEN type IN ('msg.in', 'msg.out', 'tool.call', 'tool.result') THEN 1000 ELSE 1 END AS dedup_window_ms,
         sort_key(key_hash(agent, session), CAST(ts AS BIGINT), stream_seq) AS chain_order
     FROM analysis_events
 ),

@@ -16,6 +16,7 @@ use serde_json::Value;
 use tracelake_udfs::patterns::LANGUAGES;
 
 use crate::model::Severity;
+use crate::privacy::{PiiAction, PiiKind};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -154,6 +155,29 @@ impl Default for OutputConfig {
     }
 }
 
+/// `privacy`: what is done to personal data at ingest.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct PrivacyConfig {
+    pub pii: PiiConfig,
+}
+
+/// `privacy.pii`: which kinds of personal data are found in every text field and payload
+/// at ingest, and whether they are removed or pseudonymized (`crate::privacy`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct PiiConfig {
+    pub enabled: bool,
+    pub kinds: Vec<PiiKind>,
+    pub action: PiiAction,
+}
+
+impl Default for PiiConfig {
+    fn default() -> Self {
+        Self { enabled: false, kinds: PiiKind::ALL.to_vec(), action: PiiAction::Pseudonymize }
+    }
+}
+
 /// The `traceAnalyzer` object as written.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -169,6 +193,7 @@ struct AnalyzerEntry {
     incremental_context_window: i64,
     detectors_dir: Option<String>,
     tool_patterns: BTreeMap<String, Vec<String>>,
+    privacy: PrivacyConfig,
 }
 
 impl Default for AnalyzerEntry {
@@ -185,6 +210,7 @@ impl Default for AnalyzerEntry {
             incremental_context_window: 500,
             detectors_dir: None,
             tool_patterns: BTreeMap::new(),
+            privacy: PrivacyConfig::default(),
         }
     }
 }
@@ -218,6 +244,8 @@ pub struct Config {
     /// Replacements of the built-in tool-name patterns (`toolPatterns`: `consequential`,
     /// `readOnly`, `handoff`, `noop`, each a list of regular expressions).
     pub tool_patterns: BTreeMap<String, Vec<String>>,
+    /// What is done to personal data at ingest (`privacy.pii`).
+    pub privacy: PrivacyConfig,
 }
 
 impl Default for Config {
@@ -274,6 +302,7 @@ impl Config {
             languages: resolve_languages(patterns.get("language"))?,
             detectors_dir: analyzer.detectors_dir,
             tool_patterns: analyzer.tool_patterns,
+            privacy: analyzer.privacy,
         })
     }
 }
@@ -388,7 +417,7 @@ impl Form {
 }
 
 impl AnalyzerEntry {
-    const KEYS: [&str; 13] = [
+    const KEYS: [&str; 14] = [
         "enabled",
         "nats",
         "schedule",
@@ -400,6 +429,7 @@ impl AnalyzerEntry {
         "incrementalContextWindow",
         "detectorsDir",
         "toolPatterns",
+        "privacy",
         "fetchBatchSize",
         "maxEventsPerRun",
     ];

@@ -12,6 +12,12 @@ pub use tracelake_udfs::{Redactor, RedactorError};
 /// The JSON text `json` with every string in it redacted; borrowed when nothing changed.
 /// Text that is not valid JSON is redacted as far as its strings can be told apart.
 pub fn redact_json_text<'a>(redactor: &Redactor, json: &'a str) -> Cow<'a, str> {
+    map_json_strings(json, |s| redactor.redact(s))
+}
+
+/// The JSON text `json` with every string in it (object keys included) passed through
+/// `map`; borrowed when nothing changed.
+pub fn map_json_strings<'a>(json: &'a str, map: impl for<'s> Fn(&'s str) -> Cow<'s, str>) -> Cow<'a, str> {
     let bytes = json.as_bytes();
     let mut out = String::new();
     // Bytes of `json` before this are in `out` (once anything changed).
@@ -26,7 +32,7 @@ pub fn redact_json_text<'a>(redactor: &Redactor, json: &'a str) -> Cow<'a, str> 
         } else {
             Cow::Borrowed(inner)
         };
-        if let Cow::Owned(redacted) = redactor.redact(&decoded) {
+        if let Cow::Owned(redacted) = map(&decoded) {
             out.push_str(&json[copied..start]);
             out.push_str(&serde_json::to_string(&redacted).expect("a string always serializes"));
             copied = end + 1;

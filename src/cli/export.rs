@@ -8,7 +8,6 @@ use std::time::Duration;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tracelake::config::NatsConfig;
-use tracelake::ingest::Decoder;
 use tracelake::ingest::nats::{NatsError, NatsSource, subject_filters};
 use tracelake::lake::export::{ExportError, ExportOptions, ExportSummary, export};
 
@@ -46,7 +45,7 @@ pub struct ExportArgs {
 
 pub async fn run(ctx: &Ctx, args: ExportArgs) -> anyhow::Result<ExitCode> {
     let lake = ctx.lake_to_write()?;
-    let decoder = Decoder::new(ctx.redactor()?);
+    let decoder = ctx.decoder(&lake)?;
     let nats = NatsConfig {
         url: args.nats_url.clone().unwrap_or_else(|| ctx.config.nats.url.clone()),
         stream: args.stream.clone().unwrap_or_else(|| ctx.config.nats.stream.clone()),

@@ -1,6 +1,7 @@
 //! The command line: argument parsing and one module per command.
 
 mod analyze;
+mod collect;
 mod config;
 mod demo;
 mod export;
@@ -20,13 +21,16 @@ mod watch;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tracelake::config::Config;
 use tracelake::engine::EngineOptions;
+use tracelake::ingest::Decoder;
 use tracelake::lake::Lake;
 use tracelake::lake::repair::unreadable_committed;
+use tracelake::privacy::{Pii, PiiAction};
 use tracelake::redact::Redactor;
 
 /// Find out why AI agents fail: analyze OpenClaw agent traces with SQL.
@@ -51,6 +55,8 @@ enum Command {
     Import(import::ImportArgs),
     /// Export the JetStream event stream into the lake (new events only, exactly once).
     Export(export::ExportArgs),
+    /// Receive OpenTelemetry traces over OTLP/HTTP into the lake.
+    Collect(collect::CollectArgs),
     /// Detect failure patterns (new events only, unless --full) and report them.
     Analyze(analyze::AnalyzeArgs),
     /// Load the known outcome of sessions (success or failure) for `score`.
@@ -113,6 +119,22 @@ impl Ctx {
 
     pub fn redactor(&self) -> anyhow::Result<Redactor> {
         Redactor::new(&self.config.redact_patterns).context("check `traceAnalyzer.redactPatterns` in the config file")
+    }
+
+    /// The decoder of raw input into `lake`: secrets redacted and, if the config asks for
+    /// it (`privacy.pii`), personal data replaced.
+    pub fn decoder(&self, lake: &Lake) -> anyhow::Result<Decoder> {
+        let pii = &self.config.privacy.pii;
+        let pii = if pii.enabled {
+            let key = match pii.action {
+                PiiAction::Pseudonymize => tracelake::lake::secret::pii_key(lake).context("reading the lake's pseudonym key")?,
+                PiiAction::Remove => Vec::new(),
+            };
+            Some(Arc::new(Pii::new(&pii.kinds, pii.action, key)))
+        } else {
+            None
+        };
+        Ok(Decoder::new(self.redactor()?).with_pii(pii))
     }
 
     /// The query engine the config chooses (languages, chain settings).
@@ -197,6 +219,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Demo(args) => block_on(demo::run(&ctx, args)),
         Command::Import(args) => import::run(&ctx, args),
         Command::Export(args) => block_on(export::run(&ctx, args)),
+        Command::Collect(args) => block_on(collect::run(&ctx, args)),
         Command::Analyze(args) => block_on(analyze::run(&ctx, args)),
         Command::Outcomes(args) => outcomes::run(&ctx, args),
         Command::Score(args) => block_on(score::run(&ctx, args)),

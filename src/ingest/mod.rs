@@ -1,17 +1,22 @@
 //! From raw input to normalized, redacted events: line reading, decoding, normalization,
 //! and quarantine of what cannot be an event.
 
+pub mod conversation;
 pub mod lines;
 pub mod nats;
 pub mod normalize;
+pub mod otel;
 pub mod outcomes;
 pub mod quarantine;
 pub mod raw;
+pub mod transcript;
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use crate::model::Event;
-use crate::redact::{Redactor, redact_json_text};
+use crate::privacy::{Pii, PiiKind};
+use crate::redact::{Redactor, map_json_strings, redact_json_text};
 use lines::Line;
 pub use quarantine::{QuarantineReason, QuarantinedLine};
 use raw::{NotAnObject, RawObject};
@@ -24,15 +29,104 @@ const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 /// How much of a quarantined line is kept.
 const QUARANTINE_KEEP_BYTES: usize = 64 * 1024;
 
-/// Turns raw event bytes into events, redacting everything before it leaves this type.
+/// The events of one line (or message) of input.
+#[derive(Debug)]
+pub enum LineEvents {
+    /// An OpenClaw event.
+    One(Box<Event>),
+    /// A chat transcript's events, complete.
+    Many(Vec<Event>),
+    /// Spans' events, which [`otel::Assembler`] puts together with other lines'.
+    Spans(Vec<otel::Candidate>),
+}
+
+impl LineEvents {
+    /// Calls `each` with every event, spans' put together by `assembler`; stops at the
+    /// first error.
+    pub fn each_event<E>(self, assembler: &mut otel::Assembler, mut each: impl FnMut(Event) -> Result<(), E>) -> Result<(), E> {
+        match self {
+            Self::One(event) => each(*event),
+            Self::Many(events) => events.into_iter().try_for_each(each),
+            Self::Spans(candidates) => assembler.add(candidates).into_iter().try_for_each(each),
+        }
+    }
+}
+
+/// The sequence of the `index`-th event of a line (or message) at `position` that holds
+/// several: the line number shifted left 20 bits, plus the index, so that events keep
+/// their order in the line and after it.
+pub fn sequence_in_line(position: u64, index: u64) -> u64 {
+    (position << 20) | index.min((1 << 20) - 1)
+}
+
+/// Turns raw event bytes into events, redacting everything (and replacing personal data,
+/// when asked to) before it leaves this type.
 #[derive(Debug, Clone)]
 pub struct Decoder {
     redactor: Redactor,
+    pii: Option<Arc<Pii>>,
+    /// When transcripts that carry no time took place (ms): when decoding began.
+    now_ms: i64,
 }
 
 impl Decoder {
     pub fn new(redactor: Redactor) -> Self {
-        Self { redactor }
+        Self { redactor, pii: None, now_ms: chrono::Utc::now().timestamp_millis() }
+    }
+
+    /// Replaces personal data too (`privacy.pii`).
+    pub fn with_pii(mut self, pii: Option<Arc<Pii>>) -> Self {
+        self.pii = pii;
+        self
+    }
+
+    /// What personal data was replaced so far, per kind.
+    pub fn pii_counts(&self) -> Vec<(PiiKind, u64)> {
+        self.pii.as_ref().map(|p| p.counts()).unwrap_or_default()
+    }
+
+    /// `text` with secrets redacted and personal data replaced.
+    pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let redacted = self.redactor.redact(text);
+        match &self.pii {
+            Some(pii) => match pii.scrub(&redacted) {
+                Cow::Borrowed(_) => redacted,
+                Cow::Owned(scrubbed) => Cow::Owned(scrubbed),
+            },
+            None => redacted,
+        }
+    }
+
+    /// Decodes one line of a file: an OpenClaw event, OTLP traces or a chat transcript.
+    pub fn decode_events(&self, line: Line, source: &str, position: u64) -> Result<LineEvents, QuarantinedLine> {
+        let bytes = match line {
+            Line::Complete(bytes) => bytes,
+            too_long => return self.decode_line(too_long, source, position).map(|e| LineEvents::One(Box::new(e))),
+        };
+        let fail = |reason, detail: String| self.quarantine(&bytes, bytes.len() as u64, source, position, reason, detail);
+        let text = self.prepare(&bytes).map_err(|(reason, detail)| fail(reason, detail))?;
+        let text = text.as_ref();
+        let shape = match RawObject::parse(text) {
+            Ok(raw) if raw.contains_key("resourceSpans") => Shape::Traces,
+            Ok(raw) if raw.contains_key("messages") && !raw.contains_key("type") => Shape::Transcript,
+            Err(NotAnObject::OtherValue) if text.trim_start().starts_with('[') => Shape::Transcript,
+            parsed => return self.decode_parsed(&bytes, parsed, source, position, None).map(|e| LineEvents::One(Box::new(e))),
+        };
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| fail(QuarantineReason::InvalidJson, e.to_string()))?;
+        match shape {
+            Shape::Traces => {
+                let spans = otel::spans_from_json(&value).map_err(|e| fail(QuarantineReason::InvalidSpans, e.to_string()))?;
+                let mut candidates: Vec<otel::Candidate> = spans.iter().flat_map(otel::span_events).collect();
+                for (n, candidate) in candidates.iter_mut().enumerate() {
+                    candidate.event.stream_seq = sequence_in_line(position, n as u64);
+                }
+                Ok(LineEvents::Spans(candidates))
+            }
+            Shape::Transcript if transcript::is_transcript(&value) => {
+                Ok(LineEvents::Many(transcript::transcript_events(&value, text, position, self.now_ms)))
+            }
+            Shape::Transcript => Err(fail(QuarantineReason::NotAnObject, reason_detail(QuarantineReason::NotAnObject))),
+        }
     }
 
     /// Decodes one line read from `source` at `position` (1-based line number or stream sequence).
@@ -52,16 +146,47 @@ impl Decoder {
 
     /// Decodes one raw event (a complete line or message body).
     pub fn decode(&self, bytes: &[u8], source: &str, position: u64, subject: Option<&str>) -> Result<Event, QuarantinedLine> {
-        let fail = |reason, detail: String| self.quarantine(bytes, bytes.len() as u64, source, position, reason, detail);
+        let text =
+            self.prepare(bytes).map_err(|(reason, detail)| self.quarantine(bytes, bytes.len() as u64, source, position, reason, detail))?;
+        self.decode_text(bytes, &text, source, position, subject)
+    }
+
+    /// The text of raw bytes, redacted.
+    fn prepare<'a>(&self, bytes: &'a [u8]) -> Result<Cow<'a, str>, (QuarantineReason, String)> {
         // A byte-order mark, as editors on some systems write before the first line.
         let bytes = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
-        let text = match std::str::from_utf8(bytes) {
-            Ok(text) => text,
-            Err(e) => return Err(fail(QuarantineReason::InvalidUtf8, e.to_string())),
-        };
+        let text = std::str::from_utf8(bytes).map_err(|e| (QuarantineReason::InvalidUtf8, e.to_string()))?;
+        Ok(self.scrub_json(text))
+    }
+
+    /// The JSON text `text` with secrets redacted and personal data replaced in every string.
+    pub fn scrub_json<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let redacted = if self.redactor.may_match_json(text) { redact_json_text(&self.redactor, text) } else { Cow::Borrowed(text) };
-        let text = redacted.as_ref();
-        let raw = match RawObject::parse(text) {
+        match &self.pii {
+            Some(pii) if pii.may_match(&redacted) => match map_json_strings(&redacted, |s| pii.scrub(s)) {
+                Cow::Borrowed(_) => redacted,
+                Cow::Owned(scrubbed) => Cow::Owned(scrubbed),
+            },
+            _ => redacted,
+        }
+    }
+
+    /// Decodes the redacted `text` of `bytes` as an OpenClaw event.
+    fn decode_text(&self, bytes: &[u8], text: &str, source: &str, position: u64, subject: Option<&str>) -> Result<Event, QuarantinedLine> {
+        self.decode_parsed(bytes, RawObject::parse(text), source, position, subject)
+    }
+
+    /// Normalizes `parsed`, the object parsed from the redacted text of `bytes`.
+    fn decode_parsed(
+        &self,
+        bytes: &[u8],
+        parsed: Result<RawObject, NotAnObject>,
+        source: &str,
+        position: u64,
+        subject: Option<&str>,
+    ) -> Result<Event, QuarantinedLine> {
+        let fail = |reason, detail: String| self.quarantine(bytes, bytes.len() as u64, source, position, reason, detail);
+        let raw = match parsed {
             Ok(raw) => raw,
             Err(NotAnObject::InvalidJson(e)) => {
                 return Err(fail(QuarantineReason::InvalidJson, e.to_string()));
@@ -72,7 +197,7 @@ impl Decoder {
             }
         };
         // A subject is made of the agent's name and the event type, either of which may be a secret.
-        let subject = subject.map(|s| self.redactor.redact(s));
+        let subject = subject.map(|s| self.scrub(s));
         normalize::normalize(&raw, position, subject.as_deref()).map_err(|reason| fail(reason, reason_detail(reason)))
     }
 
@@ -85,11 +210,11 @@ impl Decoder {
         }
         if raw.contains('\\') {
             let unescaped = unescape_json(raw);
-            if let Cow::Owned(redacted) = self.redactor.redact(&unescaped) {
+            if let Cow::Owned(redacted) = self.scrub(&unescaped) {
                 return redacted;
             }
         }
-        self.redactor.redact(raw).into_owned()
+        self.scrub(raw).into_owned()
     }
 
     fn quarantine(
@@ -107,12 +232,18 @@ impl Decoder {
             source: source.to_owned(),
             position,
             reason,
-            detail: self.redactor.redact(&detail).into_owned(),
+            detail: self.scrub(&detail).into_owned(),
             raw: self.redact_raw(&raw),
             raw_bytes,
             quarantined_at: chrono::Utc::now().timestamp_millis(),
         }
     }
+}
+
+/// The shapes of input other than an OpenClaw event.
+enum Shape {
+    Traces,
+    Transcript,
 }
 
 /// What a quarantined line that looks like key material is replaced with.

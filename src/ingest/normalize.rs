@@ -104,9 +104,10 @@ pub fn normalize(raw: &RawObject, stream_seq: u64, subject: Option<&str>) -> Res
         payload: payload.map_or("null", Raw::text).to_owned(),
         extra: raw.json_without(MAPPED_KEYS),
     };
-    match schema {
-        Schema::A => map_schema_a(&mut event, &payload_fields),
-        Schema::B => map_schema_b(&mut event, &payload_fields),
+    if schema == Schema::B {
+        map_schema_b(&mut event, &payload_fields);
+    } else {
+        map_schema_a(&mut event, &payload_fields);
     }
     Ok(event)
 }

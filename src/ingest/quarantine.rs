@@ -13,10 +13,12 @@ pub enum QuarantineReason {
     MissingTimestamp,
     InvalidTimestamp,
     MissingType,
+    /// OTLP traces that are not valid (a span without ids, ids of the wrong length).
+    InvalidSpans,
 }
 
 impl QuarantineReason {
-    pub const ALL: [QuarantineReason; 7] = [
+    pub const ALL: [QuarantineReason; 8] = [
         Self::InvalidUtf8,
         Self::TooLarge,
         Self::InvalidJson,
@@ -24,6 +26,7 @@ impl QuarantineReason {
         Self::MissingTimestamp,
         Self::InvalidTimestamp,
         Self::MissingType,
+        Self::InvalidSpans,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -35,6 +38,7 @@ impl QuarantineReason {
             Self::MissingTimestamp => "missing_timestamp",
             Self::InvalidTimestamp => "invalid_timestamp",
             Self::MissingType => "missing_type",
+            Self::InvalidSpans => "invalid_spans",
         }
     }
 }

@@ -24,10 +24,11 @@ pub enum Run {
     Export,
     Analyze,
     Outcomes,
+    Collect,
 }
 
 impl Run {
-    pub const ALL: [Run; 4] = [Run::Import, Run::Export, Run::Analyze, Run::Outcomes];
+    pub const ALL: [Run; 5] = [Run::Import, Run::Export, Run::Analyze, Run::Outcomes, Run::Collect];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -35,6 +36,7 @@ impl Run {
             Run::Export => "export",
             Run::Analyze => "analyze",
             Run::Outcomes => "outcomes import",
+            Run::Collect => "collect",
         }
     }
 
@@ -44,6 +46,7 @@ impl Run {
             Run::Export => "export.lock",
             Run::Analyze => "analyze.lock",
             Run::Outcomes => "outcomes.lock",
+            Run::Collect => "collect.lock",
         }
     }
 }

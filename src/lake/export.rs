@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use super::LakeError;
 use super::commit::{Run, RunLock, begin, commit};
 use super::layout::Lake;
-use super::pipeline::{Chunk, RawEvent, decode_in_order};
+use super::pipeline::{Chunk, RawEvent, decode_in_order, decode_message};
 use super::state::{ExportRun, ExportState};
 use super::writer::EventSink;
 use super::writers::{RegisteredWriter, retire};
@@ -180,7 +180,8 @@ pub async fn export(
             let mut committer = Committer::new(lake, cursor, EventSink::new(lake.clone(), writer_id, opts.buffer_bytes));
             let mut since_commit = 0usize;
             let mut last_commit = Instant::now();
-            decode_in_order(chunks, decoder, &source_name, opts.threads, |decoded| {
+            let decode = |raw| decode_message(decoder, &source_name, raw);
+            decode_in_order(chunks, &decode, opts.threads, |decoded| {
                 summary.bytes += decoded.bytes;
                 progress.advance(decoded.results.len() as u64, decoded.bytes);
                 since_commit += decoded.results.len();

@@ -22,6 +22,7 @@ use super::state::ImportRecord;
 use super::writer::EventSink;
 use super::writers::{RegisteredWriter, retire};
 use crate::ingest::lines::{BoundedLines, Line};
+use crate::ingest::otel::Assembler;
 use crate::ingest::{Decoder, QuarantineReason};
 
 const CHUNK_LINES: usize = 2048;
@@ -141,6 +142,12 @@ pub fn import_source(
             .ok_or_else(|| LakeError::SourceChanged { source_name: name.clone(), imported_at: previous.finished_at.clone() })?;
     }
 
+    // A file that is one JSON document over many lines (a pretty-printed conversation or
+    // OTLP export) is read as one line.
+    start.one_document = match source {
+        ImportSource::File(path) if start.bytes == 0 => is_json_document(path)?,
+        _ => false,
+    };
     let reader: Box<dyn Read + Send> = match source {
         ImportSource::File(path) => {
             let mut file = File::open(path).map_err(|e| LakeError::io(path, e))?;
@@ -149,6 +156,8 @@ pub fn import_source(
         }
         ImportSource::Stdin => Box::new(io::stdin()),
     };
+    let opts =
+        &ImportOptions { max_event_bytes: if start.one_document { MAX_DOCUMENT_BYTES } else { opts.max_event_bytes }, ..opts.clone() };
     let writer = RegisteredWriter::start(lake)?;
     let writer_id = writer.id().clone();
     let mut sink = EventSink::new(lake.clone(), writer_id.clone(), opts.buffer_bytes);
@@ -203,12 +212,14 @@ pub fn import_source(
 }
 
 /// Where reading a source starts: past what an earlier import of the same file took, with
-/// the hash of those bytes, so that the new record's hash is the whole file's.
+/// the hash of those bytes, so that the new record's hash is the whole file's; and whether
+/// the source is one JSON document over many lines, read as one line.
 #[derive(Default)]
 struct Start {
     bytes: u64,
     lines: u64,
     hasher: Sha256,
+    one_document: bool,
 }
 
 /// How `file` continues `previous` (an import of the same path), or `None` when it changed
@@ -221,7 +232,7 @@ fn grown_from(file: &std::path::Path, previous: &ImportRecord) -> Result<Option<
     }
     let (hasher, last) = hash_prefix(file, previous.bytes)?;
     let same = hex::encode(hasher.clone().finalize()) == previous.sha256 && last.is_none_or(|b| b == b'\n');
-    Ok(same.then_some(Start { bytes: previous.bytes, lines: previous.lines, hasher }))
+    Ok(same.then_some(Start { bytes: previous.bytes, lines: previous.lines, hasher, one_document: false }))
 }
 
 /// Size, and sha256 of the first and the last MiB, hex.
@@ -282,22 +293,27 @@ fn run_pipeline(
 ) -> Result<Counts, LakeError> {
     let chunks = LineChunks {
         lines: BoundedLines::new(
-            BufReader::with_capacity(READ_BUFFER, HashingReader { inner: reader, hasher: start.hasher }),
+            BufReader::with_capacity(
+                READ_BUFFER,
+                HashingReader { inner: reader, hasher: start.hasher, one_line: start.one_document, ended: false },
+            ),
             opts.max_event_bytes,
         ),
         line_no: start.lines,
         error: None,
     };
     let mut counts = Counts { lines: 0, events: 0, bytes: 0, quarantined: BTreeMap::new(), sha256: String::new() };
-    let chunks = decode_in_order(chunks, decoder, source, opts.threads, |decoded| {
+    let mut assembler = Assembler::default();
+    let decode = |raw: RawEvent| decoder.decode_events(raw.line, source, raw.position);
+    let chunks = decode_in_order(chunks, &decode, opts.threads, |decoded| {
         counts.bytes += decoded.bytes;
         progress(decoded.bytes);
         for result in decoded.results {
             match result {
-                Ok(event) => {
+                Ok(line) => line.each_event(&mut assembler, |event| {
                     counts.events += 1;
-                    sink.push(event)?;
-                }
+                    sink.push(event)
+                })?,
                 Err(line) => {
                     *counts.quarantined.entry(line.reason).or_default() += 1;
                     sink.push_quarantined(line)?;
@@ -350,16 +366,49 @@ impl<R: Read> Iterator for LineChunks<R> {
     }
 }
 
-/// Hashes everything read through it.
+/// Hashes everything read through it; with `one_line`, gives what it read as one line:
+/// line breaks (which in JSON are only ever whitespace) as spaces, and one at the end.
 struct HashingReader<R> {
     inner: R,
     hasher: Sha256,
+    one_line: bool,
+    ended: bool,
 }
 
 impl<R: Read> Read for HashingReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.hasher.update(&buf[..n]);
+        if self.one_line {
+            for b in &mut buf[..n] {
+                if matches!(*b, b'\n' | b'\r') {
+                    *b = b' ';
+                }
+            }
+            if n == 0 && !buf.is_empty() && !self.ended {
+                self.ended = true;
+                buf[0] = b'\n';
+                return Ok(1);
+            }
+        }
         Ok(n)
     }
+}
+
+/// The largest JSON document (a file that is one JSON value over many lines) imported.
+const MAX_DOCUMENT_BYTES: usize = 256 << 20;
+
+/// Whether `path` holds one JSON document over many lines, not JSON Lines: it begins with
+/// `{` or `[` and its first line is not JSON by itself.
+fn is_json_document(path: &std::path::Path) -> Result<bool, LakeError> {
+    let mut head = Vec::new();
+    File::open(path).and_then(|f| f.take(1 << 20).read_to_end(&mut head)).map_err(|e| LakeError::io(path, e))?;
+    let head = head.strip_prefix(b"\xEF\xBB\xBF".as_slice()).unwrap_or(&head);
+    let Some(first) = head.iter().position(|b| !b.is_ascii_whitespace()) else { return Ok(false) };
+    if !matches!(head[first], b'{' | b'[') {
+        return Ok(false);
+    }
+    // A first line longer than what was read is a long line of JSON Lines.
+    let Some(end) = head[first..].iter().position(|b| *b == b'\n') else { return Ok(false) };
+    Ok(serde_json::from_slice::<serde::de::IgnoredAny>(&head[first..first + end]).is_err())
 }

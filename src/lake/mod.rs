@@ -1,5 +1,6 @@
 //! The Parquet lake: layout, schemas, atomic writers, state, and JSONL import.
 
+pub mod collect;
 pub mod commit;
 pub mod export;
 pub mod import;
@@ -8,6 +9,7 @@ pub mod outcomes;
 pub mod pipeline;
 pub mod repair;
 pub mod schema;
+pub mod secret;
 pub mod state;
 pub mod writer;
 pub mod writers;

@@ -33,28 +33,36 @@ pub struct Chunk {
 }
 
 /// A decoded chunk.
-pub struct Decoded {
-    pub results: Vec<Result<Event, QuarantinedLine>>,
+pub struct Decoded<T> {
+    pub results: Vec<Result<T, QuarantinedLine>>,
     pub bytes: u64,
     pub last_position: u64,
 }
 
-/// Decodes `chunks` on `threads` threads and calls `each` with every decoded chunk, in
-/// input order. Stops at the first error of `each` (returned) and gives the iterator back
-/// when the input is exhausted.
-pub fn decode_in_order<I, E>(
+/// Decodes one raw event as a stream message: one OpenClaw event.
+pub fn decode_message(decoder: &Decoder, source: &str, raw: RawEvent) -> Result<Event, QuarantinedLine> {
+    match raw.line {
+        Line::Complete(bytes) => decoder.decode(&bytes, source, raw.position, raw.subject.as_deref()),
+        too_long => decoder.decode_line(too_long, source, raw.position),
+    }
+}
+
+/// Decodes `chunks` with `decode` on `threads` threads and calls `each` with every decoded
+/// chunk, in input order. Stops at the first error of `each` (returned) and gives the
+/// iterator back when the input is exhausted.
+pub fn decode_in_order<I, T, E>(
     chunks: I,
-    decoder: &Decoder,
-    source: &str,
+    decode: &(dyn Fn(RawEvent) -> Result<T, QuarantinedLine> + Sync),
     threads: usize,
-    mut each: impl FnMut(Decoded) -> Result<(), E>,
+    mut each: impl FnMut(Decoded<T>) -> Result<(), E>,
 ) -> Result<I, E>
 where
     I: Iterator<Item = Chunk> + Send,
+    T: Send,
 {
     let threads = threads.max(1);
     let (raw_tx, raw_rx) = sync_channel::<(u64, Chunk)>(threads * 2);
-    let (done_tx, done_rx) = sync_channel::<(u64, Decoded)>(threads * 2);
+    let (done_tx, done_rx) = sync_channel::<(u64, Decoded<T>)>(threads * 2);
     let raw_rx = Arc::new(Mutex::new(raw_rx));
     let stop = AtomicBool::new(false);
 
@@ -72,11 +80,11 @@ where
         for _ in 0..threads {
             let rx = Arc::clone(&raw_rx);
             let tx = done_tx.clone();
-            scope.spawn(move || decode_chunks(&rx, decoder, source, &tx));
+            scope.spawn(move || decode_chunks(&rx, decode, &tx));
         }
         drop(done_tx);
 
-        let mut waiting: BTreeMap<u64, Decoded> = BTreeMap::new();
+        let mut waiting: BTreeMap<u64, Decoded<T>> = BTreeMap::new();
         let mut next = 0u64;
         let mut failed = None;
         for (index, decoded) in done_rx {
@@ -101,18 +109,15 @@ where
     })
 }
 
-fn decode_chunks(rx: &Mutex<Receiver<(u64, Chunk)>>, decoder: &Decoder, source: &str, tx: &SyncSender<(u64, Decoded)>) {
+fn decode_chunks<T>(
+    rx: &Mutex<Receiver<(u64, Chunk)>>,
+    decode: &(dyn Fn(RawEvent) -> Result<T, QuarantinedLine> + Sync),
+    tx: &SyncSender<(u64, Decoded<T>)>,
+) {
     loop {
         let received = rx.lock().expect("chunk queue").recv();
         let Ok((index, chunk)) = received else { return };
-        let results = chunk
-            .events
-            .into_iter()
-            .map(|raw| match raw.line {
-                Line::Complete(bytes) => decoder.decode(&bytes, source, raw.position, raw.subject.as_deref()),
-                too_long => decoder.decode_line(too_long, source, raw.position),
-            })
-            .collect();
+        let results = chunk.events.into_iter().map(decode).collect();
         let decoded = Decoded { results, bytes: chunk.bytes, last_position: chunk.last_position };
         if tx.send((index, decoded)).is_err() {
             return;

@@ -69,6 +69,22 @@ pub struct ExportRun {
     pub last_sequence: u64,
 }
 
+/// What `tracelake collect` committed: its files, and the digests of the requests it
+/// committed last, so that a request a client sends again (its answer was lost) is not
+/// written twice.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CollectState {
+    /// Requests, spans and events committed, over every run.
+    pub requests: u64,
+    pub spans: u64,
+    pub events: u64,
+    /// The first 16 hex digits of the sha256 of each of the latest committed requests'
+    /// bodies, oldest first.
+    pub recent: std::collections::VecDeque<String>,
+    pub files: Vec<String>,
+}
+
 /// One committed analysis run and the findings files it wrote.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -120,6 +136,8 @@ pub struct Manifest {
     pub processing_state: ProcessingState,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outcome_imports: Vec<OutcomeImportRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collect: Option<CollectState>,
     /// Whether this was read from a file (a new lake has none yet).
     #[serde(skip)]
     pub exists: bool,
@@ -167,7 +185,15 @@ impl Manifest {
         let exported = self.export.iter().flat_map(|e| e.files.iter().map(String::as_str));
         let analysed = self.analyses.iter().flat_map(|a| a.files.iter().map(String::as_str));
         let outcomes = self.outcome_imports.iter().flat_map(|o| o.files.iter().map(String::as_str));
-        self.imports.iter().flat_map(|r| r.files.iter().map(String::as_str)).chain(exported).chain(analysed).chain(outcomes).collect()
+        let collected = self.collect.iter().flat_map(|c| c.files.iter().map(String::as_str));
+        self.imports
+            .iter()
+            .flat_map(|r| r.files.iter().map(String::as_str))
+            .chain(exported)
+            .chain(analysed)
+            .chain(outcomes)
+            .chain(collected)
+            .collect()
     }
 }
 

@@ -13,6 +13,10 @@ pub enum Schema {
     A,
     /// Gateway/session-sync events (`timestamp`, `conversation.*`, `lifecycle.*`).
     B,
+    /// OpenTelemetry spans (GenAI conventions, OpenInference, OpenLLMetry).
+    Otlp,
+    /// OpenAI-style chat transcripts.
+    Chat,
 }
 
 impl Schema {
@@ -20,6 +24,8 @@ impl Schema {
         match self {
             Schema::A => "A",
             Schema::B => "B",
+            Schema::Otlp => "otlp",
+            Schema::Chat => "chat",
         }
     }
 }
@@ -78,6 +84,50 @@ pub struct Event {
 }
 
 impl Event {
+    /// An event with only its identity set: every optional column empty, no payload.
+    pub fn new(stream_seq: u64, id: String, ts: i64, agent: String, session: String, event_type: &str, schema: Schema) -> Self {
+        Self {
+            stream_seq,
+            id,
+            ts,
+            agent,
+            session,
+            event_type: event_type.to_owned(),
+            raw_type: event_type.to_owned(),
+            schema,
+            content: None,
+            role: None,
+            from: None,
+            to: None,
+            channel: None,
+            success: None,
+            tool_name: None,
+            tool_params: None,
+            tool_result: None,
+            tool_error: None,
+            tool_is_error: None,
+            tool_duration_ms: None,
+            error: None,
+            duration_ms: None,
+            model: None,
+            provider: None,
+            usage_input: None,
+            usage_output: None,
+            usage_cache_read: None,
+            usage_cache_write: None,
+            usage_total: None,
+            run_id: None,
+            tool_call_id: None,
+            canonical_type: None,
+            trace_id: None,
+            span_id: None,
+            parent_span_id: None,
+            subject: None,
+            payload: "null".to_owned(),
+            extra: None,
+        }
+    }
+
     /// A rough in-memory size, used to bound write buffers.
     pub fn approx_bytes(&self) -> usize {
         fn s(o: &Option<String>) -> usize {

@@ -5,16 +5,27 @@
 //! (`agent-1`, `session-1`, `chain-1`, `event-1`); every text a user, an agent, a tool or
 //! a model wrote (messages, parameters, results, errors, summaries, evidence strings,
 //! root causes, rule texts) is replaced by `[removed]` or by a line made of the kept
-//! fields alone.
+//! fields alone. Personal data in what is kept (a tool named after a customer's email) is
+//! removed too ([`crate::privacy`]).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::LazyLock;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::LakeReport;
+use crate::privacy::{Pii, PiiAction, PiiKind};
 
 const REMOVED: &str = "[removed]";
+
+/// Removes every kind of personal data from the names a report keeps.
+static PERSONAL: LazyLock<Pii> = LazyLock::new(|| Pii::new(&PiiKind::ALL, PiiAction::Remove, Vec::new()));
+
+/// A kept name without personal data.
+fn kept_name(name: &str) -> String {
+    PERSONAL.scrub(name).into_owned()
+}
 
 /// Evidence keys whose values are tool names, which are kept.
 const TOOL_KEYS: [&str; 3] = ["toolName", "tool", "tool_name"];
@@ -79,6 +90,7 @@ pub fn anonymize(report: &mut LakeReport) {
         .into_iter()
         .map(|(chain_id, mut events)| {
             for e in &mut events {
+                e.tool_name = e.tool_name.as_deref().map(kept_name);
                 for text in [&mut e.content, &mut e.tool_params, &mut e.tool_result, &mut e.tool_error] {
                     if text.is_some() {
                         *text = Some(REMOVED.to_owned());
@@ -88,11 +100,16 @@ pub fn anonymize(report: &mut LakeReport) {
             (names.of("chain", &chain_id), events)
         })
         .collect::<BTreeMap<_, _>>();
+    for row in &mut report.charts.failing_tools {
+        if let Some(tool) = row["tool"].as_str() {
+            row["tool"] = Value::String(kept_name(tool));
+        }
+    }
 }
 
 /// The tool a finding's evidence names, if any.
 fn tool_of(evidence: &Value) -> Option<String> {
-    TOOL_KEYS.iter().find_map(|k| evidence.get(*k)?.as_str().map(str::to_owned))
+    TOOL_KEYS.iter().find_map(|k| evidence.get(*k)?.as_str().map(kept_name))
 }
 
 /// The evidence with its shape, numbers, booleans and tool names; every other string
@@ -105,12 +122,26 @@ fn kept_evidence(mut evidence: Value) -> Box<RawValue> {
 fn keep(value: &mut Value, is_tool: bool) {
     match value {
         Value::String(s) if !is_tool => *s = REMOVED.to_owned(),
+        Value::String(s) => *s = kept_name(s),
         Value::Array(items) => items.iter_mut().for_each(|v| keep(v, is_tool)),
         Value::Object(map) => {
             for (key, v) in map.iter_mut() {
                 keep(v, TOOL_KEYS.contains(&key.as_str()));
             }
         }
-        Value::String(_) | Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_tool_names_lose_personal_data() {
+        let mut evidence = serde_json::json!({"toolName": "notify:jane.doe@example.com", "error": "x", "count": 3});
+        keep(&mut evidence, false);
+        assert_eq!(evidence, serde_json::json!({"toolName": "notify:[EMAIL]", "error": REMOVED, "count": 3}));
+        assert_eq!(kept_name("get_order"), "get_order");
     }
 }

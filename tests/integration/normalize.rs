@@ -281,7 +281,11 @@ fn every_quarantine_reason_is_reported_with_its_position() {
     assert_eq!((too_large.reason, too_large.raw_bytes, too_large.position), (QuarantineReason::TooLarge, 99, 8));
     let bad = q(b"{\"ts\": 1,");
     assert_eq!((bad.source.as_str(), bad.position, bad.raw.as_str()), ("f.jsonl", 7, "{\"ts\": 1,"));
-    assert_eq!(QuarantineReason::ALL.len(), 7, "a new reason needs a case above");
+    let spans = br#"{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "not-an-id", "spanId": "eee19b7ec3c1b174"}]}]}]}"#;
+    let bad_spans = d.decode_events(Line::Complete(spans.to_vec()), "f.jsonl", 9).expect_err("quarantined");
+    assert_eq!((bad_spans.reason, bad_spans.position), (QuarantineReason::InvalidSpans, 9));
+    assert!(bad_spans.detail.contains("not-an-id"), "{}", bad_spans.detail);
+    assert_eq!(QuarantineReason::ALL.len(), 8, "a new reason needs a case above");
 }
 
 #[test]

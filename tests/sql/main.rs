@@ -3,7 +3,7 @@
 //!
 //! Each file runs in a session with every tracelake UDF. A file describes events as a
 //! table `trace` with the columns it needs (`n` numbers the events in time; `session`,
-//! `agent`, `content`, `tool_name`, `tool_params`, `tool_error`, `tool_is_error` are
+//! `agent`, `schema` (default `A`), `content`, `tool_name`, `tool_params`, `tool_error`, `tool_is_error` are
 //! optional); whenever `trace` is created, `events` is rebuilt from it, and the chain
 //! views and a view per built-in detector (`sig_correction`, `sig_tool_fail`, …) are
 //! defined over it anew. Whenever one of the tables behind `rule_effectiveness` and
@@ -70,13 +70,14 @@ fn err(e: impl std::fmt::Display) -> SqlError {
 }
 
 /// The columns `events` needs from `trace`, with what stands in for a missing one.
-const EVENT_COLUMNS: [(&str, &str); 13] = [
+const EVENT_COLUMNS: [(&str, &str); 14] = [
     ("stream_seq", "CAST(n AS BIGINT UNSIGNED)"),
     ("id", "'e' || CAST(n AS VARCHAR)"),
     ("ts", "to_timestamp_millis(CAST(1767225600000 + n * 1000 AS BIGINT))"),
     ("agent", "'agent'"),
     ("session", "'s1'"),
     ("type", "NULL"),
+    ("schema", "'A'"),
     ("content", "CAST(NULL AS VARCHAR)"),
     ("tool_name", "CAST(NULL AS VARCHAR)"),
     ("tool_params", "CAST(NULL AS VARCHAR)"),

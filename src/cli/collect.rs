@@ -1,0 +1,45 @@
+//! `tracelake collect`: an OTLP/HTTP receiver writing spans to the lake.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use tracelake::collect::{CollectOptions, collect};
+
+use super::Ctx;
+
+#[derive(Debug, Args)]
+pub struct CollectArgs {
+    /// Address to serve OTLP/HTTP on (`POST /v1/traces`, protobuf or JSON, gzip or not).
+    #[arg(long, env = "TRACELAKE_COLLECT_LISTEN", default_value = "127.0.0.1:4318")]
+    listen: SocketAddr,
+    /// How long a request waits for others to be committed with it, in milliseconds: a
+    /// request is answered once committed.
+    #[arg(long, env = "TRACELAKE_COLLECT_COMMIT_MS", default_value_t = 200)]
+    commit_ms: u64,
+}
+
+pub async fn run(ctx: &Ctx, args: CollectArgs) -> anyhow::Result<ExitCode> {
+    let lake = ctx.lake_to_write()?;
+    let decoder = ctx.decoder(&lake)?;
+    let opts = CollectOptions { listen: args.listen, commit_interval: Duration::from_millis(args.commit_ms), ..CollectOptions::default() };
+    let interrupted = super::on_interrupt()?;
+    let mut terminated = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let ready = |addr: SocketAddr| {
+        eprintln!("collecting OTLP traces on http://{addr}/v1/traces into {} (Ctrl-C or SIGTERM stops)", lake.root().display())
+    };
+    let stopping = async {
+        tokio::select! {
+            () = interrupted => {}
+            _ = terminated.recv() => {}
+        }
+        eprintln!("stopping: committing what was received…");
+    };
+    let s = collect(&lake, decoder, &opts, ready, stopping).await?;
+    println!(
+        "collected {} requests: {} spans, {} events; {} sent again and not written twice, {} refused",
+        s.requests, s.spans, s.events, s.repeated, s.rejected
+    );
+    Ok(ExitCode::SUCCESS)
+}

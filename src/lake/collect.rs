@@ -1,0 +1,131 @@
+//! Committing what `tracelake collect` receives: requests of spans, written in groups and
+//! acknowledged only once committed. A request whose body was committed before (a client
+//! sending it again because the answer was lost) is acknowledged without being written.
+
+use std::collections::HashSet;
+
+use sha2::{Digest, Sha256};
+
+use super::LakeError;
+use super::commit::{Run, RunLock, begin, commit};
+use super::layout::Lake;
+use super::state::CollectState;
+use super::writer::EventSink;
+use super::writers::RegisteredWriter;
+use crate::ingest::otel::{Assembler, Span, span_events};
+use crate::ingest::sequence_in_line;
+
+/// How many committed requests are remembered to recognize a request sent again.
+const REMEMBERED_REQUESTS: usize = 8192;
+
+/// The first 16 hex digits of the sha256 of a request body.
+pub fn request_digest(body: &[u8]) -> String {
+    hex::encode(&Sha256::digest(body)[..8])
+}
+
+/// What a group of requests added.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct Committed {
+    pub requests: u64,
+    pub spans: u64,
+    pub events: u64,
+    /// Requests that had been committed before.
+    pub repeated: u64,
+}
+
+/// Writes received spans to the lake, a group of requests per commit.
+pub struct CollectWriter {
+    lake: Lake,
+    _run: RunLock,
+    writer: Option<RegisteredWriter>,
+    sink: EventSink,
+    assembler: Assembler,
+    /// The committed state, as of the last commit.
+    state: CollectState,
+    /// Digests of the requests added since the last commit.
+    pending: Vec<String>,
+    pending_set: HashSet<String>,
+    added: Committed,
+}
+
+impl CollectWriter {
+    /// Takes the lake's collect lock: one receiver per lake.
+    pub fn open(lake: &Lake, buffer_bytes: usize) -> Result<Self, LakeError> {
+        let run = RunLock::acquire(lake, Run::Collect)?;
+        let (manifest, _) = begin(lake)?;
+        let writer = RegisteredWriter::start(lake)?;
+        let sink = EventSink::new(lake.clone(), writer.id().clone(), buffer_bytes);
+        Ok(Self {
+            lake: lake.clone(),
+            _run: run,
+            writer: Some(writer),
+            sink,
+            assembler: Assembler::default(),
+            state: manifest.collect.unwrap_or_default(),
+            pending: Vec::new(),
+            pending_set: HashSet::new(),
+            added: Committed::default(),
+        })
+    }
+
+    /// Adds one request's spans, unless a request with the same body was added before.
+    pub fn add(&mut self, digest: String, spans: &[Span]) -> Result<(), LakeError> {
+        if self.pending_set.contains(&digest) || self.state.recent.contains(&digest) {
+            self.added.repeated += 1;
+            return Ok(());
+        }
+        let position = self.state.requests + self.added.requests + 1;
+        let mut candidates: Vec<_> = spans.iter().flat_map(span_events).collect();
+        for (n, candidate) in candidates.iter_mut().enumerate() {
+            candidate.event.stream_seq = sequence_in_line(position, n as u64);
+        }
+        for event in self.assembler.add(candidates) {
+            self.added.events += 1;
+            self.sink.push(event)?;
+        }
+        self.added.requests += 1;
+        self.added.spans += spans.len() as u64;
+        self.pending_set.insert(digest.clone());
+        self.pending.push(digest);
+        Ok(())
+    }
+
+    /// Commits what was added since the last commit; returns it.
+    pub fn commit(&mut self) -> Result<Committed, LakeError> {
+        let added = std::mem::take(&mut self.added);
+        if self.pending.is_empty() {
+            return Ok(added);
+        }
+        let files = self.sink.flush_all()?;
+        let mut state = self.state.clone();
+        state.requests += added.requests;
+        state.spans += added.spans;
+        state.events += added.events;
+        state.files.extend(files.iter().map(|f| self.lake.relative(&f.path)));
+        state.recent.extend(self.pending.drain(..));
+        while state.recent.len() > REMEMBERED_REQUESTS {
+            state.recent.pop_front();
+        }
+        self.pending_set.clear();
+        commit::<_, LakeError>(&self.lake, |manifest| {
+            manifest.collect = Some(state.clone());
+            Ok(())
+        })?;
+        self.state = state;
+        Ok(added)
+    }
+
+    /// Commits what is left and ends the writer.
+    pub fn finish(mut self) -> Result<Committed, LakeError> {
+        let last = self.commit()?;
+        if let Some(writer) = self.writer.take() {
+            writer.finish()?;
+        }
+        Ok(last)
+    }
+
+    /// Everything committed, over every run.
+    pub fn totals(&self) -> &CollectState {
+        &self.state
+    }
+}
