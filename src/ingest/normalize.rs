@@ -64,46 +64,18 @@ pub fn normalize(raw: &RawObject, stream_seq: u64, subject: Option<&str>) -> Res
     let session = normalize_session(&raw_session).to_owned();
     let event_type = canonical_type(&raw_type).to_owned();
 
-    let mut event = Event {
-        stream_seq,
-        id: text_field(raw.get("id")).unwrap_or_default(),
-        ts,
-        agent,
-        session,
-        event_type,
-        raw_type,
-        schema,
-        content: None,
-        role: None,
-        from: None,
-        to: None,
-        channel: None,
-        success: None,
-        tool_name: None,
-        tool_params: None,
-        tool_result: None,
-        tool_error: None,
-        tool_is_error: None,
-        tool_duration_ms: None,
-        error: None,
-        duration_ms: None,
-        model: None,
-        provider: None,
-        usage_input: None,
-        usage_output: None,
-        usage_cache_read: None,
-        usage_cache_write: None,
-        usage_total: None,
-        run_id: text_field(scope.get("runId")).or_else(|| text_field(meta.get("runId"))),
-        tool_call_id: text_field(scope.get("toolCallId")),
-        canonical_type: text_field(raw.get("canonicalType")),
-        trace_id: text_field(trace.get("traceId")),
-        span_id: text_field(trace.get("spanId")),
-        parent_span_id: text_field(trace.get("parentSpanId")),
-        subject: subject.map(str::to_owned),
-        payload: payload.map_or("null", Raw::text).to_owned(),
-        extra: raw.json_without(MAPPED_KEYS),
-    };
+    let id = text_field(raw.get("id")).unwrap_or_default();
+    let mut event = Event::new(stream_seq, id, ts, agent, session, &event_type, schema);
+    event.raw_type = raw_type;
+    event.run_id = text_field(scope.get("runId")).or_else(|| text_field(meta.get("runId")));
+    event.tool_call_id = text_field(scope.get("toolCallId"));
+    event.canonical_type = text_field(raw.get("canonicalType"));
+    event.trace_id = text_field(trace.get("traceId"));
+    event.span_id = text_field(trace.get("spanId"));
+    event.parent_span_id = text_field(trace.get("parentSpanId"));
+    event.subject = subject.map(str::to_owned);
+    event.payload = payload.map_or("null", Raw::text).to_owned();
+    event.extra = raw.json_without(MAPPED_KEYS);
     if schema == Schema::B {
         map_schema_b(&mut event, &payload_fields);
     } else {
