@@ -3,18 +3,22 @@
 # steady rate; halfway through the receiver is killed (kill -9) and started again, the
 # generator sending every unanswered request again. Afterwards every acknowledged span
 # must be in the lake exactly once (two events a span), and nothing else.
-#   scripts/bench_collect.sh [SECONDS] [SPANS_PER_SECOND]   (defaults 60 and 50000)
+#   scripts/bench_collect.sh [SECONDS] [SPANS_PER_SECOND] [CLIENTS]   (defaults 60, 50000, 64)
+# Each client sends 500 spans a request and waits for the answer, as an OpenTelemetry
+# SDK's batch exporter does; a request is answered once committed (every 200 ms), so the
+# rate needs enough clients in flight.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 rate="${2:-50000}"
+clients="${3:-64}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/tracelake-target}"
 cargo build --release --quiet --example otlp_load --bin tracelake
 rel="$CARGO_TARGET_DIR/release"
 work="${BENCH_DIR:-$(mktemp -d)}"
 lake="$work/collect-lake"; rm -rf "$lake"
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-echo "collect: $seconds s at $rate spans/s, kill -9 at $((seconds / 2)) s; $(nproc) cores, $(date -u +%Y-%m-%d)"
+echo "collect: $seconds s at $rate spans/s from $clients clients, kill -9 at $((seconds / 2)) s; $(nproc) cores, $(date -u +%Y-%m-%d)"
 
 start_collect() {
     /usr/bin/time -f "%M" -o "$work/rss-$1.log" "$rel/tracelake" collect --lake "$lake" --listen "127.0.0.1:$port" \
@@ -23,7 +27,7 @@ start_collect() {
 }
 
 start_collect 1
-"$rel/examples/otlp_load" --url "http://127.0.0.1:$port" --seconds "$seconds" --rate "$rate" > "$work/load.json" &
+"$rel/examples/otlp_load" --url "http://127.0.0.1:$port" --seconds "$seconds" --rate "$rate" --clients "$clients" > "$work/load.json" &
 load=$!
 sleep $((seconds / 2))
 pkill -9 -x tracelake || true

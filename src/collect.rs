@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::ingest::Decoder;
 use crate::ingest::otel::proto::spans_from_proto;
-use crate::ingest::otel::{Span, spans_from_json};
+use crate::ingest::otel::{Candidate, Span, span_events, spans_from_json};
 use crate::lake::collect::{CollectWriter, request_digest};
 use crate::lake::{Lake, LakeError};
 
@@ -71,10 +71,11 @@ pub struct CollectSummary {
     pub rejected: u64,
 }
 
-/// A decoded request on its way to the writer, and where its answer goes.
+/// A decoded request (its spans' events) on its way to the writer, and where its answer goes.
 struct Received {
     digest: String,
-    spans: Vec<Span>,
+    spans: u64,
+    candidates: Vec<Candidate>,
     committed: oneshot::Sender<Result<(), String>>,
 }
 
@@ -172,7 +173,7 @@ fn write_groups(
         let mut failed = None;
         for request in group {
             if failed.is_none()
-                && let Err(e) = writer.add(request.digest, &request.spans)
+                && let Err(e) = writer.add(request.digest, request.spans, request.candidates)
             {
                 failed = Some(e);
             }
@@ -240,10 +241,13 @@ async fn receive(request: Request<Incoming>, shared: &Shared) -> Result<Response
     };
     let digest = request_digest(&body);
     let spans = if json { json_spans(&shared.decoder, &body)? } else { proto_spans(&shared.decoder, &body)? };
+    // Spans become events here, on the connections' threads: the writer only puts them
+    // together and writes them.
+    let candidates = spans.iter().flat_map(span_events).collect();
     let (committed, answer) = oneshot::channel();
     shared
         .to_writer
-        .send(Received { digest, spans, committed })
+        .send(Received { digest, spans: spans.len() as u64, candidates, committed })
         .await
         .map_err(|_| (StatusCode::SERVICE_UNAVAILABLE, "the receiver is shutting down: send again later".to_owned()))?;
     match answer.await {

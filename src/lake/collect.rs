@@ -12,7 +12,7 @@ use super::layout::Lake;
 use super::state::CollectState;
 use super::writer::EventSink;
 use super::writers::RegisteredWriter;
-use crate::ingest::otel::{Assembler, Span, span_events};
+use crate::ingest::otel::{Assembler, Candidate};
 use crate::ingest::sequence_in_line;
 
 /// How many committed requests are remembered to recognize a request sent again.
@@ -68,14 +68,15 @@ impl CollectWriter {
         })
     }
 
-    /// Adds one request's spans, unless a request with the same body was added before.
-    pub fn add(&mut self, digest: String, spans: &[Span]) -> Result<(), LakeError> {
+    /// Adds the events of one request's `spans` (their
+    /// [`span_events`](crate::ingest::otel::span_events)), unless a request
+    /// with the same body was added before.
+    pub fn add(&mut self, digest: String, spans: u64, mut candidates: Vec<Candidate>) -> Result<(), LakeError> {
         if self.pending_set.contains(&digest) || self.state.recent.contains(&digest) {
             self.added.repeated += 1;
             return Ok(());
         }
         let position = self.state.requests + self.added.requests + 1;
-        let mut candidates: Vec<_> = spans.iter().flat_map(span_events).collect();
         for (n, candidate) in candidates.iter_mut().enumerate() {
             candidate.event.stream_seq = sequence_in_line(position, n as u64);
         }
@@ -84,7 +85,7 @@ impl CollectWriter {
             self.sink.push(event)?;
         }
         self.added.requests += 1;
-        self.added.spans += spans.len() as u64;
+        self.added.spans += spans;
         self.pending_set.insert(digest.clone());
         self.pending.push(digest);
         Ok(())
@@ -127,5 +128,38 @@ impl CollectWriter {
     /// Everything committed, over every run.
     pub fn totals(&self) -> &CollectState {
         &self.state
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingest::otel::{span_events, spans_from_json};
+
+    fn candidates(span: &str) -> Vec<Candidate> {
+        let batch = serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "5b8efff798038103d269b633813fc60c",
+            "spanId": span, "name": "execute_tool t", "startTimeUnixNano": "1767225600000000000", "endTimeUnixNano": "1767225601000000000",
+            "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}}]}]}]}]});
+        spans_from_json(&batch).unwrap().iter().flat_map(span_events).collect()
+    }
+
+    #[test]
+    fn a_request_committed_before_is_not_written_again_after_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::new(dir.path());
+        let mut writer = CollectWriter::open(&lake, 1 << 20).unwrap();
+        writer.add("aaaa".into(), 1, candidates("00f067aa0ba902b7")).unwrap();
+        writer.add("aaaa".into(), 1, candidates("00f067aa0ba902b7")).unwrap();
+        let first = writer.commit().unwrap();
+        assert_eq!((first.requests, first.events, first.repeated), (1, 2, 1));
+        drop(writer);
+        // The answer was lost: the client sends the request again to a new receiver.
+        let mut writer = CollectWriter::open(&lake, 1 << 20).unwrap();
+        writer.add("aaaa".into(), 1, candidates("00f067aa0ba902b7")).unwrap();
+        writer.add("bbbb".into(), 1, candidates("00f067aa0ba902b8")).unwrap();
+        let second = writer.finish().unwrap();
+        assert_eq!((second.requests, second.events, second.repeated), (1, 2, 1));
+        let state = crate::lake::state::Manifest::load(&lake).unwrap().collect.unwrap();
+        assert_eq!((state.requests, state.events, state.recent.len()), (2, 4, 2));
     }
 }
