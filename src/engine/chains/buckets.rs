@@ -25,10 +25,10 @@ use tempfile::TempDir;
 use crate::engine::{EngineError, query_json};
 
 /// Sessions are analyzed in buckets of about this many events, one per core at a time: an
-/// analysis of 10M events then peaks at ≈ 470 MB on 2 cores. (Smaller buckets take more
+/// analysis of 10M events then peaks at ≈ 450 MiB on 2 cores. (Smaller buckets take more
 /// memory while the lake is split, larger ones while they are analyzed; none is clearly
 /// faster: BENCHMARKS.md.)
-pub const DEFAULT_BUCKET_EVENTS: u64 = 125_000;
+pub const DEFAULT_BUCKET_EVENTS: u64 = 80_000;
 
 /// Below this many events a lake is one bucket: splitting it for the cores does not pay.
 const SHARED_MIN_EVENTS: u64 = 100_000;
@@ -229,8 +229,10 @@ struct BucketSplit {
     buckets: Vec<BucketPart>,
 }
 
-/// Rows per batch of a bucket (DataFusion's default batch size).
-const BUCKET_BATCH_ROWS: usize = 8192;
+/// Rows per batch of a bucket. Each scan partition gathers a batch per bucket at once, so
+/// this bounds the memory of the split (DataFusion's 8192 took 400 MiB at 10M events);
+/// the plans over a bucket run as fast on batches this size.
+const BUCKET_BATCH_ROWS: usize = 2048;
 
 struct BucketPart {
     pending: BatchCoalescer,
