@@ -41,6 +41,9 @@ pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
             println!("last export: {} ({} events, {} quarantined)", run.finished_at, run.events, run.quarantined);
         }
     }
+    if let Some(collected) = &manifest.collect {
+        println!("collected:   {} OTLP requests ({} spans, {} events)", collected.requests, collected.spans, collected.events);
+    }
     match manifest.imports.last() {
         Some(last) => {
             println!("imports:     {} (last: {} at {}, {} events)", manifest.imports.len(), last.source, last.finished_at, last.events)

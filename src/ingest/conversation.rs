@@ -255,7 +255,7 @@ fn parse_part(part: &Value) -> Option<Part> {
     let id = || part.get("id").and_then(Value::as_str).map(str::to_owned);
     match part.get("type").and_then(Value::as_str)? {
         "text" => part.get("content").and_then(Value::as_str).map(|t| Part::Text(t.to_owned())),
-        "tool_call" => Some(Part::ToolCall {
+        "tool_call" | "function_call" => Some(Part::ToolCall {
             id: id(),
             name: part.get("name").and_then(Value::as_str)?.to_owned(),
             arguments: part.get("arguments").cloned(),

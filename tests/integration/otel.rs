@@ -183,4 +183,6 @@ fn spans_sent_to_collect_land_as_they_do_from_a_file() {
     let out = collector.stop();
     assert!(out.contains("0 refused"), "{out}");
     expected_conversations(&conversations(&lake));
+    let status = tracelake_ok(&["status", "--lake", &lake]);
+    assert!(status.contains("collected:") && status.contains("OTLP requests"), "{status}");
 }
