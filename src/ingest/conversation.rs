@@ -99,13 +99,13 @@ pub fn message_events(message: &Message, calls: &Calls, base: &Event) -> Vec<Eve
         match (message.role, part) {
             (Role::System, _) => continue,
             (Role::User, Part::Text(text)) => {
-                set_type(&mut event, "msg.in");
+                event.set_type("msg.in");
                 event.role = Some("user".into());
                 event.from = Some("user".into());
                 event.content = Some(text.clone());
             }
             (Role::Assistant, Part::Text(text)) => {
-                set_type(&mut event, "msg.out");
+                event.set_type("msg.out");
                 event.role = Some("assistant".into());
                 event.to = Some("user".into());
                 event.content = Some(text.clone());
@@ -115,7 +115,7 @@ pub fn message_events(message: &Message, calls: &Calls, base: &Event) -> Vec<Eve
                 tool_result(&mut event, &result, calls);
             }
             (_, Part::ToolCall { id, name, arguments }) => {
-                set_type(&mut event, "tool.call");
+                event.set_type("tool.call");
                 event.tool_name = Some(name.clone());
                 event.tool_params = arguments.as_ref().map(canonical_json);
                 event.tool_call_id.clone_from(id);
@@ -127,14 +127,9 @@ pub fn message_events(message: &Message, calls: &Calls, base: &Event) -> Vec<Eve
     events
 }
 
-fn set_type(event: &mut Event, event_type: &str) {
-    event.event_type = event_type.to_owned();
-    event.raw_type = event_type.to_owned();
-}
-
 fn tool_result(event: &mut Event, part: &Part, calls: &Calls) {
     let Part::ToolResult { id, name, result, failed } = part else { return };
-    set_type(event, "tool.result");
+    event.set_type("tool.result");
     let id = id.clone().or_else(|| event.tool_call_id.clone());
     let call = id.as_ref().and_then(|id| calls.get(id));
     event.tool_name = name.clone().or_else(|| call.map(|(name, _)| name.clone()));
@@ -148,10 +143,7 @@ fn tool_result(event: &mut Event, part: &Part, calls: &Calls) {
         event.tool_error = Some(text);
         event.tool_is_error = Some(true);
     } else {
-        event.tool_result = Some(match result {
-            Value::String(text) => Value::String(text.clone()).to_string(),
-            other => other.to_string(),
-        });
+        event.tool_result = Some(result.to_string());
     }
 }
 

@@ -36,8 +36,9 @@ pub enum LineEvents {
     One(Box<Event>),
     /// A chat transcript's events, complete.
     Many(Vec<Event>),
-    /// Spans' events, which [`otel::Assembler`] puts together with other lines'.
-    Spans(Vec<otel::Candidate>),
+    /// The events of the spans of the line at `position`, which [`otel::Assembler`] puts
+    /// together with other lines'.
+    Spans { position: u64, candidates: Vec<otel::Candidate> },
 }
 
 impl LineEvents {
@@ -47,7 +48,7 @@ impl LineEvents {
         match self {
             Self::One(event) => each(*event),
             Self::Many(events) => events.into_iter().try_for_each(each),
-            Self::Spans(candidates) => assembler.add(candidates).into_iter().try_for_each(each),
+            Self::Spans { position, candidates } => assembler.add(position, candidates).into_iter().try_for_each(each),
         }
     }
 }
@@ -116,11 +117,7 @@ impl Decoder {
         match shape {
             Shape::Traces => {
                 let spans = otel::spans_from_json(&value).map_err(|e| fail(QuarantineReason::InvalidSpans, e.to_string()))?;
-                let mut candidates: Vec<otel::Candidate> = spans.iter().flat_map(otel::span_events).collect();
-                for (n, candidate) in candidates.iter_mut().enumerate() {
-                    candidate.event.stream_seq = sequence_in_line(position, n as u64);
-                }
-                Ok(LineEvents::Spans(candidates))
+                Ok(LineEvents::Spans { position, candidates: spans.iter().flat_map(otel::span_events).collect() })
             }
             Shape::Transcript if transcript::is_transcript(&value) => {
                 Ok(LineEvents::Many(transcript::transcript_events(&value, text, position, self.now_ms)))

@@ -60,8 +60,7 @@ pub fn transcript_events(value: &Value, text: &str, position: u64, now: i64) -> 
     };
     let base = base_event(0, String::new(), at, &agent, &session, Schema::Chat);
     let mut start = base.clone();
-    start.event_type = "session.start".into();
-    start.raw_type = "session.start".into();
+    start.set_type("session.start");
     push(start, at, &mut events);
     for (time, message) in &messages {
         for event in message_events(message, &calls, &base) {
@@ -71,8 +70,7 @@ pub fn transcript_events(value: &Value, text: &str, position: u64, now: i64) -> 
     }
     if ended {
         let mut end = base;
-        end.event_type = "session.end".into();
-        end.raw_type = "session.end".into();
+        end.set_type("session.end");
         end.duration_ms = Some(at + STEP_MS - started);
         push(end, at + STEP_MS, &mut events);
     }

@@ -13,7 +13,6 @@ use super::state::CollectState;
 use super::writer::EventSink;
 use super::writers::RegisteredWriter;
 use crate::ingest::otel::{Assembler, Candidate};
-use crate::ingest::sequence_in_line;
 
 /// How many committed requests are remembered to recognize a request sent again.
 const REMEMBERED_REQUESTS: usize = 8192;
@@ -71,16 +70,13 @@ impl CollectWriter {
     /// Adds the events of one request's `spans` (their
     /// [`span_events`](crate::ingest::otel::span_events)), unless a request
     /// with the same body was added before.
-    pub fn add(&mut self, digest: String, spans: u64, mut candidates: Vec<Candidate>) -> Result<(), LakeError> {
+    pub fn add(&mut self, digest: String, spans: u64, candidates: Vec<Candidate>) -> Result<(), LakeError> {
         if self.pending_set.contains(&digest) || self.state.recent.contains(&digest) {
             self.added.repeated += 1;
             return Ok(());
         }
         let position = self.state.requests + self.added.requests + 1;
-        for (n, candidate) in candidates.iter_mut().enumerate() {
-            candidate.event.stream_seq = sequence_in_line(position, n as u64);
-        }
-        for event in self.assembler.add(candidates) {
+        for event in self.assembler.add(position, candidates) {
             self.added.events += 1;
             self.sink.push(event)?;
         }

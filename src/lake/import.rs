@@ -295,7 +295,7 @@ fn run_pipeline(
         lines: BoundedLines::new(
             BufReader::with_capacity(
                 READ_BUFFER,
-                HashingReader { inner: reader, hasher: start.hasher, one_line: start.one_document, ended: false },
+                OneLine { inner: HashingReader { inner: reader, hasher: start.hasher }, enabled: start.one_document, ended: false },
             ),
             opts.max_event_bytes,
         ),
@@ -326,13 +326,13 @@ fn run_pipeline(
         return Err(LakeError::Read { source_name: source.to_owned(), error });
     }
     counts.lines = chunks.line_no;
-    counts.sha256 = hex::encode(chunks.lines.into_inner().into_inner().hasher.finalize());
+    counts.sha256 = hex::encode(chunks.lines.into_inner().into_inner().inner.hasher.finalize());
     Ok(counts)
 }
 
 /// Chunks of lines from a reader; a read error ends the chunks and is kept in `error`.
 struct LineChunks<R> {
-    lines: BoundedLines<BufReader<HashingReader<R>>>,
+    lines: BoundedLines<BufReader<OneLine<HashingReader<R>>>>,
     line_no: u64,
     error: Option<io::Error>,
 }
@@ -366,20 +366,32 @@ impl<R: Read> Iterator for LineChunks<R> {
     }
 }
 
-/// Hashes everything read through it; with `one_line`, gives what it read as one line:
-/// line breaks (which in JSON are only ever whitespace) as spaces, and one at the end.
+/// Hashes everything read through it.
 struct HashingReader<R> {
     inner: R,
     hasher: Sha256,
-    one_line: bool,
-    ended: bool,
 }
 
 impl<R: Read> Read for HashingReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.hasher.update(&buf[..n]);
-        if self.one_line {
+        Ok(n)
+    }
+}
+
+/// When `enabled`, gives what it reads as one line: line breaks (which in JSON are only
+/// ever whitespace) as spaces, and one at the end.
+struct OneLine<R> {
+    inner: R,
+    enabled: bool,
+    ended: bool,
+}
+
+impl<R: Read> Read for OneLine<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if self.enabled {
             for b in &mut buf[..n] {
                 if matches!(*b, b'\n' | b'\r') {
                     *b = b' ';

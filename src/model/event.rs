@@ -128,6 +128,12 @@ impl Event {
         }
     }
 
+    /// Sets the type, as published and canonical alike (sources whose types are ours).
+    pub fn set_type(&mut self, event_type: &str) {
+        event_type.clone_into(&mut self.event_type);
+        event_type.clone_into(&mut self.raw_type);
+    }
+
     /// A rough in-memory size, used to bound write buffers.
     pub fn approx_bytes(&self) -> usize {
         fn s(o: &Option<String>) -> usize {

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::common::{tracelake, tracelake_ok};
+use crate::common::{sql_rows, tracelake, tracelake_ok};
 use crate::llm_server::{LlmServer, Reply};
 use crate::trace::Trace;
 
@@ -74,10 +74,6 @@ fn import(dir: &Path, lake: &str, name: &str, lines: &str) {
     tracelake_ok(&["import", "--lake", lake, file.to_str().unwrap()]);
 }
 
-fn sql(lake: &str, query: &str) -> Vec<Value> {
-    serde_json::from_str(&tracelake_ok(&["sql", "--lake", lake, "--format", "json", query])).unwrap()
-}
-
 #[test]
 fn analyze_classifies_generates_artifacts_and_never_sends_secrets() {
     let dir = tempfile::tempdir().unwrap();
@@ -106,9 +102,9 @@ fn analyze_classifies_generates_artifacts_and_never_sends_secrets() {
     let soul = std::fs::read_to_string(Path::new(&lake).join("artifacts/soul-rules.md")).unwrap();
     assert!(soul.contains("NEVER state the server port from memory"));
     assert!(soul.contains("[1× beobachtet in Traces, Findings: "));
-    let classified = sql(&lake, "SELECT count(*) AS n FROM classifications WHERE action_type = 'soul_rule' AND triage_keep");
+    let classified = sql_rows(&lake, "SELECT count(*) AS n FROM classifications WHERE action_type = 'soul_rule' AND triage_keep");
     assert_eq!(classified[0]["n"], 2);
-    assert_eq!(sql(&lake, "SELECT count(*) AS n FROM outputs")[0]["n"], 2);
+    assert_eq!(sql_rows(&lake, "SELECT count(*) AS n FROM outputs")[0]["n"], 2);
 
     // A full re-run finds the same findings and pays nothing.
     let again = tracelake(&["analyze", "--lake", &lake, "--config", &cfg, "--full", "--format", "json"]);
@@ -141,9 +137,9 @@ fn triage_drops_are_kept_out_of_findings_but_queryable() {
     assert_eq!(findings[0]["signal"]["signal"], "SIG-TOOL-FAIL");
     assert_eq!(findings[0]["signal"]["severity"], "low", "triage adjusted the severity");
     assert!(report["generatedOutputs"].as_array().unwrap().is_empty(), "manual_review makes no artifact");
-    let dropped = sql(&lake, "SELECT signal FROM classifications WHERE NOT triage_keep");
+    let dropped = sql_rows(&lake, "SELECT signal FROM classifications WHERE NOT triage_keep");
     assert_eq!(dropped, vec![json!({"signal": "SIG-CORRECTION"})]);
-    assert_eq!(sql(&lake, "SELECT count(*) AS n FROM findings")[0]["n"], 1);
+    assert_eq!(sql_rows(&lake, "SELECT count(*) AS n FROM findings")[0]["n"], 1);
 }
 
 #[test]
@@ -184,7 +180,7 @@ fn rule_effectiveness_over_three_runs() {
             ("SIG-TOOL-FAIL".to_owned(), "ineffective".to_owned(), json!(0.0)),
         ]
     );
-    let rules = sql(&lake, "SELECT signal, failures_before, failures_after, runs_after FROM rule_effectiveness ORDER BY signal");
+    let rules = sql_rows(&lake, "SELECT signal, failures_before, failures_after, runs_after FROM rule_effectiveness ORDER BY signal");
     assert_eq!(rules[0], json!({"signal": "SIG-CORRECTION", "failures_before": 1, "failures_after": 0.0, "runs_after": 2}));
     assert_eq!(rules[1], json!({"signal": "SIG-TOOL-FAIL", "failures_before": 1, "failures_after": 1.0, "runs_after": 2}));
 }

@@ -96,6 +96,11 @@ pub fn parquet_rows(dir: &Path) -> usize {
     parquet_files(dir).iter().flat_map(|f| read_parquet(f)).map(|b| b.num_rows()).sum()
 }
 
+/// The rows of a query over the lake at `lake`, as JSON objects.
+pub fn sql_rows(lake: &str, query: &str) -> Vec<Value> {
+    json_lines(&tracelake_ok(&["sql", "--lake", lake, "--format", "ndjson", query]))
+}
+
 /// Lines of a JSON-lines output.
 pub fn json_lines(text: &str) -> Vec<Value> {
     text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("json line")).collect()

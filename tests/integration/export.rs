@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{json_lines, tracelake, tracelake_ok};
+use crate::common::{sql_rows, tracelake, tracelake_ok};
 use crate::nats_server::NatsServer;
 
 const STREAM: &str = "openclaw-events";
@@ -35,13 +35,9 @@ fn spawn_export(lake: &str, server: &NatsServer) -> std::process::Child {
         .unwrap()
 }
 
-fn sql(lake: &str, query: &str) -> Vec<Value> {
-    json_lines(&tracelake_ok(&["sql", "--lake", lake, "--format", "ndjson", query]))
-}
-
 /// (rows, distinct stream sequences, distinct ids)
 fn counts(lake: &str) -> (i64, i64, i64) {
-    let r = &sql(lake, "SELECT count(*) AS n, count(DISTINCT stream_seq) AS seqs, count(DISTINCT id) AS ids FROM events")[0];
+    let r = &sql_rows(lake, "SELECT count(*) AS n, count(DISTINCT stream_seq) AS seqs, count(DISTINCT id) AS ids FROM events")[0];
     (r["n"].as_i64().unwrap(), r["seqs"].as_i64().unwrap(), r["ids"].as_i64().unwrap())
 }
 
@@ -55,9 +51,10 @@ fn exports_both_schemas_then_only_new_events() {
 
     let first = export(&lake, &server, &[]);
     assert!(first.contains("exported 2000 events, 0 quarantined") && first.contains("cursor 2000 of 2000"), "{first}");
-    let schemas = sql(&lake, "SELECT schema, count(*) AS n FROM events GROUP BY schema ORDER BY schema");
+    let schemas = sql_rows(&lake, "SELECT schema, count(*) AS n FROM events GROUP BY schema ORDER BY schema");
     assert_eq!(schemas.len(), 2, "both schemas: {schemas:?}");
-    let subjects = sql(&lake, "SELECT count(*) AS n FROM events WHERE subject LIKE 'openclaw.events.%' AND stream_seq BETWEEN 1 AND 2000");
+    let subjects =
+        sql_rows(&lake, "SELECT count(*) AS n FROM events WHERE subject LIKE 'openclaw.events.%' AND stream_seq BETWEEN 1 AND 2000");
     assert_eq!(subjects[0]["n"], 2000);
 
     server.publish(STREAM, &lines[2000..]);
@@ -84,7 +81,7 @@ fn subject_filters_select_on_the_server() {
     let lake = dir.path().join("lake").display().to_string();
 
     export(&lake, &server, &["--agent", "main"]);
-    let agents = sql(&lake, "SELECT agent, count(*) AS n FROM events GROUP BY agent");
+    let agents = sql_rows(&lake, "SELECT agent, count(*) AS n FROM events GROUP BY agent");
     assert_eq!(agents.len(), 1);
     assert_eq!((agents[0]["agent"].as_str(), agents[0]["n"].as_i64()), (Some("main"), Some(expected_main)));
 
@@ -95,7 +92,7 @@ fn subject_filters_select_on_the_server() {
 
     export(&lake, &server, &["--type", "msg.in", "--full"]);
     let expected_msg_in = lines.iter().filter(|l| l.contains("\"type\":\"msg.in\"")).count() as i64;
-    let types = sql(&lake, "SELECT raw_type, count(*) AS n FROM events GROUP BY raw_type");
+    let types = sql_rows(&lake, "SELECT raw_type, count(*) AS n FROM events GROUP BY raw_type");
     assert_eq!(types.len(), 1, "{types:?}");
     assert_eq!((types[0]["raw_type"].as_str(), types[0]["n"].as_i64()), (Some("msg.in"), Some(expected_msg_in)));
 }
@@ -126,7 +123,7 @@ fn kill_9_at_any_point_then_rerun_gives_every_event_exactly_once() {
     let out = export(&lake, &server, &[]);
     assert!(out.contains("cursor 40000 of 40000"), "{out}");
     assert_eq!(counts(&lake), (40_000, 40_000, 40_000));
-    let gaps = sql(&lake, "SELECT min(stream_seq) AS lo, max(stream_seq) AS hi FROM events");
+    let gaps = sql_rows(&lake, "SELECT min(stream_seq) AS lo, max(stream_seq) AS hi FROM events");
     assert_eq!((gaps[0]["lo"].as_i64(), gaps[0]["hi"].as_i64()), (Some(1), Some(40_000)));
 }
 
@@ -225,8 +222,8 @@ fn a_poison_message_is_quarantined_with_its_sequence_and_the_export_goes_on() {
     let lake = dir.path().join("lake").display().to_string();
     let out = export(&lake, &server, &[]);
     assert!(out.contains("cursor 13 of 13"), "{out}");
-    assert_eq!(sql(&lake, "SELECT count(*) AS n FROM events")[0]["n"], 12, "every message that is an event, poison or not");
-    let quarantined = sql(&lake, "SELECT position, reason FROM quarantine");
+    assert_eq!(sql_rows(&lake, "SELECT count(*) AS n FROM events")[0]["n"], 12, "every message that is an event, poison or not");
+    let quarantined = sql_rows(&lake, "SELECT position, reason FROM quarantine");
     assert_eq!(quarantined.len(), 1, "{quarantined:?}");
     assert_eq!(quarantined[0]["position"], 8, "the stream sequence of the bad message");
     assert!(export(&lake, &server, &[]).contains("exported 0 events"), "the cursor moved past it");
@@ -252,7 +249,7 @@ fn an_export_whose_server_dies_says_how_far_it_got_and_fails() {
     server.kill();
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let done = sql(&lake, "SELECT count(*) AS n FROM events")[0]["n"].as_i64().unwrap();
+    let done = sql_rows(&lake, "SELECT count(*) AS n FROM events")[0]["n"].as_i64().unwrap();
     assert!(done < 60_000, "the server died before the export finished ({done} events)");
     assert!(!out.status.success(), "an export cut short fails: {stderr}");
     assert!(stderr.contains("run export again"), "{stderr}");
@@ -343,9 +340,9 @@ fn a_scheduled_export_and_analyses_share_a_lake_and_lose_nothing() {
 
     // The last analysis over every event finds what an analysis of a copy made afterwards does.
     tracelake_ok(&["analyze", "--lake", &lake, "--full"]);
-    let findings = |lake: &str| sql(lake, "SELECT finding_id FROM findings ORDER BY finding_id");
+    let findings = |lake: &str| sql_rows(lake, "SELECT finding_id FROM findings ORDER BY finding_id");
     let shared = findings(&lake);
-    let dup = &sql(&lake, "SELECT count(*) AS n, count(DISTINCT finding_id) AS ids FROM findings")[0];
+    let dup = &sql_rows(&lake, "SELECT count(*) AS n, count(DISTINCT finding_id) AS ids FROM findings")[0];
     assert_eq!(dup["n"], dup["ids"], "no finding twice");
     let alone = dir.path().join("alone").display().to_string();
     export(&alone, &server, &[]);

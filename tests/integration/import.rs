@@ -9,7 +9,7 @@ use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::datatypes::TimestampMillisecondType;
 use serde_json::{Value, json};
 
-use crate::common::{all_strings, json_lines, parquet_files, parquet_rows, read_parquet, realworld, tracelake, tracelake_ok};
+use crate::common::{all_strings, parquet_files, parquet_rows, read_parquet, realworld, sql_rows, tracelake, tracelake_ok};
 
 fn lake_arg(dir: &Path) -> String {
     dir.join("lake").display().to_string()
@@ -20,10 +20,6 @@ fn write_lines(path: &Path, lines: &[String]) {
     for l in lines {
         writeln!(f, "{l}").unwrap();
     }
-}
-
-fn sql_rows(lake: &str, sql: &str) -> Vec<Value> {
-    json_lines(&tracelake_ok(&["sql", "--lake", lake, "--format", "ndjson", sql]))
 }
 
 /// Per-type counts of a JSONL file, computed independently of tracelake's normalizer.

@@ -11,10 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::common::tracelake_ok;
+use crate::common::{sql_rows, tracelake_ok};
 
 const FLAVOURS: [&str; 3] = ["pydantic-ai", "openinference", "openllmetry"];
 
@@ -50,13 +49,9 @@ fn run_agent(flavour: &str, target: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-fn sql(lake: &str, query: &str) -> Vec<Value> {
-    serde_json::from_str(&tracelake_ok(&["sql", "--lake", lake, "--format", "json", query])).unwrap()
-}
-
 /// Each session's events as (type, tool or text), in order.
 fn conversations(lake: &str) -> Vec<(String, Vec<String>)> {
-    let rows = sql(
+    let rows = sql_rows(
         lake,
         "SELECT session, type, coalesce(tool_name || ' ' || coalesce(tool_error, tool_params, ''), content, '') AS what \
          FROM events ORDER BY session, ts, stream_seq",
@@ -130,12 +125,14 @@ fn spans_of_real_instrumentation_in_files_become_sessions_and_findings() {
         assert!(out.contains(" 0 quarantined"), "{out}");
     }
     expected_conversations(&conversations(&lake));
-    let ids = sql(&lake, "SELECT count(*) AS n, count(DISTINCT trace_id) AS traces, count(span_id) AS with_span FROM events");
+    let ids = sql_rows(&lake, "SELECT count(*) AS n, count(DISTINCT trace_id) AS traces, count(span_id) AS with_span FROM events");
     assert_eq!(ids[0]["n"], ids[0]["with_span"], "every event keeps its span id");
 
     tracelake_ok(&["analyze", "--lake", &lake]);
-    let found =
-        sql(&lake, "SELECT DISTINCT session, signal FROM findings WHERE signal IN ('SIG-TOOL-FAIL', 'SIG-DOOM-LOOP', 'SIG-REPEAT-FAIL')");
+    let found = sql_rows(
+        &lake,
+        "SELECT DISTINCT session, signal FROM findings WHERE signal IN ('SIG-TOOL-FAIL', 'SIG-DOOM-LOOP', 'SIG-REPEAT-FAIL')",
+    );
     let sessions: std::collections::BTreeSet<&str> = found.iter().map(|r| r["session"].as_str().unwrap()).collect();
     assert_eq!(sessions.len(), 3, "each agent's failing tool is a finding: {found:?}");
 }

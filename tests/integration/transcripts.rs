@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::common::{realworld, tracelake_ok};
+use crate::common::{realworld, sql_rows, tracelake_ok};
 
 /// The OpenClaw events of `file` as one OpenAI-style conversation a line, messages with
 /// their time when `timed`.
@@ -58,9 +58,7 @@ fn as_transcripts(file: &Path, timed: bool) -> String {
 /// Each finding of the analyzed lake at `lake` as (signal, session, first and last event
 /// index in its chain), sorted.
 fn findings(lake: &str) -> Vec<(String, String, i64, i64)> {
-    let out = tracelake_ok(&["sql", "--lake", lake, "--format", "json", "SELECT signal, session, start_idx, end_idx FROM findings"]);
-    let rows: Vec<Value> = serde_json::from_str(&out).unwrap();
-    let mut found: Vec<_> = rows
+    let mut found: Vec<_> = sql_rows(lake, "SELECT signal, session, start_idx, end_idx FROM findings")
         .iter()
         .map(|r| {
             let text = |k: &str| r[k].as_str().unwrap().to_owned();

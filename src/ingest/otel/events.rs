@@ -36,6 +36,11 @@ const MESSAGE_KEYS: &[&str] =
 
 /// The events of `span`.
 pub fn span_events(span: &Span) -> Vec<Candidate> {
+    let messages = (!is_tool(span) && !is_agent(span)).then(|| span_messages(span));
+    // Most spans of an application (HTTP, database) are none of ours: nothing is built for them.
+    if messages.as_ref().is_some_and(|(input, output)| input.is_empty() && output.is_empty() && !is_model_call(span)) {
+        return Vec::new();
+    }
     let agent = span.text(&["gen_ai.agent.name", "agent.name", "service.name"]).unwrap_or("unknown").to_owned();
     let conversation = span.text(CONVERSATION_KEYS).map(str::to_owned);
     let base = {
@@ -48,12 +53,10 @@ pub fn span_events(span: &Span) -> Vec<Candidate> {
         e
     };
     let mut out = Vec::new();
-    if is_tool(span) {
-        tool_events(span, &base, &mut out);
-    } else if is_agent(span) {
-        agent_events(span, &base, &mut out);
-    } else {
-        model_events(span, &base, &mut out);
+    match messages {
+        Some((input, output)) => model_events(span, &input, &output, &base, &mut out),
+        None if is_tool(span) => tool_events(span, &base, &mut out),
+        None => agent_events(span, &base, &mut out),
     }
     for (n, candidate) in out.iter_mut().enumerate() {
         candidate.event.id = format!("{}.{n}", span.span_id);
@@ -91,13 +94,13 @@ fn tool_events(span: &Span, base: &Event, out: &mut Vec<Candidate>) {
     let result = span.get("gen_ai.tool.call.result").or_else(|| span.get("output.value")).or_else(|| span.get("traceloop.entity.output"));
     let payload = span_payload(span);
     let mut call = base.clone();
-    set_type(&mut call, "tool.call");
+    call.set_type("tool.call");
     call.tool_name = Some(name.clone());
     call.tool_params = arguments.map(|a| canonical_json(&a.to_json()));
     call.tool_call_id.clone_from(&call_id);
     call.payload.clone_from(&payload);
     let mut done = call.clone();
-    set_type(&mut done, "tool.result");
+    done.set_type("tool.result");
     done.ts = span.end_ms;
     done.tool_duration_ms = Some(span.end_ms - span.start_ms);
     let result_json = result.map(AnyValue::to_json);
@@ -135,18 +138,18 @@ fn tool_events(span: &Span, base: &Event, out: &mut Vec<Candidate>) {
 fn agent_events(span: &Span, base: &Event, out: &mut Vec<Candidate>) {
     let payload = span_payload(span);
     let mut start = base.clone();
-    set_type(&mut start, "run.start");
+    start.set_type("run.start");
     start.payload.clone_from(&payload);
     let mut end = start.clone();
     end.ts = span.end_ms;
     end.duration_ms = Some(span.end_ms - span.start_ms);
     match &span.error {
         Some(message) => {
-            set_type(&mut end, "run.error");
+            end.set_type("run.error");
             end.error = Some(if message.is_empty() { "error".to_owned() } else { message.clone() });
         }
         None => {
-            set_type(&mut end, "run.end");
+            end.set_type("run.end");
             end.success = Some(true);
         }
     }
@@ -154,12 +157,8 @@ fn agent_events(span: &Span, base: &Event, out: &mut Vec<Candidate>) {
     out.push(Candidate { event: end, once: None, conversation: None });
 }
 
-fn model_events(span: &Span, base: &Event, out: &mut Vec<Candidate>) {
-    let (input, output) = span_messages(span);
-    if input.is_empty() && output.is_empty() && !is_model_call(span) {
-        return;
-    }
-    let calls = calls_of(input.iter().chain(&output));
+fn model_events(span: &Span, input: &[Message], output: &[Message], base: &Event, out: &mut Vec<Candidate>) {
+    let calls = calls_of(input.iter().chain(output));
     // The k-th copy of a message in the history is the same message in every call that
     // repeats the history.
     let mut copies: HashMap<u64, u64> = HashMap::new();
@@ -167,7 +166,9 @@ fn model_events(span: &Span, base: &Event, out: &mut Vec<Candidate>) {
     for (message, is_output) in input.iter().map(|m| (m, false)).chain(output.iter().map(|m| (m, true))) {
         for part in &message.parts {
             let single = Message { role: message.role, parts: vec![part.clone()] };
-            let content = key_of(&single.to_json());
+            let events = message_events(&single, &calls, base);
+            // Every event of the part has the part's message as its payload.
+            let Some(content) = events.first().map(|e| key_of(&e.payload)) else { continue };
             let copy = copies.entry(content).or_default();
             let key = match part {
                 Part::ToolCall { id: Some(id), .. } => key_of(&("tool.call", id)),
@@ -175,7 +176,7 @@ fn model_events(span: &Span, base: &Event, out: &mut Vec<Candidate>) {
                 _ => key_of(&(content, *copy)),
             };
             *copy += 1;
-            for mut event in message_events(&single, &calls, base) {
+            for mut event in events {
                 if is_output {
                     event.ts = span.end_ms;
                     if first_output {
@@ -197,11 +198,6 @@ fn model_usage(span: &Span, event: &mut Event) {
     event.usage_output = span.int(&["gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion"]);
     event.usage_cache_read = span.int(&["gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens"]);
     event.usage_total = span.int(&["gen_ai.usage.total_tokens", "llm.usage.total_tokens", "llm.token_count.total"]);
-}
-
-fn set_type(event: &mut Event, event_type: &str) {
-    event.event_type = event_type.to_owned();
-    event.raw_type = event_type.to_owned();
 }
 
 /// A 64-bit key of `value`, the same for the same value throughout the process.

@@ -16,6 +16,7 @@ use std::collections::{HashMap, HashSet};
 pub use events::{Candidate, span_events};
 pub use span::{Span, is_traces, spans_from_json};
 
+use super::sequence_in_line;
 use crate::model::Event;
 
 /// How many traces and event keys are remembered, per generation: a long-running receiver
@@ -32,10 +33,12 @@ pub struct Assembler {
 }
 
 impl Assembler {
-    /// The events of `candidates` not seen before, with their sessions.
-    pub fn add(&mut self, candidates: Vec<Candidate>) -> Vec<Event> {
+    /// The events of `candidates` (of the line or request at `position`) not seen before,
+    /// with their sessions and their sequences in the line.
+    pub fn add(&mut self, position: u64, candidates: Vec<Candidate>) -> Vec<Event> {
         let mut events = Vec::with_capacity(candidates.len());
-        for Candidate { mut event, once, conversation } in candidates {
+        for (n, Candidate { mut event, once, conversation }) in candidates.into_iter().enumerate() {
+            event.stream_seq = sequence_in_line(position, n as u64);
             let trace = event.trace_id.clone().unwrap_or_default();
             let trace_key = events::key_of(&trace);
             let session = match self.sessions.find(|m| m.get(&trace_key).cloned()) {
@@ -105,7 +108,7 @@ mod tests {
 
     fn events(assembler: &mut Assembler, batch: serde_json::Value) -> Vec<Event> {
         let candidates = spans_from_json(&batch).unwrap().iter().flat_map(span_events).collect();
-        assembler.add(candidates)
+        assembler.add(1, candidates)
     }
 
     #[test]
