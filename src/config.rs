@@ -178,6 +178,17 @@ impl Default for PiiConfig {
     }
 }
 
+/// `storage`: how a lake on object storage (`--lake s3://…`, `gs://…`, `az://…`) is
+/// reached, beyond what the environment says (`AWS_*`, `GOOGLE_*`, `AZURE_*`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct StorageConfig {
+    /// `object_store` options by name (`aws_endpoint`, `aws_region`, `aws_allow_http`,
+    /// `google_service_account`, `azure_storage_account_name`, …); they win over the
+    /// environment.
+    pub options: BTreeMap<String, String>,
+}
+
 /// The `traceAnalyzer` object as written.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -194,6 +205,9 @@ struct AnalyzerEntry {
     detectors_dir: Option<String>,
     tool_patterns: BTreeMap<String, Vec<String>>,
     privacy: PrivacyConfig,
+    storage: StorageConfig,
+    workers: Vec<String>,
+    worker_scan_bytes: u64,
 }
 
 impl Default for AnalyzerEntry {
@@ -211,6 +225,9 @@ impl Default for AnalyzerEntry {
             detectors_dir: None,
             tool_patterns: BTreeMap::new(),
             privacy: PrivacyConfig::default(),
+            storage: StorageConfig::default(),
+            workers: Vec::new(),
+            worker_scan_bytes: 16 << 20,
         }
     }
 }
@@ -246,6 +263,14 @@ pub struct Config {
     pub tool_patterns: BTreeMap<String, Vec<String>>,
     /// What is done to personal data at ingest (`privacy.pii`).
     pub privacy: PrivacyConfig,
+    /// Options of the object store a lake URL names (`storage.options`).
+    pub storage: StorageConfig,
+    /// `tracelake worker` URLs that run queries and analyses (`workers`); none: this
+    /// process runs them.
+    pub workers: Vec<String>,
+    /// Bytes of Parquet each task of a scan on the workers reads (`workerScanBytes`):
+    /// fewer bytes, more tasks.
+    pub worker_scan_bytes: u64,
 }
 
 impl Default for Config {
@@ -303,6 +328,9 @@ impl Config {
             detectors_dir: analyzer.detectors_dir,
             tool_patterns: analyzer.tool_patterns,
             privacy: analyzer.privacy,
+            storage: analyzer.storage,
+            workers: analyzer.workers,
+            worker_scan_bytes: analyzer.worker_scan_bytes,
         })
     }
 }
@@ -349,6 +377,15 @@ impl Config {
     }
 }
 
+/// Whether the setting at `key` holds a secret: a password, an API key, or a storage
+/// credential (`storage.options.aws_secret_access_key`, `…_token`, `…_sas_key`).
+fn is_secret(key: &str) -> bool {
+    let storage_credential = key
+        .strip_prefix("storage.options.")
+        .is_some_and(|option| ["secret", "key", "token", "sas", "password"].iter().any(|word| option.to_ascii_lowercase().contains(word)));
+    storage_credential || SECRET_KEYS.iter().any(|k| key.ends_with(k))
+}
+
 /// `value`'s leaves as (dotted key, value); secrets masked.
 fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, Value)>) {
     match value {
@@ -358,7 +395,7 @@ fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, Value)>) {
                 flatten(&path, v, out);
             }
         }
-        Value::String(_) if SECRET_KEYS.iter().any(|k| prefix.ends_with(k)) => out.push((prefix.to_owned(), Value::String("(set)".into()))),
+        Value::String(_) if is_secret(prefix) => out.push((prefix.to_owned(), Value::String("(set)".into()))),
         other => out.push((prefix.to_owned(), other.clone())),
     }
 }
@@ -417,7 +454,7 @@ impl Form {
 }
 
 impl AnalyzerEntry {
-    const KEYS: [&str; 14] = [
+    const KEYS: [&str; 17] = [
         "enabled",
         "nats",
         "schedule",
@@ -430,6 +467,9 @@ impl AnalyzerEntry {
         "detectorsDir",
         "toolPatterns",
         "privacy",
+        "storage",
+        "workers",
+        "workerScanBytes",
         "fetchBatchSize",
         "maxEventsPerRun",
     ];

@@ -18,6 +18,7 @@ mod sql;
 mod status;
 mod time_args;
 mod watch;
+mod worker;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,12 +38,16 @@ use tracelake::redact::Redactor;
 #[derive(Debug, Parser)]
 #[command(name = "tracelake", version, about)]
 pub struct Cli {
-    /// Lake directory.
+    /// Lake: a directory, or a prefix on object storage (s3://BUCKET/PREFIX, gs://…, az://…).
     #[arg(long, global = true, env = "TRACELAKE_LAKE")]
     lake: Option<PathBuf>,
     /// OpenClaw cortex plugin config file (or its `traceAnalyzer` object alone).
     #[arg(long, global = true, env = "TRACELAKE_CONFIG")]
     config: Option<PathBuf>,
+    /// `tracelake worker`s that run the queries of sql, analyze and report:
+    /// HOST:PORT,HOST:PORT,… (default: traceAnalyzer.workers; none: this process).
+    #[arg(long, global = true, env = "TRACELAKE_WORKERS", value_delimiter = ',')]
+    workers: Vec<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -75,6 +80,8 @@ enum Command {
     Status(status::StatusArgs),
     /// Show the effective settings and where each came from (the config file or the default).
     Config(config::ConfigArgs),
+    /// Serve query plans for `--workers` (every tracelake function registered).
+    Worker(worker::WorkerArgs),
     /// Rebuild a damaged lake's manifest from the files it can read (asks first).
     Repair(repair::RepairArgs),
     /// Write deterministic synthetic traces with injected failure patterns.
@@ -91,26 +98,27 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn lake(&self) -> anyhow::Result<Lake> {
-        self.lake.clone().map(Lake::new).context("no lake given: pass --lake DIR or set TRACELAKE_LAKE")
+        let location = self.lake.as_ref().context("no lake given: pass --lake DIR (or s3://BUCKET/PREFIX) or set TRACELAKE_LAKE")?;
+        Ok(Lake::open(&location.to_string_lossy(), &self.config.storage.options)?)
     }
 
     /// The lake, which must exist: commands other than `import` and `export` never make
     /// one (in a folder of other files, or at a mistyped path).
     pub fn existing_lake(&self) -> anyhow::Result<Lake> {
         let lake = self.lake()?;
-        if !lake.exists() {
-            let dir = lake.root().display();
-            let what = if lake.root().exists() { "holds no lake" } else { "does not exist" };
-            anyhow::bail!("{dir} {what}: make a lake with `tracelake import --lake {dir} FILE` or `tracelake export --lake {dir}`");
+        if !lake.exists()? {
+            let at = lake.location();
+            let what = if lake.remote().is_some() || !lake.root().exists() { "does not exist" } else { "holds no lake" };
+            anyhow::bail!("{at} {what}: make a lake with `tracelake import --lake {at} FILE` or `tracelake export --lake {at}`");
         }
         Ok(lake)
     }
 
     /// The lake that `import` and `export` write: an existing one, or a new one in a new or
-    /// empty directory, never in a folder of other files.
+    /// empty directory (or object store prefix), never in a folder of other files.
     pub fn lake_to_write(&self) -> anyhow::Result<Lake> {
         let lake = self.lake()?;
-        if !lake.exists() && !is_new_or_empty(lake.root())? {
+        if lake.remote().is_none() && !lake.exists()? && !is_new_or_empty(lake.root())? {
             let dir = lake.root().display();
             anyhow::bail!("{dir} holds other files and no lake: make the lake in a new or empty directory");
         }
@@ -158,7 +166,11 @@ pub fn run() -> ExitCode {
     match dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
-            match lake.filter(|_| is_parquet_error(&e)).map(|l| unreadable_committed(&Lake::new(l))).filter(|bad| !bad.is_empty()) {
+            match lake
+                .filter(|l| is_parquet_error(&e) && !l.to_string_lossy().contains("://"))
+                .map(|l| unreadable_committed(&Lake::new(l)))
+                .filter(|bad| !bad.is_empty())
+            {
                 // Name the damaged files once, instead of the reader's nested message.
                 Some(bad) => {
                     let files: Vec<String> = bad.iter().map(|(f, why)| format!("{f} ({why})")).collect();
@@ -171,6 +183,10 @@ pub fn run() -> ExitCode {
                 // The pool's message once, instead of once per operator that passed it on.
                 None if let Some(root) = out_of_memory(&e) => eprintln!(
                     "error: {root}\nThe query needs more memory than the engine's pool (1 GiB by default): select fewer rows or columns, or raise the pool first with `SET datafusion.runtime.memory_limit = '4G';`"
+                ),
+                None if let Some(worker) = unreachable_worker(&e) => eprintln!(
+                    "error: the worker at {worker} did not answer: is `tracelake worker --listen {}` running there? Check --workers (or TRACELAKE_WORKERS, traceAnalyzer.workers)",
+                    worker.trim_start_matches("http://").trim_end_matches('/')
                 ),
                 None => eprintln!("error: {}", message(&e)),
             }
@@ -201,6 +217,14 @@ fn is_parquet_error(e: &anyhow::Error) -> bool {
     })
 }
 
+/// The worker a distributed query could not reach, from datafusion-distributed's
+/// "Error connecting to Distributed DataFusion worker on 'URL'".
+fn unreachable_worker(e: &anyhow::Error) -> Option<String> {
+    let text = message(e);
+    let after = text.split_once("Distributed DataFusion worker on '")?.1;
+    Some(after.split('\'').next()?.to_owned())
+}
+
 /// The memory pool's refusal behind `e`, if that is what ended the command.
 fn out_of_memory(e: &anyhow::Error) -> Option<&datafusion::error::DataFusionError> {
     e.chain().find_map(|c| {
@@ -210,10 +234,13 @@ fn out_of_memory(e: &anyhow::Error) -> Option<&datafusion::error::DataFusionErro
 }
 
 fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
-    let config = match &cli.config {
+    let mut config = match &cli.config {
         Some(path) => Config::load(path)?,
         None => Config::default(),
     };
+    if !cli.workers.is_empty() {
+        config.workers = cli.workers;
+    }
     let ctx = Ctx { config, config_file: cli.config, lake: cli.lake };
     match cli.command {
         Command::Demo(args) => block_on(demo::run(&ctx, args)),
@@ -230,6 +257,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Status(args) => block_on(status::run(&ctx, args)),
         Command::Config(args) => config::run(&ctx, args),
         Command::Repair(args) => repair::run(&ctx, args),
+        Command::Worker(args) => block_on(worker::run(&ctx, args)),
         Command::Generate(args) => generate::run(args),
     }
 }

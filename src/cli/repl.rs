@@ -231,7 +231,7 @@ impl Repl {
             if row["table_type"] == "VIEW" { views.push(name) } else { tables.push(name) }
         }
         let on = match &self.lake {
-            Some(lake) => format!("tracelake SQL on {}\ntables: {}\nviews: {}", lake.root().display(), tables.join(", "), views.join(", ")),
+            Some(lake) => format!("tracelake SQL on {}\ntables: {}\nviews: {}", lake.location(), tables.join(", "), views.join(", ")),
             None => "tracelake SQL with no lake (--lake DIR or TRACELAKE_LAKE for one): query files by path, \
                      SELECT * FROM 'events.jsonl'"
                 .to_owned(),

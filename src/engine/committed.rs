@@ -3,8 +3,9 @@
 //! write still running or left by a crash. Nothing is written into the lake through a
 //! query: its tables are written only by import, export and analyze, which commit.
 //!
-//! An object store wrapped around the local file system: every path outside the lake
-//! passes through unchanged (a user's `COPY … TO '/tmp/x.parquet'` still works).
+//! An object store wrapped around the one the lake is on (the local file system, or the
+//! bucket of a lake on object storage): every path outside the lake passes through
+//! unchanged (a user's `COPY … TO '/tmp/x.parquet'` still works).
 
 use std::collections::HashSet;
 use std::fmt;
@@ -44,9 +45,9 @@ impl CommittedFiles {
     }
 
     /// The committed files, as object paths.
-    fn committed(&self) -> Result<HashSet<Path>> {
-        let manifest = Manifest::load(&self.lake).map_err(|e| object_store::Error::Generic { store: "lake", source: Box::new(e) })?;
-        Ok(manifest.committed_files().into_iter().map(|f| f.split('/').fold(self.root.clone(), |p, part| p.join(part))).collect())
+    async fn committed(lake: &Lake, root: &Path) -> Result<HashSet<Path>> {
+        let manifest = Manifest::load_async(lake).await.map_err(|e| object_store::Error::Generic { store: "lake", source: Box::new(e) })?;
+        Ok(manifest.committed_files().into_iter().map(|f| f.split('/').fold(root.clone(), |p, part| p.join(part))).collect())
     }
 
     fn read_only(&self, location: &Path) -> Result<()> {
@@ -102,23 +103,26 @@ impl ObjectStore for CommittedFiles {
         if !wants_tables {
             return listed;
         }
-        let committed = match self.committed() {
-            Ok(committed) => committed,
-            Err(e) => return stream::once(async move { Err(e) }).boxed(),
-        };
-        let root = self.root.clone();
-        listed
-            .filter(move |meta| {
-                let shown = meta.as_ref().map_or(true, |m| !in_tables(&root, &m.location) || committed.contains(&m.location));
-                std::future::ready(shown)
-            })
-            .boxed()
+        let (lake, root) = (self.lake.clone(), self.root.clone());
+        stream::once(async move {
+            match Self::committed(&lake, &root).await {
+                Ok(committed) => listed
+                    .filter(move |meta| {
+                        let shown = meta.as_ref().map_or(true, |m| !in_tables(&root, &m.location) || committed.contains(&m.location));
+                        std::future::ready(shown)
+                    })
+                    .boxed(),
+                Err(e) => stream::once(async move { Err(e) }).boxed(),
+            }
+        })
+        .flatten()
+        .boxed()
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
         let mut listed = self.inner.list_with_delimiter(prefix).await?;
         if listed.objects.iter().any(|m| self.in_tables(&m.location)) {
-            let committed = self.committed()?;
+            let committed = Self::committed(&self.lake, &self.root).await?;
             listed.objects.retain(|m| !self.in_tables(&m.location) || committed.contains(&m.location));
         }
         Ok(listed)

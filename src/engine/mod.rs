@@ -3,6 +3,7 @@
 
 pub mod chains;
 pub mod committed;
+pub mod distributed;
 pub mod files;
 pub mod functions;
 pub mod print;
@@ -31,6 +32,10 @@ pub enum EngineError {
     ReadOnlyLake(String),
     #[error("the lake path {0} cannot be read as a file URL: {1}")]
     LakePath(std::path::PathBuf, #[source] object_store::path::Error),
+    #[error("{0}")]
+    Patterns(#[from] tracelake_udfs::PatternError),
+    #[error("workers: {0}")]
+    Workers(String),
     #[error("formatting results: {0}")]
     Format(#[from] datafusion::arrow::error::ArrowError),
     #[error("cannot write the session buckets to a temporary directory: {0}")]

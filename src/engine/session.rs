@@ -16,6 +16,7 @@ use datafusion::sql::parser::{DFParser, Statement};
 
 use super::EngineError;
 use super::committed::CommittedFiles;
+use super::distributed::{distribute, worker_urls};
 use super::print::{PrintFormat, PrintOptions};
 use super::sql::{CHAIN_VIEWS, CHAINS, RULE_EFFECTIVENESS, SIGNAL_SCORES, SqlParams};
 use super::window_memory::AccountWindowInputs;
@@ -40,6 +41,10 @@ pub struct EngineOptions {
     pub patterns: Arc<Patterns>,
     /// Settings of the chain views.
     pub sql_params: SqlParams,
+    /// `tracelake worker`s that run the plans; none: this process runs them.
+    pub workers: Vec<url::Url>,
+    /// Bytes of Parquet a worker's task of a scan reads.
+    pub worker_scan_bytes: usize,
 }
 
 impl Default for EngineOptions {
@@ -50,9 +55,11 @@ impl Default for EngineOptions {
 
 impl EngineOptions {
     /// The settings `config` chooses: its languages and chain parameters.
-    pub fn from_config(config: &crate::config::Config) -> Result<Self, tracelake_udfs::PatternError> {
+    pub fn from_config(config: &crate::config::Config) -> Result<Self, EngineError> {
         let patterns = Patterns::with_tool_patterns(&config.languages, &config.tool_patterns)?;
-        Ok(Self::with(patterns, SqlParams::from_config(config)))
+        let workers = worker_urls(&config.workers)?;
+        let worker_scan_bytes = usize::try_from(config.worker_scan_bytes).unwrap_or(usize::MAX);
+        Ok(Self { workers, worker_scan_bytes, ..Self::with(patterns, SqlParams::from_config(config)) })
     }
 
     fn with(patterns: Patterns, sql_params: SqlParams) -> Self {
@@ -61,22 +68,41 @@ impl EngineOptions {
             target_partitions: std::thread::available_parallelism().map_or(2, |n| n.get()),
             patterns: Arc::new(patterns),
             sql_params,
+            workers: Vec::new(),
+            worker_scan_bytes: DEFAULT_WORKER_SCAN_BYTES,
         }
     }
 }
 
+/// Bytes of Parquet a worker's task of a scan reads, unless `workerScanBytes` says.
+pub const DEFAULT_WORKER_SCAN_BYTES: usize = 16 << 20;
+
 /// A session over `lake`: every table of the lake, `runs`, the chain views, all UDFs.
 pub async fn open_session(lake: &Lake, redactor: Redactor, opts: &EngineOptions) -> Result<SessionContext, EngineError> {
-    if !lake.root().is_dir() {
-        return Err(EngineError::NoLake(lake.root().to_path_buf()));
-    }
-    let manifest = Manifest::load(lake)?;
     let ctx = new_context(redactor, opts)?;
-    let root = lake.root().canonicalize()?;
-    let root_path = object_store::path::Path::from_absolute_path(&root).map_err(|e| EngineError::LakePath(root.clone(), e))?;
-    let local = ObjectStoreUrl::local_filesystem();
-    let committed = CommittedFiles::new(Arc::new(LocalFileSystem::new()), Lake::new(&root), root_path);
-    ctx.register_object_store(local.as_ref(), Arc::new(committed));
+    let manifest = match lake.remote() {
+        Some(remote) => {
+            let manifest = Manifest::load_async(lake).await?;
+            if !manifest.exists {
+                return Err(EngineError::NoLake(remote.url().into()));
+            }
+            let committed = CommittedFiles::new(remote.store(), lake.clone(), remote.prefix().clone());
+            let url = ObjectStoreUrl::parse(remote.store_url())?;
+            ctx.register_object_store(url.as_ref(), Arc::new(committed));
+            manifest
+        }
+        None => {
+            if !lake.root().is_dir() {
+                return Err(EngineError::NoLake(lake.root().to_path_buf()));
+            }
+            let manifest = Manifest::load(lake)?;
+            let root = lake.root().canonicalize()?;
+            let root_path = object_store::path::Path::from_absolute_path(&root).map_err(|e| EngineError::LakePath(root.clone(), e))?;
+            let committed = CommittedFiles::new(Arc::new(LocalFileSystem::new()), Lake::new(&root), root_path);
+            ctx.register_object_store(ObjectStoreUrl::local_filesystem().as_ref(), Arc::new(committed));
+            manifest
+        }
+    };
     for table in Table::ALL {
         register_table(&ctx, lake, table, file_schema(table)).await?;
     }
@@ -115,17 +141,25 @@ fn new_context(redactor: Redactor, opts: &EngineOptions) -> Result<SessionContex
         .set_bool("datafusion.execution.parquet.reorder_filters", true)
         .set_bool("datafusion.execution.collect_statistics", true);
     let runtime = RuntimeEnvBuilder::new().with_memory_pool(Arc::new(FairSpillPool::new(opts.memory_limit_bytes))).build_arc()?;
-    let mut state = SessionStateBuilder::new()
+    let mut builder = SessionStateBuilder::new()
         .with_config(config)
         .with_runtime_env(runtime)
         .with_default_features()
-        .with_physical_optimizer_rule(Arc::new(AccountWindowInputs))
-        .build();
+        .with_physical_optimizer_rule(Arc::new(AccountWindowInputs));
+    if !opts.workers.is_empty() {
+        builder = distribute(builder, opts.workers.clone(), opts.worker_scan_bytes)?;
+    }
+    let mut state = builder.build();
     // `->`, `->>`, `json_get*` over the JSON text columns (payload, params, result, …).
     datafusion_functions_json::register_all(&mut state)?;
     let ctx = SessionContext::new_with_state(state);
-    tracelake_udfs::register_all(&ctx, redactor, Arc::clone(&opts.patterns));
+    register_functions(&ctx, redactor, Arc::clone(&opts.patterns));
     Ok(ctx)
+}
+
+/// tracelake's functions, in this process and in every worker's.
+pub fn register_functions(ctx: &SessionContext, redactor: Redactor, patterns: Arc<Patterns>) {
+    tracelake_udfs::register_all(ctx, redactor, patterns);
 }
 
 /// An empty table with the columns of a stored table, partition column included.
@@ -140,11 +174,14 @@ fn empty_table(file_schema: &SchemaRef) -> Result<MemTable, EngineError> {
 async fn register_table(ctx: &SessionContext, lake: &Lake, table: Table, file_schema: SchemaRef) -> Result<(), EngineError> {
     let dir = lake.table_dir(table);
     let name = table.dir_name();
-    if !dir.is_dir() {
-        ctx.register_table(name, Arc::new(empty_table(&file_schema)?))?;
-        return Ok(());
-    }
-    let url = ListingTableUrl::parse(format!("{}/", dir.canonicalize()?.display()))?;
+    let url = match lake.remote() {
+        Some(remote) => ListingTableUrl::parse(remote.table_url(table))?,
+        None if !dir.is_dir() => {
+            ctx.register_table(name, Arc::new(empty_table(&file_schema)?))?;
+            return Ok(());
+        }
+        None => ListingTableUrl::parse(format!("{}/", dir.canonicalize()?.display()))?,
+    };
     let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
         .with_file_extension(".parquet")
         .with_table_partition_cols(vec![(PARTITION_COLUMN.to_owned(), DataType::Utf8)]);

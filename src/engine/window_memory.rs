@@ -59,7 +59,7 @@ pub struct ReservedInput {
 }
 
 impl ReservedInput {
-    fn new(input: Arc<dyn ExecutionPlan>) -> Self {
+    pub fn new(input: Arc<dyn ExecutionPlan>) -> Self {
         Self { input }
     }
 }

@@ -104,7 +104,12 @@ impl CollectWriter {
             state.recent.pop_front();
         }
         self.pending_set.clear();
+        let read = self.state.clone();
         commit::<_, LakeError>(&self.lake, |manifest| {
+            // Collectors into a lake on object storage do not exclude each other.
+            if manifest.collect.clone().unwrap_or_default() != read {
+                return Err(LakeError::Concurrent { lake: self.lake.location(), run: "collect" });
+            }
             manifest.collect = Some(state.clone());
             Ok(())
         })?;

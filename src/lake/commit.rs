@@ -8,10 +8,14 @@
 //! the export cursor, the analysis history) can then be read at its start and changed at
 //! its end.
 
+use std::collections::HashSet;
 use std::fs::{self, File};
+
+use futures::future::try_join_all;
 
 use super::LakeError;
 use super::layout::Lake;
+use super::remote::{Remote, block_on};
 use super::state::Manifest;
 use super::writers::sweep_uncommitted;
 
@@ -58,13 +62,25 @@ pub struct RunLock {
 }
 
 impl RunLock {
-    /// Fails at once when another run of this kind holds it.
+    /// Fails at once when another run of this kind holds it. On object storage, where
+    /// there are no locks, runs of a kind do not wait for each other: what they commit is
+    /// checked against what another committed meanwhile ([`LakeError::Concurrent`]).
     pub fn acquire(lake: &Lake, run: Run) -> Result<Self, LakeError> {
+        if lake.remote().is_some() {
+            return Ok(Self { _files: Vec::new() });
+        }
         Ok(Self { _files: vec![lock_file(lake, run)?] })
     }
 
     /// Every kind at once: for a repair, which rewrites the whole manifest.
     pub fn all(lake: &Lake) -> Result<Self, LakeError> {
+        if lake.remote().is_some() {
+            return Err(LakeError::NotOnObjectStorage {
+                lake: lake.location(),
+                what: "repair",
+                why: "it needs every writer stopped, which object storage cannot tell; a crashed writer's uploads are named by no manifest and never read",
+            });
+        }
         Ok(Self { _files: Run::ALL.into_iter().map(|run| lock_file(lake, run)).collect::<Result<_, _>>()? })
     }
 }
@@ -102,7 +118,14 @@ impl ManifestLock {
 /// Commits: re-reads the manifest under the manifest lock, lets `update` change it, saves
 /// it, and sweeps the uncommitted files of writers that are gone (those `update` retired
 /// among them). Returns what `update` returned; nothing is saved when it fails.
-pub fn commit<T, E: From<LakeError>>(lake: &Lake, update: impl FnOnce(&mut Manifest) -> Result<T, E>) -> Result<T, E> {
+///
+/// On object storage there is no lock: the files the new manifest names are uploaded,
+/// and the manifest is written only if no other writer committed since it was read; else
+/// `update` runs again on the newer manifest.
+pub fn commit<T, E: From<LakeError>>(lake: &Lake, mut update: impl FnMut(&mut Manifest) -> Result<T, E>) -> Result<T, E> {
+    if let Some(remote) = lake.remote() {
+        return commit_remote(lake, remote, update);
+    }
     let lock = ManifestLock::acquire(lake)?;
     let mut manifest = Manifest::load(lake)?;
     let value = update(&mut manifest)?;
@@ -111,10 +134,56 @@ pub fn commit<T, E: From<LakeError>>(lake: &Lake, update: impl FnOnce(&mut Manif
     Ok(value)
 }
 
+fn commit_remote<T, E: From<LakeError>>(
+    lake: &Lake,
+    remote: &Remote,
+    mut update: impl FnMut(&mut Manifest) -> Result<T, E>,
+) -> Result<T, E> {
+    let mut uploaded: HashSet<String> = HashSet::new();
+    loop {
+        let (mut manifest, version) = block_on(Manifest::read_remote(remote))?;
+        let before: HashSet<String> = manifest.committed_files().into_iter().map(str::to_owned).collect();
+        let value = update(&mut manifest)?;
+        manifest.revision += 1;
+        let staged: Vec<String> = manifest
+            .committed_files()
+            .into_iter()
+            .filter(|f| !before.contains(*f) && !uploaded.contains(*f) && lake.root().join(f).is_file())
+            .map(str::to_owned)
+            .collect();
+        let bytes = manifest.to_json();
+        let won = block_on(async {
+            for files in staged.chunks(UPLOADS) {
+                try_join_all(files.iter().map(|f| remote.upload(f))).await?;
+            }
+            remote.write_manifest(bytes, version).await
+        })?;
+        uploaded.extend(staged);
+        if won {
+            for file in &uploaded {
+                // Committed and uploaded: the staged copy is no longer needed.
+                let _ = fs::remove_file(lake.root().join(file));
+            }
+            return Ok(value);
+        }
+    }
+}
+
+/// Files uploaded at once by a commit to object storage.
+const UPLOADS: usize = 8;
+
 /// At the start of a run: sweeps what crashed writers left, and writes the manifest of a
 /// new lake, so that a reader never takes the files of a first write still under way for
 /// a lake whose manifest is lost. Returns the manifest and how many files were swept.
 pub fn begin(lake: &Lake) -> Result<(Manifest, usize), LakeError> {
+    if let Some(remote) = lake.remote() {
+        let (manifest, _) = block_on(Manifest::read_remote(remote))?;
+        if !manifest.exists {
+            // Of two writers making a lake at once, one writes its manifest; both go on.
+            block_on(remote.write_manifest(manifest.to_json(), None))?;
+        }
+        return Ok((block_on(Manifest::read_remote(remote))?.0, 0));
+    }
     let lock = ManifestLock::acquire(lake)?;
     let manifest = Manifest::load(lake)?;
     if !manifest.exists {

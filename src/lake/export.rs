@@ -229,7 +229,7 @@ pub async fn export(
     commit::<_, LakeError>(lake, |manifest| {
         if let Some(state) = manifest.export.as_mut() {
             state.last_run = Some(ExportRun {
-                started_at,
+                started_at: started_at.clone(),
                 finished_at: chrono::Utc::now().to_rfc3339(),
                 events: summary.events,
                 quarantined: summary.quarantined.values().sum(),
@@ -265,6 +265,11 @@ impl<'a> Committer<'a> {
         let cursor = self.cursor.max(self.last_position);
         commit::<_, LakeError>(self.lake, |manifest| {
             let state = manifest.export.as_mut().expect("export state is set before writing");
+            // Exports to a lake on object storage do not exclude each other: of two that
+            // read the stream from one cursor, only the first commits.
+            if state.cursor != self.cursor {
+                return Err(LakeError::Concurrent { lake: self.lake.location(), run: "export" });
+            }
             state.files.extend(files.iter().map(|f| self.lake.relative(&f.path)));
             state.cursor = cursor;
             Ok(())

@@ -18,7 +18,7 @@ use super::LakeError;
 use super::commit::{Run, RunLock, begin, commit};
 use super::layout::Lake;
 use super::pipeline::{Chunk, RawEvent, decode_in_order};
-use super::state::ImportRecord;
+use super::state::{ImportRecord, Manifest};
 use super::writer::EventSink;
 use super::writers::{RegisteredWriter, retire};
 use crate::ingest::lines::{BoundedLines, Line};
@@ -190,11 +190,17 @@ pub fn import_source(
         finished_at: chrono::Utc::now().to_rfc3339(),
         files: files.iter().map(|f| lake.relative(&f.path)).collect(),
     };
+    let read_from = last_import_of(&manifest, record.path.as_deref());
     commit::<_, LakeError>(lake, |manifest| {
+        // Imports into a lake on object storage do not exclude each other: one of the same
+        // file that committed meanwhile would make this one's rows count twice.
+        if record.path.is_some() && last_import_of(manifest, record.path.as_deref()) != read_from {
+            return Err(LakeError::Concurrent { lake: lake.location(), run: "import" });
+        }
         let replaced: Vec<String> = manifest.imports.iter().filter(|r| r.sha256 == record.sha256).flat_map(|r| r.files.clone()).collect();
         retire(lake, &replaced)?;
         manifest.imports.retain(|r| r.sha256 != record.sha256);
-        manifest.imports.push(record);
+        manifest.imports.push(record.clone());
         Ok(())
     })?;
     writer.finish()?;
@@ -209,6 +215,11 @@ pub fn import_source(
         swept,
         lines_before,
     }))
+}
+
+/// The writer of the last import of the file at `path`, if any.
+fn last_import_of(manifest: &Manifest, path: Option<&str>) -> Option<String> {
+    manifest.imports.iter().rev().find(|r| path.is_some() && r.path.as_deref() == path).map(|r| r.writer_id.clone())
 }
 
 /// Where reading a source starts: past what an earlier import of the same file took, with

@@ -3,7 +3,14 @@
 
 use std::path::{Path, PathBuf};
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
+use url::Url;
+
+use super::LakeError;
+use super::remote::{Remote, SCHEMES, block_on};
 
 use super::schema::PARTITION_COLUMN;
 
@@ -36,17 +43,53 @@ impl Table {
     }
 }
 
-/// A lake directory.
+/// A lake: a local directory, or a prefix on object storage ([`Remote`]) whose writers
+/// stage their files in a local directory, the root here.
 #[derive(Debug, Clone)]
 pub struct Lake {
     root: PathBuf,
+    remote: Option<Arc<Remote>>,
 }
 
 impl Lake {
+    /// A lake in a local directory.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self { root: root.into(), remote: None }
     }
 
+    /// The lake at `location`: a directory, a `file://` URL, or an object store URL
+    /// (`s3://bucket/prefix`, `gs://…`, `az://…`) reached with `storage_options`.
+    pub fn open(location: &str, storage_options: &BTreeMap<String, String>) -> Result<Self, LakeError> {
+        let Some((scheme, _)) = location.split_once("://") else {
+            return Ok(Self::new(location));
+        };
+        let bad = |problem: String| LakeError::Storage { lake: location.to_owned(), problem };
+        let url = Url::parse(location).map_err(|e| bad(format!("not a URL: {e}")))?;
+        match scheme {
+            "file" => Ok(Self::new(url.to_file_path().map_err(|()| bad("not a local path".into()))?)),
+            s if SCHEMES.contains(&s) => {
+                let remote = Remote::open(&url, storage_options)?;
+                Ok(Self { root: remote.stage().to_path_buf(), remote: Some(Arc::new(remote)) })
+            }
+            other => Err(bad(format!("tracelake keeps lakes in a directory or on {}, not on {other}://", SCHEMES.join("://, ")))),
+        }
+    }
+
+    /// The object store the lake is on, if it is not a local directory.
+    pub fn remote(&self) -> Option<&Arc<Remote>> {
+        self.remote.as_ref()
+    }
+
+    /// The lake as the user names it: its directory or its URL.
+    pub fn location(&self) -> String {
+        match &self.remote {
+            Some(remote) => remote.url(),
+            None => self.root.display().to_string(),
+        }
+    }
+
+    /// The local directory: the lake itself, or where the writers of a lake on object
+    /// storage stage their files.
     pub fn root(&self) -> &Path {
         &self.root
     }
@@ -65,8 +108,11 @@ impl Lake {
 
     /// Whether the directory holds a lake: its state, or a table (a lake whose state is
     /// gone is damaged, not absent). Only `import` and `export` make one.
-    pub fn exists(&self) -> bool {
-        self.state_dir().is_dir() || Table::ALL.iter().any(|t| self.table_dir(*t).is_dir())
+    pub fn exists(&self) -> Result<bool, LakeError> {
+        if let Some(remote) = &self.remote {
+            return Ok(block_on(remote.read_manifest())?.is_some());
+        }
+        Ok(self.state_dir().is_dir() || Table::ALL.iter().any(|t| self.table_dir(*t).is_dir()))
     }
 
     /// A path relative to the lake root, as stored in state files.

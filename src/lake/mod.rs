@@ -7,6 +7,7 @@ pub mod import;
 pub mod layout;
 pub mod outcomes;
 pub mod pipeline;
+pub mod remote;
 pub mod repair;
 pub mod schema;
 pub mod secret;
@@ -45,6 +46,15 @@ pub enum LakeError {
          import it again with --force (rows of the earlier import stay), or import the new content as a file of its own"
     )]
     SourceChanged { source_name: String, imported_at: String },
+    #[error("the lake at {lake}: {problem}")]
+    Storage { lake: String, problem: String },
+    #[error("the lake at {lake} is on object storage, where {what} does not work: {why}")]
+    NotOnObjectStorage { lake: String, what: &'static str, why: &'static str },
+    #[error(
+        "another tracelake {run} committed to {lake} while this one ran, and the two cannot both count; \
+         nothing of this run was committed: run it again"
+    )]
+    Concurrent { lake: String, run: &'static str },
     #[error("reading {source_name}: {error}")]
     Read {
         source_name: String,

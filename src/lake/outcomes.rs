@@ -67,7 +67,7 @@ pub fn import_outcomes(lake: &Lake, source: &str, bytes: &[u8], csv: Option<bool
             retire(lake, &previous.files)?;
         }
         manifest.outcome_imports.retain(|r| r.sha256 != record.sha256);
-        manifest.outcome_imports.push(record);
+        manifest.outcome_imports.push(record.clone());
         Ok(())
     })?;
     registered.finish()?;

@@ -9,11 +9,15 @@ use rand::TryRngCore;
 
 use super::LakeError;
 use super::layout::Lake;
+use super::remote::{Remote, block_on};
 
 const KEY_FILE: &str = "pii.key";
 
 /// The lake's pseudonym key, made if it has none.
 pub fn pii_key(lake: &Lake) -> Result<Vec<u8>, LakeError> {
+    if let Some(remote) = lake.remote() {
+        return block_on(remote_pii_key(remote));
+    }
     let dir = lake.state_dir();
     let path = dir.join(KEY_FILE);
     match fs::read_to_string(&path) {
@@ -22,8 +26,7 @@ pub fn pii_key(lake: &Lake) -> Result<Vec<u8>, LakeError> {
         Err(_) => {}
     }
     fs::create_dir_all(&dir).map_err(|e| LakeError::io(&dir, e))?;
-    let mut key = vec![0u8; 32];
-    rand::rngs::OsRng.try_fill_bytes(&mut key).map_err(|e| LakeError::io(&path, std::io::Error::other(e.to_string())))?;
+    let key = new_key().map_err(|e| LakeError::io(&path, e))?;
     // Written aside, then linked into place: a reader never sees half a key, and of two
     // writers making one at once, the first link wins and both use its key.
     let aside = dir.join(format!("{KEY_FILE}.{}.tmp", std::process::id()));
@@ -41,4 +44,26 @@ pub fn pii_key(lake: &Lake) -> Result<Vec<u8>, LakeError> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => pii_key(lake),
         Err(e) => Err(LakeError::io(&path, e)),
     }
+}
+
+/// The key of a lake on object storage, kept beside its manifest: of two writers making
+/// one at once, the first create wins and both use its key.
+async fn remote_pii_key(remote: &Remote) -> Result<Vec<u8>, LakeError> {
+    let relative = format!("_state/{KEY_FILE}");
+    let not_hex = || LakeError::Storage { lake: remote.url(), problem: format!("{relative} is not a hex key") };
+    if let Some(text) = remote.read(&relative).await? {
+        return hex::decode(String::from_utf8_lossy(&text).trim()).map_err(|_| not_hex());
+    }
+    let key = new_key().map_err(|e| LakeError::Storage { lake: remote.url(), problem: e.to_string() })?;
+    if remote.create(&relative, hex::encode(&key).into_bytes()).await? {
+        return Ok(key);
+    }
+    let text = remote.read(&relative).await?.ok_or_else(not_hex)?;
+    hex::decode(String::from_utf8_lossy(&text).trim()).map_err(|_| not_hex())
+}
+
+fn new_key() -> std::io::Result<Vec<u8>> {
+    let mut key = vec![0u8; 32];
+    rand::rngs::OsRng.try_fill_bytes(&mut key).map_err(|e| std::io::Error::other(e.to_string()))?;
+    Ok(key)
 }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::layout::{Lake, Table};
+use super::remote::{MANIFEST_KEY, ManifestVersion, Remote, block_on};
 use super::writer::sync_dir;
 use super::{Damage, LakeError};
 
@@ -127,6 +128,11 @@ pub struct ProcessingState {
 #[serde(rename_all = "camelCase")]
 pub struct Manifest {
     pub version: u32,
+    /// Counts commits: every commit writes a manifest unlike every earlier one, so that
+    /// a conditional write on an object store's content tag never takes an old manifest
+    /// for the current one.
+    #[serde(default)]
+    pub revision: u64,
     pub imports: Vec<ImportRecord>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub export: Option<ExportState>,
@@ -149,6 +155,11 @@ impl Manifest {
     /// may read or write it as if it were whole.
     pub fn load(lake: &Lake) -> Result<Self, LakeError> {
         let manifest = Self::load_unchecked(lake)?;
+        if lake.remote().is_some() {
+            // Object stores keep what they acknowledged: a file a manifest names was
+            // uploaded before the manifest was written.
+            return Ok(manifest);
+        }
         let missing: Vec<String> =
             manifest.committed_files().into_iter().filter(|f| !lake.root().join(f).is_file()).map(str::to_owned).collect();
         if !missing.is_empty() {
@@ -162,6 +173,9 @@ impl Manifest {
 
     /// The manifest as stored, unchecked (empty for a lake that has none): for `repair`.
     pub fn load_unchecked(lake: &Lake) -> Result<Self, LakeError> {
+        if let Some(remote) = lake.remote() {
+            return Ok(block_on(Self::read_remote(remote))?.0);
+        }
         let path = lake.state_dir().join(MANIFEST);
         match fs::read(&path) {
             Ok(bytes) => {
@@ -172,6 +186,33 @@ impl Manifest {
         }
     }
 
+    /// [`Self::load`] from async code.
+    pub async fn load_async(lake: &Lake) -> Result<Self, LakeError> {
+        match lake.remote() {
+            Some(remote) => Ok(Self::read_remote(remote).await?.0),
+            None => Self::load(lake),
+        }
+    }
+
+    /// The manifest of a lake on object storage, and the version to commit the next over.
+    pub async fn read_remote(remote: &Remote) -> Result<(Self, ManifestVersion), LakeError> {
+        match remote.read_manifest().await? {
+            Some((bytes, version)) => {
+                let manifest: Self = serde_json::from_slice(&bytes)
+                    .map_err(|e| LakeError::CorruptState { path: format!("{}/{MANIFEST_KEY}", remote.url()).into(), source: e })?;
+                Ok((Self { exists: true, ..manifest }, Some(version)))
+            }
+            None => Ok((Self { version: 1, ..Self::default() }, None)),
+        }
+    }
+
+    /// The manifest as stored.
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec_pretty(self).expect("state serializes")
+    }
+
+    /// Saves the manifest of a local lake (a lake on object storage commits through
+    /// [`super::commit::commit`]).
     pub fn save(&self, lake: &Lake) -> Result<(), LakeError> {
         write_json_atomic(&lake.state_dir().join(MANIFEST), self)
     }

@@ -23,6 +23,7 @@ use crate::engine::session::FAILURE_COLUMNS;
 use crate::engine::{EngineError, EngineOptions, open_session};
 use crate::lake::commit::{Run, RunLock, begin, commit};
 use crate::lake::layout::{PartitionDate, part_file_name};
+use crate::lake::remote::block_on;
 use crate::lake::schema::{CLASSIFICATIONS_SCHEMA, FAILURES_SCHEMA, OUTPUTS_SCHEMA};
 use crate::lake::state::{AnalysisRecord, ProcessingState};
 use crate::lake::writer::{BatchFileWriter, copy_atomic, write_parquet_atomic};
@@ -108,6 +109,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let run_lock = RunLock::acquire(lake, Run::Analyze)?;
     let (manifest, _) = begin(lake)?;
     let previous_state = manifest.processing_state.clone();
+    let read_state = previous_state.clone();
 
     let resume = match (opts.full, opts.since_ms) {
         (true, _) => None,
@@ -177,9 +179,14 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let failures_written = failures_file.finish()?;
     ctx.deregister_table("failure_occurrences")?;
     match &failures_written {
-        Some(file) => {
+        Some(file) if engine.workers.is_empty() => {
             let options = ParquetReadOptions::default().schema(&FAILURES_SCHEMA);
             ctx.register_parquet("failure_occurrences", file.path.to_string_lossy(), options).await?
+        }
+        // Workers cannot read this process's temporary file: the rows go with the plan.
+        Some(file) => {
+            let batches = read_parquet_file(&file.path)?;
+            ctx.register_table("failure_occurrences", Arc::new(MemTable::try_new(FAILURES_SCHEMA.clone(), vec![batches])?)).map(drop)?
         }
         None => {
             ctx.register_table("failure_occurrences", Arc::new(MemTable::try_new(FAILURES_SCHEMA.clone(), vec![Vec::new()])?)).map(drop)?
@@ -257,13 +264,17 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let record =
         AnalysisRecord { run_id: run_id.clone(), finished_at: chrono::Utc::now().to_rfc3339(), findings: counts.total() as u64, files };
     let replaced_runs = commit::<_, LakeError>(lake, |manifest| {
+        // Analyses of a lake on object storage do not exclude each other.
+        if manifest.processing_state != read_state {
+            return Err(LakeError::Concurrent { lake: lake.location(), run: "analyze" });
+        }
         let replaced_runs = if opts.full { manifest.analyses.len() } else { 0 };
         if opts.full {
             let earlier: Vec<String> = manifest.analyses.iter().flat_map(|a| a.files.clone()).collect();
             retire(lake, &earlier)?;
             manifest.analyses.clear();
         }
-        manifest.analyses.push(record);
+        manifest.analyses.push(record.clone());
         manifest.processing_state = processing_state.clone();
         Ok(replaced_runs)
     })?;
@@ -272,10 +283,16 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         Some(_) => write_artifacts(&opts.artifacts_dir.clone().unwrap_or_else(|| lake.root().join("artifacts")), &outputs)?,
         None => Vec::new(),
     };
+    if let (Some(remote), None) = (lake.remote(), &opts.artifacts_dir) {
+        // The staging directory goes with this process: the lake keeps the artifacts.
+        for file in &artifact_files {
+            block_on(remote.upload(&lake.relative(file)))?;
+        }
+    }
     drop(run_lock);
     buckets_removed.await.map_err(EngineError::Worker)?;
     // Rules are generated outputs: a lake that never had one has nothing to measure.
-    let rule_effectiveness = if lake.table_dir(Table::Outputs).is_dir() {
+    let rule_effectiveness = if lake.remote().is_some() || lake.table_dir(Table::Outputs).is_dir() {
         rule_effectiveness(&open_session(lake, redactor, &engine).await?).await?
     } else {
         Vec::new()
@@ -360,4 +377,11 @@ async fn reported_ids(ctx: &SessionContext) -> Result<HashSet<String>, PipelineE
             ids.as_string::<i32>().iter().flatten().map(str::to_owned).collect::<Vec<_>>()
         })
         .collect())
+}
+
+/// Every row of a (small) Parquet file this process wrote.
+fn read_parquet_file(path: &std::path::Path) -> Result<Vec<RecordBatch>, LakeError> {
+    let file = std::fs::File::open(path).map_err(|e| LakeError::io(path, e))?;
+    let reader = datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)?.build()?;
+    Ok(reader.collect::<Result<_, _>>()?)
 }

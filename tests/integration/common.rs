@@ -105,3 +105,26 @@ pub fn sql_rows(lake: &str, query: &str) -> Vec<Value> {
 pub fn json_lines(text: &str) -> Vec<Value> {
     text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("json line")).collect()
 }
+
+/// A Python virtual environment with the pinned packages of `requirements` (a path in
+/// the repository), made under the target directory on first use; its `python`.
+pub fn python_venv(requirements: &str) -> PathBuf {
+    use sha2::{Digest, Sha256};
+    let requirements = Path::new(env!("CARGO_MANIFEST_DIR")).join(requirements);
+    let pinned = std::fs::read(&requirements).unwrap();
+    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("venv-{}", &hex::encode(Sha256::digest(&pinned))[..12]));
+    if !venv.join("bin/python").exists() {
+        // Made aside and moved into place, so that tests running at once never see half of it.
+        let aside = venv.with_extension(format!("part{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&aside);
+        let ok = |c: &mut Command| assert!(c.status().expect("python3 must be installed").success(), "{c:?} failed");
+        ok(Command::new("python3").arg("-m").arg("venv").arg(&aside));
+        ok(Command::new(aside.join("bin/python"))
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
+            .arg(&requirements));
+        if std::fs::rename(&aside, &venv).is_err() {
+            let _ = std::fs::remove_dir_all(&aside);
+        }
+    }
+    venv.join("bin/python")
+}

@@ -11,34 +11,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
-use sha2::{Digest, Sha256};
-
-use crate::common::{sql_rows, tracelake_ok};
+use crate::common::{python_venv, sql_rows, tracelake_ok};
 
 const FLAVOURS: [&str; 3] = ["pydantic-ai", "openinference", "openllmetry"];
 
 /// A Python with the packages of `tests/otel/requirements.txt`, made on first use.
 fn python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
-    PYTHON.get_or_init(|| {
-        let requirements = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/otel/requirements.txt");
-        let pinned = std::fs::read(&requirements).unwrap();
-        let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("otel-venv-{}", &hex::encode(Sha256::digest(&pinned))[..12]));
-        if !venv.join("bin/python").exists() {
-            // Made aside and moved into place, so that tests running at once never see half of it.
-            let aside = venv.with_extension(format!("part{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&aside);
-            let ok = |c: &mut Command| assert!(c.status().expect("python3 must be installed").success(), "{c:?} failed");
-            ok(Command::new("python3").arg("-m").arg("venv").arg(&aside));
-            ok(Command::new(aside.join("bin/python"))
-                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
-                .arg(&requirements));
-            if std::fs::rename(&aside, &venv).is_err() {
-                let _ = std::fs::remove_dir_all(&aside);
-            }
-        }
-        venv.join("bin/python")
-    })
+    PYTHON.get_or_init(|| python_venv("tests/otel/requirements.txt"))
 }
 
 /// Runs one flavour of agent, its spans going to `--file PATH` or `--endpoint URL`.

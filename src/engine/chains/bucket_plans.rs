@@ -13,6 +13,7 @@ use datafusion::prelude::SessionContext;
 
 use super::slot::{SlotRows, SlotTable, execute};
 use crate::engine::EngineError;
+use crate::engine::distributed::local_only;
 use crate::engine::sql::{CHAIN_VIEWS, CHAINS, SqlParams, query_only};
 
 /// The table the chain build reads a bucket's events from.
@@ -87,7 +88,9 @@ impl BucketPlans {
 async fn separate_session(ctx: &SessionContext) -> Result<SessionContext, EngineError> {
     let state = ctx.state();
     let config = state.config().clone().with_create_default_catalog_and_schema(true).with_target_partitions(1);
-    let separate = SessionStateBuilder::new_from_existing(state.clone())
+    // A bucket's rows are in this process: its plans run here, also for an analysis
+    // whose lake scans run on workers.
+    let separate = local_only(SessionStateBuilder::new_from_existing(state.clone()))
         .with_catalog_list(Arc::new(MemoryCatalogProviderList::new()))
         .with_config(config)
         .build();

@@ -1,0 +1,183 @@
+//! Queries across `tracelake worker` processes, on datafusion-distributed: the session
+//! plans as always, then the distributed planner cuts the plan into stages that the
+//! workers run, exchanging Arrow data over gRPC (Arrow Flight). A worker builds every
+//! query's session with the same functions as this process ([`WorkerSessions`]), and
+//! reaches the lake's object store by its URL ([`LakeStores`]).
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use datafusion::common::{DataFusionError, Result, internal_err, not_impl_err};
+use datafusion::execution::context::QueryPlanner;
+use datafusion::execution::object_store::{DefaultObjectStoreRegistry, ObjectStoreRegistry};
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::{SessionState, SessionStateBuilder, TaskContext};
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_planner::{DefaultPhysicalPlanner, PhysicalPlanner};
+use datafusion::prelude::SessionContext;
+use datafusion_distributed::{DistributedExt, SessionStateBuilderExt, Worker, WorkerQueryContext, WorkerResolver, WorkerSessionBuilder};
+use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
+use object_store::ObjectStore;
+use tonic::transport::server::TcpIncoming;
+use url::Url;
+
+use super::EngineError;
+use super::session::register_functions;
+use super::window_memory::ReservedInput;
+use crate::lake::remote::{SCHEMES, object_store_for};
+use crate::redact::Redactor;
+use tracelake_udfs::Patterns;
+
+/// The workers' URLs (`http://host:port`), checked.
+pub fn worker_urls(workers: &[String]) -> Result<Vec<Url>, EngineError> {
+    workers
+        .iter()
+        .map(|w| {
+            let with_scheme = if w.contains("://") { w.clone() } else { format!("http://{w}") };
+            Url::parse(&with_scheme)
+                .map_err(|e| EngineError::Workers(format!("{w} is not a worker URL ({e}): write host:port or http://host:port")))
+        })
+        .collect()
+}
+
+/// `builder` planning distributed over `workers`, each task of a scan reading about
+/// `scan_bytes` of Parquet.
+pub fn distribute(builder: SessionStateBuilder, workers: Vec<Url>, scan_bytes: usize) -> Result<SessionStateBuilder, EngineError> {
+    Ok(builder
+        .with_distributed_worker_resolver(Workers(workers))
+        .with_distributed_user_codec(TracelakeCodec)
+        .with_distributed_file_scan_config_bytes_per_partition(scan_bytes.max(1))?
+        .with_distributed_planner())
+}
+
+/// `builder` planning in this process only, also where the session it came from
+/// distributes: for plans over data only this process has (an analysis bucket's rows).
+pub fn local_only(builder: SessionStateBuilder) -> SessionStateBuilder {
+    builder.with_query_planner(Arc::new(LocalPlanner))
+}
+
+#[derive(Debug)]
+struct LocalPlanner;
+
+#[async_trait]
+impl QueryPlanner for LocalPlanner {
+    async fn create_physical_plan(&self, plan: &LogicalPlan, state: &dyn datafusion::catalog::Session) -> Result<Arc<dyn ExecutionPlan>> {
+        DefaultPhysicalPlanner::default().create_physical_plan(plan, state).await
+    }
+}
+
+/// A fixed list of workers.
+struct Workers(Vec<Url>);
+
+impl WorkerResolver for Workers {
+    fn get_urls(&self) -> Result<Vec<Url>, DataFusionError> {
+        Ok(self.0.clone())
+    }
+}
+
+/// Serves plans at `listen` until `stop` completes; `ready` is told the address bound.
+pub async fn serve_worker(
+    listen: SocketAddr,
+    redactor: Redactor,
+    patterns: Arc<Patterns>,
+    storage_options: BTreeMap<String, String>,
+    ready: impl FnOnce(SocketAddr),
+    stop: impl Future<Output = ()>,
+) -> Result<(), EngineError> {
+    let stores = Arc::new(LakeStores { known: DefaultObjectStoreRegistry::new(), opened: Mutex::default(), options: storage_options });
+    let runtime = RuntimeEnvBuilder::new().with_object_store_registry(stores).build_arc()?;
+    let worker = Worker::from_session_builder(WorkerSessions { redactor, patterns }).with_runtime_env(runtime);
+    let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| EngineError::Workers(format!("listening on {listen}: {e}")))?;
+    ready(listener.local_addr().map_err(|e| EngineError::Workers(format!("listening on {listen}: {e}")))?);
+    tonic::transport::Server::builder()
+        .add_service(worker.into_worker_server())
+        .serve_with_incoming_shutdown(TcpIncoming::from(listener), stop)
+        .await
+        .map_err(|e| EngineError::Workers(format!("serving on {listen}: {e}")))
+}
+
+/// Builds each query's session on a worker: tracelake's functions and plan nodes.
+#[derive(Clone)]
+struct WorkerSessions {
+    redactor: Redactor,
+    patterns: Arc<Patterns>,
+}
+
+#[async_trait]
+impl WorkerSessionBuilder for WorkerSessions {
+    async fn build_session_state(&self, ctx: WorkerQueryContext) -> Result<SessionState, DataFusionError> {
+        let mut state = ctx.builder.with_distributed_user_codec(TracelakeCodec).build();
+        datafusion_functions_json::register_all(&mut state)?;
+        let ctx = SessionContext::new_with_state(state);
+        register_functions(&ctx, self.redactor.clone(), Arc::clone(&self.patterns));
+        Ok(ctx.state())
+    }
+}
+
+/// The plan nodes of tracelake's own, across the wire: [`ReservedInput`].
+#[derive(Debug)]
+struct TracelakeCodec;
+
+const RESERVED_INPUT: &[u8] = b"reserved_input";
+
+impl PhysicalExtensionCodec for TracelakeCodec {
+    fn try_decode(
+        &self,
+        buf: &[u8],
+        inputs: &[Arc<dyn ExecutionPlan>],
+        _ctx: &TaskContext,
+        _converter: &dyn PhysicalProtoConverterExtension,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        match (buf, inputs) {
+            (RESERVED_INPUT, [input]) => Ok(Arc::new(ReservedInput::new(Arc::clone(input)))),
+            _ => internal_err!("a plan node this tracelake does not know ({} bytes)", buf.len()),
+        }
+    }
+
+    fn try_encode(&self, node: Arc<dyn ExecutionPlan>, buf: &mut Vec<u8>, _converter: &dyn PhysicalProtoConverterExtension) -> Result<()> {
+        if node.is::<ReservedInput>() {
+            buf.extend_from_slice(RESERVED_INPUT);
+            return Ok(());
+        }
+        not_impl_err!("{} cannot be sent to a worker", node.name())
+    }
+}
+
+/// The object stores of a worker: the local file system, and each bucket a plan names,
+/// opened on first use with the environment's credentials and `storage.options`.
+#[derive(Debug)]
+struct LakeStores {
+    known: DefaultObjectStoreRegistry,
+    opened: Mutex<HashMap<String, Arc<dyn ObjectStore>>>,
+    options: BTreeMap<String, String>,
+}
+
+impl ObjectStoreRegistry for LakeStores {
+    fn register_store(&self, url: &Url, store: Arc<dyn ObjectStore>) -> Option<Arc<dyn ObjectStore>> {
+        self.known.register_store(url, store)
+    }
+
+    fn deregister_store(&self, url: &Url) -> Result<Arc<dyn ObjectStore>> {
+        self.known.deregister_store(url)
+    }
+
+    fn get_store(&self, url: &Url) -> Result<Arc<dyn ObjectStore>> {
+        if let Ok(store) = self.known.get_store(url) {
+            return Ok(store);
+        }
+        if !SCHEMES.contains(&url.scheme()) {
+            return self.known.get_store(url);
+        }
+        let bucket = format!("{}://{}", url.scheme(), url.host_str().unwrap_or_default());
+        let mut opened = self.opened.lock().expect("no panic holds the lock");
+        if let Some(store) = opened.get(&bucket) {
+            return Ok(Arc::clone(store));
+        }
+        let store = object_store_for(url, &self.options).map_err(|e| DataFusionError::External(Box::new(e)))?;
+        opened.insert(bucket, Arc::clone(&store));
+        Ok(store)
+    }
+}

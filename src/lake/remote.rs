@@ -1,0 +1,203 @@
+//! A lake on object storage: `s3://bucket/prefix`, `gs://…`, `az://…`.
+//!
+//! Writers work as on a local lake, in a staging directory of their own; a commit uploads
+//! the files the new manifest names and then writes the manifest with a conditional put
+//! (create-if-absent for the first, if-match on the version read for the others). Of two
+//! writers that read the same version, one wins; the other reads the new manifest,
+//! applies its change again and retries ([`super::commit`]). Files uploaded by a writer
+//! that crashed or lost are named by no manifest, so no reader ever sees them.
+
+use std::collections::BTreeMap;
+use std::path::Path as LocalPath;
+use std::sync::{Arc, LazyLock};
+
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
+use object_store::path::Path;
+use object_store::{GetOptions, ObjectStore, PutMode, PutOptions, PutPayload, UpdateVersion};
+use url::Url;
+
+use super::LakeError;
+use super::layout::Table;
+
+/// The URL schemes of lakes on object storage.
+pub const SCHEMES: [&str; 7] = ["s3", "s3a", "gs", "az", "azure", "abfs", "abfss"];
+
+/// Where the manifest is, relative to the lake's prefix.
+pub const MANIFEST_KEY: &str = "_state/manifest.json";
+
+/// A lake on object storage, and the local directory its writers stage files in.
+#[derive(Debug)]
+pub struct Remote {
+    url: Url,
+    store: Arc<dyn ObjectStore>,
+    prefix: Path,
+    stage: tempfile::TempDir,
+}
+
+/// The stored version of a manifest, for the conditional put of the next.
+pub type ManifestVersion = Option<UpdateVersion>;
+
+impl Remote {
+    /// Opens the lake at `url` ([`object_store_for`]).
+    pub fn open(url: &Url, options: &BTreeMap<String, String>) -> Result<Self, LakeError> {
+        let bad = |problem: String| LakeError::Storage { lake: url.to_string(), problem };
+        let store = object_store_for(url, options)?;
+        let prefix = Path::from_url_path(url.path()).map_err(|e| bad(e.to_string()))?;
+        let stage = tempfile::Builder::new().prefix("tracelake-stage-").tempdir().map_err(|e| LakeError::io(&std::env::temp_dir(), e))?;
+        let mut url = url.clone();
+        url.set_path(&format!("/{prefix}"));
+        Ok(Self { url, store, prefix, stage })
+    }
+
+    /// The lake's URL, as the user named it (no trailing slash).
+    pub fn url(&self) -> String {
+        self.url.as_str().trim_end_matches('/').to_owned()
+    }
+
+    /// The URL of the bucket (or container) the lake is in, under which its store is
+    /// registered with a query session.
+    pub fn store_url(&self) -> String {
+        format!("{}://{}/", self.url.scheme(), self.url.host_str().unwrap_or_default())
+    }
+
+    pub fn store(&self) -> Arc<dyn ObjectStore> {
+        Arc::clone(&self.store)
+    }
+
+    /// The lake's prefix in its bucket.
+    pub fn prefix(&self) -> &Path {
+        &self.prefix
+    }
+
+    /// Where writers stage files before a commit uploads them.
+    pub fn stage(&self) -> &LocalPath {
+        self.stage.path()
+    }
+
+    /// The URL of a table's directory, for a listing table.
+    pub fn table_url(&self, table: Table) -> String {
+        format!("{}/{}/", self.url(), table.dir_name())
+    }
+
+    /// The object of a path relative to the lake root (`events/date=…/part-….parquet`).
+    pub fn key(&self, relative: &str) -> Path {
+        relative.split('/').filter(|p| !p.is_empty()).fold(self.prefix.clone(), |key, part| key.join(part))
+    }
+
+    /// The manifest and its version; `None` when the lake has none yet.
+    pub async fn read_manifest(&self) -> Result<Option<(Vec<u8>, UpdateVersion)>, LakeError> {
+        match self.store.get_opts(&self.key(MANIFEST_KEY), GetOptions::default()).await {
+            Ok(got) => {
+                let version = UpdateVersion { e_tag: got.meta.e_tag.clone(), version: got.meta.version.clone() };
+                let bytes = got.bytes().await.map_err(|e| self.error(MANIFEST_KEY, e))?;
+                Ok(Some((bytes.to_vec(), version)))
+            }
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.error(MANIFEST_KEY, e)),
+        }
+    }
+
+    /// Writes the manifest if it is still at `version` (absent for `None`). Returns
+    /// whether it was written: `false` when another writer committed first.
+    pub async fn write_manifest(&self, bytes: Vec<u8>, version: ManifestVersion) -> Result<bool, LakeError> {
+        let mode = match version {
+            None => PutMode::Create,
+            Some(version) => PutMode::Update(version),
+        };
+        let opts = PutOptions { mode, ..Default::default() };
+        match self.store.put_opts(&self.key(MANIFEST_KEY), PutPayload::from(bytes), opts).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => Ok(false),
+            Err(object_store::Error::NotImplemented { .. }) => Err(LakeError::Storage {
+                lake: self.url(),
+                problem: "the store does not support conditional writes, without which two writers could both think they committed; \
+                          for an S3-compatible store set storage.options.aws_conditional_put to \"etag\" where it supports If-Match"
+                    .into(),
+            }),
+            Err(e) => Err(self.error(MANIFEST_KEY, e)),
+        }
+    }
+
+    /// Uploads the staged file at `relative` to its place in the lake.
+    pub async fn upload(&self, relative: &str) -> Result<(), LakeError> {
+        let local = self.stage.path().join(relative);
+        let mut file = tokio::fs::File::open(&local).await.map_err(|e| LakeError::io(&local, e))?;
+        let mut writer = object_store::buffered::BufWriter::new(self.store(), self.key(relative));
+        tokio::io::copy(&mut file, &mut writer).await.map_err(|e| LakeError::io(&local, e))?;
+        tokio::io::AsyncWriteExt::shutdown(&mut writer).await.map_err(|e| LakeError::io(&local, e))
+    }
+
+    /// A small object by relative path, `None` when absent.
+    pub async fn read(&self, relative: &str) -> Result<Option<Vec<u8>>, LakeError> {
+        match self.store.get_opts(&self.key(relative), GetOptions::default()).await {
+            Ok(got) => Ok(Some(got.bytes().await.map_err(|e| self.error(relative, e))?.to_vec())),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.error(relative, e)),
+        }
+    }
+
+    /// Writes a small object at `relative` unless one is there. Returns whether it wrote.
+    pub async fn create(&self, relative: &str, bytes: Vec<u8>) -> Result<bool, LakeError> {
+        let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
+        match self.store.put_opts(&self.key(relative), PutPayload::from(bytes), opts).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => Ok(false),
+            Err(e) => Err(self.error(relative, e)),
+        }
+    }
+
+    fn error(&self, relative: &str, e: object_store::Error) -> LakeError {
+        LakeError::Storage { lake: self.url(), problem: format!("{relative}: {e}") }
+    }
+}
+
+/// The object store of the bucket (or container) `url` is in. Credentials come from the
+/// environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`, instance metadata), then `options`
+/// (`storage.options`).
+pub fn object_store_for(url: &Url, options: &BTreeMap<String, String>) -> Result<Arc<dyn ObjectStore>, LakeError> {
+    let bad = |problem: String| LakeError::Storage { lake: url.to_string(), problem };
+    let option = |key: &String| bad(format!("storage.options has {key}, which is not an option of {}:// stores", url.scheme()));
+    Ok(match url.scheme() {
+        "s3" | "s3a" => {
+            let mut builder = AmazonS3Builder::from_env().with_url(url.as_str());
+            for (key, value) in options {
+                builder = builder.with_config(key.parse::<AmazonS3ConfigKey>().map_err(|_| option(key))?, value);
+            }
+            Arc::new(builder.build().map_err(|e| bad(e.to_string()))?)
+        }
+        "gs" => {
+            let mut builder = GoogleCloudStorageBuilder::from_env().with_url(url.as_str());
+            for (key, value) in options {
+                builder = builder.with_config(key.parse::<GoogleConfigKey>().map_err(|_| option(key))?, value);
+            }
+            Arc::new(builder.build().map_err(|e| bad(e.to_string()))?)
+        }
+        _ => {
+            let mut builder = MicrosoftAzureBuilder::from_env().with_url(url.as_str());
+            for (key, value) in options {
+                builder = builder.with_config(key.parse::<AzureConfigKey>().map_err(|_| option(key))?, value);
+            }
+            Arc::new(builder.build().map_err(|e| bad(e.to_string()))?)
+        }
+    })
+}
+
+/// Runs `future` (object store IO) to its end from synchronous code, inside or outside
+/// an async runtime: on a thread of its own, driven by a runtime kept for this IO.
+pub fn block_on<F>(future: F) -> F::Output
+where
+    F: Future + Send,
+    F::Output: Send,
+{
+    static IO: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("tracelake-io")
+            .enable_all()
+            .build()
+            .expect("an IO runtime starts")
+    });
+    std::thread::scope(|scope| scope.spawn(|| IO.block_on(future)).join().expect("object store IO does not panic"))
+}
