@@ -8,12 +8,14 @@ cd "$(dirname "$0")/.."
 events="${1:-10000000}"
 runs="${2:-3}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/tracelake-target}"
-cargo build --release --quiet --bin tracelake
-bin="$CARGO_TARGET_DIR/release/tracelake"
+# TRACELAKE_BIN runs another build (e.g. a debug one) instead of building the release.
+bin="${TRACELAKE_BIN:-$CARGO_TARGET_DIR/release/tracelake}"
+[ -n "${TRACELAKE_BIN:-}" ] || cargo build --release --quiet --bin tracelake
 work="${BENCH_DIR:-/tmp/tracelake-bench-workers}"
 mkdir -p "$work"
 [ -f "$work/gen-$events.jsonl" ] || "$bin" generate --events "$events" --seed 1 --output "$work/gen-$events.jsonl" > /dev/null
 lake="$work/lake-$events"
+echo "binary: $bin"
 [ -d "$lake" ] || "$bin" import --lake "$lake" "$work/gen-$events.jsonl" > /dev/null
 
 pids=()

@@ -98,7 +98,7 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn lake(&self) -> anyhow::Result<Lake> {
-        let location = self.lake.as_ref().context("no lake given: pass --lake DIR (or s3://BUCKET/PREFIX) or set TRACELAKE_LAKE")?;
+        let location = self.lake.as_ref().context("no lake given: pass --lake DIR (or --lake s3://BUCKET/PREFIX) or set TRACELAKE_LAKE")?;
         Ok(Lake::open(&location.to_string_lossy(), &self.config.storage.options)?)
     }
 

@@ -97,7 +97,7 @@ fn errors_are_clear_and_exit_1() {
     assert_eq!(usage.status.code(), Some(2), "usage errors exit 2");
 
     let no_lake = tracelake(&["status"]);
-    assert!(String::from_utf8_lossy(&no_lake.stderr).contains("--lake DIR or set TRACELAKE_LAKE"), "{no_lake:?}");
+    assert!(String::from_utf8_lossy(&no_lake.stderr).contains("or set TRACELAKE_LAKE"), "{no_lake:?}");
 }
 
 #[test]
