@@ -169,6 +169,32 @@ mod tests {
     }
 
     #[test]
+    fn a_lake_is_a_directory_or_a_prefix_on_object_storage() {
+        let none = BTreeMap::new();
+        let local = Lake::open("/data/lake", &none).unwrap();
+        assert!(local.remote().is_none() && local.root() == Path::new("/data/lake"));
+        let file = Lake::open("file:///data/lake", &none).unwrap();
+        assert!(file.remote().is_none() && file.root() == Path::new("/data/lake"));
+
+        let s3 = Lake::open("s3://traces/teams/a/", &none).unwrap();
+        let remote = s3.remote().expect("an s3:// lake is remote");
+        assert_eq!(s3.location(), "s3://traces/teams/a");
+        assert_eq!(remote.store_url(), "s3://traces/");
+        assert_eq!(remote.table_url(Table::Events), "s3://traces/teams/a/events/");
+        assert_eq!(
+            remote.key("events/date=2026-01-01/part-0123456789abcdef-00001.parquet").as_ref(),
+            "teams/a/events/date=2026-01-01/part-0123456789abcdef-00001.parquet"
+        );
+        assert!(s3.root().starts_with(std::env::temp_dir()), "writers stage files locally");
+
+        let other = Lake::open("ftp://host/lake", &none).unwrap_err().to_string();
+        assert!(other.contains("not on ftp://"), "{other}");
+        let bad_option = BTreeMap::from([("aws_no_such_option".to_owned(), "1".to_owned())]);
+        let said = Lake::open("s3://traces/a", &bad_option).unwrap_err().to_string();
+        assert!(said.contains("aws_no_such_option"), "{said}");
+    }
+
+    #[test]
     fn part_names_are_made_of_hex_and_numbers_only() {
         let id = WriterId::random();
         let name = part_file_name(&id, 3);

@@ -45,7 +45,9 @@ fn config_prints_each_setting_and_where_it_came_from() {
     let config = config_file(
         dir.path(),
         r#"{"memory": {"plugin": "other"}, "llm": {"endpoint": "http://127.0.0.1:9/v1", "apiKey": "sk-top-secret-123", "provider": "x"},
-            "traceAnalyzer": {"output": {"maxFindings": 40}, "signals": {"SIG-DOOM-LOOP": {"severity": "low"}}}, "patterns": {"language": "fr"}}"#,
+            "traceAnalyzer": {"output": {"maxFindings": 40}, "signals": {"SIG-DOOM-LOOP": {"severity": "low"}},
+                "storage": {"options": {"aws_endpoint": "http://127.0.0.1:9000", "aws_secret_access_key": "s3-top-secret"}},
+                "workers": ["127.0.0.1:50051"]}, "patterns": {"language": "fr"}}"#,
     );
     let text = tracelake_ok(&["config", "--config", &config]);
     let line =
@@ -56,6 +58,9 @@ fn config_prints_each_setting_and_where_it_came_from() {
     assert!(line("traceAnalyzer.llm.endpoint").ends_with(&config), "from the top-level llm: {text}");
     assert!(line("patterns.language").contains("[\"fr\"]"));
     assert!(!text.contains("sk-top-secret-123") && line("traceAnalyzer.llm.apiKey").contains("(set)"), "{text}");
+    assert!(!text.contains("s3-top-secret") && line("traceAnalyzer.storage.options.aws_secret_access_key").contains("(set)"), "{text}");
+    assert!(line("traceAnalyzer.storage.options.aws_endpoint").contains("http://127.0.0.1:9000"), "{text}");
+    assert!(line("traceAnalyzer.workers").contains("127.0.0.1:50051") && line("traceAnalyzer.workerScanBytes").ends_with("default"));
 
     let json: Vec<Value> = serde_json::from_str(&tracelake_ok(&["config", "--config", &config, "--json"])).unwrap();
     let max = json.iter().find(|s| s["key"] == "traceAnalyzer.output.maxFindings").unwrap();
