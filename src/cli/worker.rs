@@ -26,6 +26,6 @@ pub async fn run(ctx: &Ctx, args: WorkerArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let ready = |addr: SocketAddr| eprintln!("tracelake worker serving plans on http://{addr} (Ctrl-C or SIGTERM stops)");
-    serve_worker(args.listen, ctx.redactor()?, engine.patterns, ctx.config.storage.options.clone(), ready, stop).await?;
+    serve_worker(args.listen, ctx.redactor()?, &engine, ctx.config.storage.options.clone(), ready, stop).await?;
     Ok(ExitCode::SUCCESS)
 }

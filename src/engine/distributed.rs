@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use datafusion::common::{DataFusionError, Result, internal_err, not_impl_err};
 use datafusion::execution::context::QueryPlanner;
+use datafusion::execution::memory_pool::FairSpillPool;
 use datafusion::execution::object_store::{DefaultObjectStoreRegistry, ObjectStoreRegistry};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::{SessionState, SessionStateBuilder, TaskContext};
@@ -25,7 +26,7 @@ use tonic::transport::server::TcpIncoming;
 use url::Url;
 
 use super::EngineError;
-use super::session::register_functions;
+use super::session::{EngineOptions, register_functions};
 use super::window_memory::ReservedInput;
 use crate::lake::remote::{SCHEMES, object_store_for};
 use crate::redact::Redactor;
@@ -82,14 +83,19 @@ impl WorkerResolver for Workers {
 pub async fn serve_worker(
     listen: SocketAddr,
     redactor: Redactor,
-    patterns: Arc<Patterns>,
+    engine: &EngineOptions,
     storage_options: BTreeMap<String, String>,
     ready: impl FnOnce(SocketAddr),
     stop: impl Future<Output = ()>,
 ) -> Result<(), EngineError> {
     let stores = Arc::new(LakeStores { known: DefaultObjectStoreRegistry::new(), opened: Mutex::default(), options: storage_options });
-    let runtime = RuntimeEnvBuilder::new().with_object_store_registry(stores).build_arc()?;
-    let worker = Worker::from_session_builder(WorkerSessions { redactor, patterns }).with_runtime_env(runtime);
+    // The queries a worker runs at once share one pool, as a process's queries do.
+    let runtime = RuntimeEnvBuilder::new()
+        .with_object_store_registry(stores)
+        .with_memory_pool(Arc::new(FairSpillPool::new(engine.memory_limit_bytes)))
+        .build_arc()?;
+    let sessions = WorkerSessions { redactor, patterns: Arc::clone(&engine.patterns) };
+    let worker = Worker::from_session_builder(sessions).with_runtime_env(runtime);
     let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| EngineError::Workers(format!("listening on {listen}: {e}")))?;
     ready(listener.local_addr().map_err(|e| EngineError::Workers(format!("listening on {listen}: {e}")))?);
     tonic::transport::Server::builder()
