@@ -154,3 +154,26 @@ fn export_to_s3_killed_at_any_point_then_rerun_gives_every_event_exactly_once() 
     let range = s3.sql_rows(&lake, "SELECT min(stream_seq) AS lo, max(stream_seq) AS hi FROM events");
     assert_eq!((range[0]["lo"].as_i64(), range[0]["hi"].as_i64()), (Some(1), Some(20_000)));
 }
+
+#[test]
+fn two_analyses_at_once_on_s3_commit_one_run_and_say_so_to_the_other() {
+    let s3 = S3Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let generated = generate(dir.path(), 20_000, 41);
+    let lake = s3.lake("analyzed");
+    s3.ok(&["import", "--lake", &lake, &generated]);
+    let analyze = ["analyze", "--lake", &lake, "--full", "--format", "json"];
+    let spawn = || s3.command(&analyze).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let (a, b) = (spawn(), spawn());
+    let outs = [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()];
+    for out in &outs {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() || err.contains("another tracelake analyze committed to"), "{err}");
+    }
+    assert!(outs.iter().any(|o| o.status.success()));
+    let runs = s3.sql_rows(&lake, "SELECT count(*) AS n, count(DISTINCT finding_id) AS ids, count(DISTINCT run_id) AS runs FROM findings");
+    let (n, ids, runs) = (runs[0]["n"].as_i64().unwrap(), runs[0]["ids"].as_i64().unwrap(), runs[0]["runs"].as_i64().unwrap());
+    assert!(n > 0 && n == ids, "each finding once: {n} rows, {ids} ids");
+    let committed = outs.iter().filter(|o| o.status.success()).count() as i64;
+    assert!(runs <= committed, "{runs} runs stored, {committed} committed");
+}
