@@ -9,17 +9,23 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::common::{DataFusionError, Result, internal_err, not_impl_err};
 use datafusion::execution::context::QueryPlanner;
 use datafusion::execution::memory_pool::FairSpillPool;
 use datafusion::execution::object_store::{DefaultObjectStoreRegistry, ObjectStoreRegistry};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::{SessionState, SessionStateBuilder, TaskContext};
+use datafusion::logical_expr::Explain;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_planner::{DefaultPhysicalPlanner, PhysicalPlanner};
 use datafusion::prelude::SessionContext;
-use datafusion_distributed::{DistributedExt, SessionStateBuilderExt, Worker, WorkerQueryContext, WorkerResolver, WorkerSessionBuilder};
+use datafusion_distributed::{
+    DistributedConfig, DistributedExt, SessionStateBuilderExt, Worker, WorkerQueryContext, WorkerResolver, WorkerSessionBuilder,
+    display_plan_ascii,
+};
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
 use object_store::ObjectStore;
 use tonic::transport::server::TcpIncoming;
@@ -68,6 +74,23 @@ impl QueryPlanner for LocalPlanner {
     async fn create_physical_plan(&self, plan: &LogicalPlan, state: &dyn datafusion::catalog::Session) -> Result<Arc<dyn ExecutionPlan>> {
         DefaultPhysicalPlanner::default().create_physical_plan(plan, state).await
     }
+}
+
+/// `EXPLAIN` of a query in a session that distributes: the optimized logical plan and the
+/// plan as the workers run it, in stages and tasks (DataFusion's own `EXPLAIN` shows the
+/// plan before distribution). `None` for other sessions and for `EXPLAIN VERBOSE`.
+pub async fn explain_distributed(ctx: &SessionContext, explain: &Explain) -> Result<Option<RecordBatch>, EngineError> {
+    let state = ctx.state();
+    if explain.verbose || state.config().options().extensions.get::<DistributedConfig>().is_none() {
+        return Ok(None);
+    }
+    let logical = state.optimize(&explain.plan)?;
+    let physical = state.create_physical_plan(&explain.plan).await?;
+    let schema = Arc::new(Schema::new(vec![Field::new("plan_type", DataType::Utf8, false), Field::new("plan", DataType::Utf8, false)]));
+    let plans = [logical.display_indent().to_string(), display_plan_ascii(physical.as_ref(), false)];
+    let columns: Vec<ArrayRef> =
+        vec![Arc::new(StringArray::from(vec!["logical_plan", "distributed_plan"])), Arc::new(StringArray::from(plans.to_vec()))];
+    Ok(Some(RecordBatch::try_new(schema, columns)?))
 }
 
 /// A fixed list of workers.

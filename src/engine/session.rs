@@ -16,7 +16,7 @@ use datafusion::sql::parser::{DFParser, Statement};
 
 use super::EngineError;
 use super::committed::CommittedFiles;
-use super::distributed::{distribute, worker_urls};
+use super::distributed::{distribute, explain_distributed, worker_urls};
 use super::print::{PrintFormat, PrintOptions};
 use super::sql::{CHAIN_VIEWS, CHAINS, RULE_EFFECTIVENESS, SIGNAL_SCORES, SqlParams};
 use super::window_memory::AccountWindowInputs;
@@ -253,7 +253,14 @@ pub async fn print_statements(
             refuse_lake_writes(&plan, lake)?;
         }
         let done = confirmation(&plan);
-        let df = ctx.execute_logical_plan(plan).await?;
+        let distributed_explain = match &plan {
+            LogicalPlan::Explain(explain) => explain_distributed(ctx, explain).await?,
+            _ => None,
+        };
+        let df = match distributed_explain {
+            Some(batch) => ctx.read_batch(batch)?,
+            None => ctx.execute_logical_plan(plan).await?,
+        };
         if let Some(done) = done {
             df.collect().await?;
             if options.format == PrintFormat::Table {

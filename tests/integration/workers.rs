@@ -92,6 +92,21 @@ fn two_workers_give_the_embedded_findings_and_query_results() {
         assert!(!expected.is_empty(), "{query}");
         assert_eq!(rows(&lake, Some((&workers, &config)), query), expected, "{query}");
     }
+    let explain = [
+        "sql",
+        "--lake",
+        &lake,
+        "--workers",
+        &workers,
+        "--config",
+        &config,
+        "--format",
+        "csv",
+        "EXPLAIN SELECT agent, count(*) FROM events GROUP BY agent",
+    ];
+    let plan = tracelake_ok(&explain);
+    assert!(plan.contains("distributed_plan") && plan.contains("[Stage 1]") && plan.contains("tasks=2"), "{plan}");
+
     // The results came from the workers: without them the same command fails.
     drop((a, b));
     let args = ["sql", "--lake", &lake, "--workers", &workers, "--config", &config, queries[0]];
