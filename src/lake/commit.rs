@@ -140,7 +140,14 @@ fn commit_remote<T, E: From<LakeError>>(
     mut update: impl FnMut(&mut Manifest) -> Result<T, E>,
 ) -> Result<T, E> {
     let mut uploaded: HashSet<String> = HashSet::new();
+    let mut lost = 0u32;
     loop {
+        if lost > 0 {
+            // Another writer committed first: back off a little, at random, so that writers
+            // committing in step do not keep colliding.
+            let ms = rand::random_range(0..=(10u64 << lost.min(6)));
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
         let (mut manifest, version) = block_on(Manifest::read_remote(remote))?;
         let before: HashSet<String> = manifest.committed_files().into_iter().map(str::to_owned).collect();
         let value = update(&mut manifest)?;
@@ -166,6 +173,7 @@ fn commit_remote<T, E: From<LakeError>>(
             }
             return Ok(value);
         }
+        lost += 1;
     }
 }
 
