@@ -51,8 +51,12 @@ pub fn worker_urls(workers: &[String]) -> Result<Vec<Url>, EngineError> {
 }
 
 /// `builder` planning distributed over `workers`, each task of a scan reading about
-/// `scan_bytes` of Parquet.
+/// `scan_bytes` of Parquet. Every worker must take a connection: the planner runs a small
+/// plan here rather than on a worker, and would not notice one that is gone.
 pub fn distribute(builder: SessionStateBuilder, workers: Vec<Url>, scan_bytes: usize) -> Result<SessionStateBuilder, EngineError> {
+    for worker in &workers {
+        answers(worker)?;
+    }
     Ok(builder
         .with_distributed_worker_resolver(Workers(workers))
         .with_distributed_user_codec(TracelakeCodec)
@@ -91,6 +95,25 @@ pub async fn explain_distributed(ctx: &SessionContext, explain: &Explain) -> Res
     let columns: Vec<ArrayRef> =
         vec![Arc::new(StringArray::from(vec!["logical_plan", "distributed_plan"])), Arc::new(StringArray::from(plans.to_vec()))];
     Ok(Some(RecordBatch::try_new(schema, columns)?))
+}
+
+/// Whether `worker` takes a TCP connection, within a few seconds.
+fn answers(worker: &Url) -> Result<(), EngineError> {
+    let refused = |why: String| {
+        let at = format!("{}:{}", worker.host_str().unwrap_or_default(), worker.port_or_known_default().unwrap_or(80));
+        EngineError::Workers(format!(
+            "the worker at {worker} does not answer ({why}): is `tracelake worker --listen {at}` running there? Check --workers (or TRACELAKE_WORKERS, traceAnalyzer.workers)"
+        ))
+    };
+    let addrs = worker.socket_addrs(|| Some(80)).map_err(|e| refused(e.to_string()))?;
+    let mut last = String::from("no address");
+    for addr in addrs {
+        match std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(3)) {
+            Ok(_) => return Ok(()),
+            Err(e) => last = e.to_string(),
+        }
+    }
+    Err(refused(last))
 }
 
 /// A fixed list of workers.

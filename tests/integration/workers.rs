@@ -124,20 +124,20 @@ fn an_unreachable_worker_is_a_clear_error() {
     let config = tiny_tasks(dir.path());
     let live = Worker::start();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let workers = format!("{},127.0.0.1:{port}", live.url);
-    let out = crate::common::tracelake(&[
-        "sql",
-        "--lake",
-        &lake,
-        "--config",
-        &config,
-        "--workers",
-        &workers,
-        "SELECT agent, count(*) FROM events GROUP BY agent",
-    ]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
-    assert!(err.contains(&format!("127.0.0.1:{port}")) && err.contains("tracelake worker"), "{err}");
+    // One worker gone among others, or alone (where a small plan would run here anyway).
+    for workers in [format!("{},127.0.0.1:{port}", live.url), format!("127.0.0.1:{port}")] {
+        for command in ["sql", "analyze"] {
+            let mut args = vec![command, "--lake", &lake, "--config", &config, "--workers", &workers];
+            if command == "sql" {
+                args.push("SELECT agent, count(*) FROM events GROUP BY agent");
+            }
+            let out = crate::common::tracelake(&args);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{args:?}: {err}");
+            assert!(err.contains(&format!("127.0.0.1:{port}")) && err.contains("tracelake worker --listen"), "{err}");
+            assert_eq!(err.lines().count(), 1, "one line: {err}");
+        }
+    }
     let out = crate::common::tracelake(&["sql", "--lake", &lake, "--workers", "not a url", "SELECT 1"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a worker URL"), "{}", String::from_utf8_lossy(&out.stderr));
 }
