@@ -34,7 +34,7 @@ pub enum EngineError {
     LakePath(std::path::PathBuf, #[source] object_store::path::Error),
     #[error("{0}")]
     Patterns(#[from] tracelake_udfs::PatternError),
-    #[error("workers: {0}")]
+    #[error("{0}")]
     Workers(String),
     #[error("formatting results: {0}")]
     Format(#[from] datafusion::arrow::error::ArrowError),
