@@ -104,10 +104,9 @@ impl CollectWriter {
             state.recent.pop_front();
         }
         self.pending_set.clear();
-        let read = self.state.clone();
         commit::<_, LakeError>(&self.lake, |manifest| {
             // Collectors into a lake on object storage do not exclude each other.
-            if manifest.collect.clone().unwrap_or_default() != read {
+            if manifest.collect.as_ref().unwrap_or(&CollectState::default()) != &self.state {
                 return Err(LakeError::Concurrent { lake: self.lake.location(), run: "collect" });
             }
             manifest.collect = Some(state.clone());

@@ -186,10 +186,11 @@ const UPLOADS: usize = 8;
 pub fn begin(lake: &Lake) -> Result<(Manifest, usize), LakeError> {
     if let Some(remote) = lake.remote() {
         let (manifest, _) = block_on(Manifest::read_remote(remote))?;
-        if !manifest.exists {
-            // Of two writers making a lake at once, one writes its manifest; both go on.
-            block_on(remote.write_manifest(manifest.to_json(), None))?;
+        if manifest.exists {
+            return Ok((manifest, 0));
         }
+        // Of two writers making a lake at once, one writes its manifest; both go on.
+        block_on(remote.write_manifest(manifest.to_json(), None))?;
         return Ok((block_on(Manifest::read_remote(remote))?.0, 0));
     }
     let lock = ManifestLock::acquire(lake)?;

@@ -194,7 +194,7 @@ pub fn import_source(
     commit::<_, LakeError>(lake, |manifest| {
         // Imports into a lake on object storage do not exclude each other: one of the same
         // file that committed meanwhile would make this one's rows count twice.
-        if record.path.is_some() && last_import_of(manifest, record.path.as_deref()) != read_from {
+        if last_import_of(manifest, record.path.as_deref()) != read_from {
             return Err(LakeError::Concurrent { lake: lake.location(), run: "import" });
         }
         let replaced: Vec<String> = manifest.imports.iter().filter(|r| r.sha256 == record.sha256).flat_map(|r| r.files.clone()).collect();

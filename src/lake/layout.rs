@@ -1,9 +1,8 @@
 //! Where things live in a lake directory. Paths are built only from values this module
 //! makes (dates from timestamps, ids it generates): never from strings in events.
 
-use std::path::{Path, PathBuf};
-
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -11,7 +10,6 @@ use url::Url;
 
 use super::LakeError;
 use super::remote::{Remote, SCHEMES, block_on};
-
 use super::schema::PARTITION_COLUMN;
 
 /// The tables stored as hive-partitioned Parquet under the lake root.

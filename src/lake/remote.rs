@@ -88,15 +88,7 @@ impl Remote {
 
     /// The manifest and its version; `None` when the lake has none yet.
     pub async fn read_manifest(&self) -> Result<Option<(Vec<u8>, UpdateVersion)>, LakeError> {
-        match self.store.get_opts(&self.key(MANIFEST_KEY), GetOptions::default()).await {
-            Ok(got) => {
-                let version = UpdateVersion { e_tag: got.meta.e_tag.clone(), version: got.meta.version.clone() };
-                let bytes = got.bytes().await.map_err(|e| self.error(MANIFEST_KEY, e))?;
-                Ok(Some((bytes.to_vec(), version)))
-            }
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
-            Err(e) => Err(self.error(MANIFEST_KEY, e)),
-        }
+        self.get(MANIFEST_KEY).await
     }
 
     /// Writes the manifest if it is still at `version` (absent for `None`). Returns
@@ -106,18 +98,7 @@ impl Remote {
             None => PutMode::Create,
             Some(version) => PutMode::Update(version),
         };
-        let opts = PutOptions { mode, ..Default::default() };
-        match self.store.put_opts(&self.key(MANIFEST_KEY), PutPayload::from(bytes), opts).await {
-            Ok(_) => Ok(true),
-            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => Ok(false),
-            Err(object_store::Error::NotImplemented { .. }) => Err(LakeError::Storage {
-                lake: self.url(),
-                problem: "the store does not support conditional writes, without which two writers could both think they committed; \
-                          for an S3-compatible store set storage.options.aws_conditional_put to \"etag\" where it supports If-Match"
-                    .into(),
-            }),
-            Err(e) => Err(self.error(MANIFEST_KEY, e)),
-        }
+        self.put_if(MANIFEST_KEY, bytes, mode).await
     }
 
     /// Uploads the staged file at `relative` to its place in the lake.
@@ -131,19 +112,40 @@ impl Remote {
 
     /// A small object by relative path, `None` when absent.
     pub async fn read(&self, relative: &str) -> Result<Option<Vec<u8>>, LakeError> {
+        Ok(self.get(relative).await?.map(|(bytes, _)| bytes))
+    }
+
+    /// Writes a small object at `relative` unless one is there. Returns whether it wrote.
+    pub async fn create(&self, relative: &str, bytes: Vec<u8>) -> Result<bool, LakeError> {
+        self.put_if(relative, bytes, PutMode::Create).await
+    }
+
+    /// A small object and its version, `None` when absent.
+    async fn get(&self, relative: &str) -> Result<Option<(Vec<u8>, UpdateVersion)>, LakeError> {
         match self.store.get_opts(&self.key(relative), GetOptions::default()).await {
-            Ok(got) => Ok(Some(got.bytes().await.map_err(|e| self.error(relative, e))?.to_vec())),
+            Ok(got) => {
+                let version = UpdateVersion { e_tag: got.meta.e_tag.clone(), version: got.meta.version.clone() };
+                let bytes = got.bytes().await.map_err(|e| self.error(relative, e))?;
+                Ok(Some((bytes.to_vec(), version)))
+            }
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(self.error(relative, e)),
         }
     }
 
-    /// Writes a small object at `relative` unless one is there. Returns whether it wrote.
-    pub async fn create(&self, relative: &str, bytes: Vec<u8>) -> Result<bool, LakeError> {
-        let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
+    /// Writes a small object if `mode`'s condition holds. Returns whether it wrote: `false`
+    /// when the object is there (create) or changed (update).
+    async fn put_if(&self, relative: &str, bytes: Vec<u8>, mode: PutMode) -> Result<bool, LakeError> {
+        let opts = PutOptions { mode, ..Default::default() };
         match self.store.put_opts(&self.key(relative), PutPayload::from(bytes), opts).await {
             Ok(_) => Ok(true),
             Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => Ok(false),
+            Err(object_store::Error::NotImplemented { .. }) => Err(LakeError::Storage {
+                lake: self.url(),
+                problem: "the store does not support conditional writes, without which two writers could both think they committed; \
+                          for an S3-compatible store set storage.options.aws_conditional_put to \"etag\" where it supports If-Match"
+                    .into(),
+            }),
             Err(e) => Err(self.error(relative, e)),
         }
     }
@@ -158,27 +160,33 @@ impl Remote {
 /// (`storage.options`).
 pub fn object_store_for(url: &Url, options: &BTreeMap<String, String>) -> Result<Arc<dyn ObjectStore>, LakeError> {
     let bad = |problem: String| LakeError::Storage { lake: url.to_string(), problem };
-    let option = |key: &String| bad(format!("storage.options has {key}, which is not an option of {}:// stores", url.scheme()));
+    // `options` read as the keys of the store's builder.
+    fn keys<K: std::str::FromStr>(options: &BTreeMap<String, String>, url: &Url) -> Result<Vec<(K, String)>, LakeError> {
+        options
+            .iter()
+            .map(|(key, value)| {
+                let key = key.parse().map_err(|_| LakeError::Storage {
+                    lake: url.to_string(),
+                    problem: format!("storage.options has {key}, which is not an option of {}:// stores", url.scheme()),
+                })?;
+                Ok((key, value.clone()))
+            })
+            .collect()
+    }
     Ok(match url.scheme() {
         "s3" | "s3a" => {
-            let mut builder = AmazonS3Builder::from_env().with_url(url.as_str());
-            for (key, value) in options {
-                builder = builder.with_config(key.parse::<AmazonS3ConfigKey>().map_err(|_| option(key))?, value);
-            }
+            let builder = AmazonS3Builder::from_env().with_url(url.as_str());
+            let builder = keys::<AmazonS3ConfigKey>(options, url)?.into_iter().fold(builder, |b, (k, v)| b.with_config(k, v));
             Arc::new(builder.build().map_err(|e| bad(e.to_string()))?)
         }
         "gs" => {
-            let mut builder = GoogleCloudStorageBuilder::from_env().with_url(url.as_str());
-            for (key, value) in options {
-                builder = builder.with_config(key.parse::<GoogleConfigKey>().map_err(|_| option(key))?, value);
-            }
+            let builder = GoogleCloudStorageBuilder::from_env().with_url(url.as_str());
+            let builder = keys::<GoogleConfigKey>(options, url)?.into_iter().fold(builder, |b, (k, v)| b.with_config(k, v));
             Arc::new(builder.build().map_err(|e| bad(e.to_string()))?)
         }
         _ => {
-            let mut builder = MicrosoftAzureBuilder::from_env().with_url(url.as_str());
-            for (key, value) in options {
-                builder = builder.with_config(key.parse::<AzureConfigKey>().map_err(|_| option(key))?, value);
-            }
+            let builder = MicrosoftAzureBuilder::from_env().with_url(url.as_str());
+            let builder = keys::<AzureConfigKey>(options, url)?.into_iter().fold(builder, |b, (k, v)| b.with_config(k, v));
             Arc::new(builder.build().map_err(|e| bad(e.to_string()))?)
         }
     })

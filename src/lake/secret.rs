@@ -50,16 +50,18 @@ pub fn pii_key(lake: &Lake) -> Result<Vec<u8>, LakeError> {
 /// one at once, the first create wins and both use its key.
 async fn remote_pii_key(remote: &Remote) -> Result<Vec<u8>, LakeError> {
     let relative = format!("_state/{KEY_FILE}");
-    let not_hex = || LakeError::Storage { lake: remote.url(), problem: format!("{relative} is not a hex key") };
+    let decode = |text: Option<Vec<u8>>| {
+        let key = text.and_then(|text| hex::decode(String::from_utf8_lossy(&text).trim()).ok());
+        key.ok_or_else(|| LakeError::Storage { lake: remote.url(), problem: format!("{relative} is not a hex key") })
+    };
     if let Some(text) = remote.read(&relative).await? {
-        return hex::decode(String::from_utf8_lossy(&text).trim()).map_err(|_| not_hex());
+        return decode(Some(text));
     }
     let key = new_key().map_err(|e| LakeError::Storage { lake: remote.url(), problem: e.to_string() })?;
     if remote.create(&relative, hex::encode(&key).into_bytes()).await? {
         return Ok(key);
     }
-    let text = remote.read(&relative).await?.ok_or_else(not_hex)?;
-    hex::decode(String::from_utf8_lossy(&text).trim()).map_err(|_| not_hex())
+    decode(remote.read(&relative).await?)
 }
 
 fn new_key() -> std::io::Result<Vec<u8>> {

@@ -107,9 +107,8 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     // Only analyses change the analysis history and the processing state, and no other
     // analysis runs: they stay as read here while imports and exports commit beside it.
     let run_lock = RunLock::acquire(lake, Run::Analyze)?;
-    let (manifest, _) = begin(lake)?;
-    let previous_state = manifest.processing_state.clone();
-    let read_state = previous_state.clone();
+    let (committed, _) = begin(lake)?;
+    let previous_state = committed.processing_state.clone();
 
     let resume = match (opts.full, opts.since_ms) {
         (true, _) => None,
@@ -265,7 +264,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         AnalysisRecord { run_id: run_id.clone(), finished_at: chrono::Utc::now().to_rfc3339(), findings: counts.total() as u64, files };
     let replaced_runs = commit::<_, LakeError>(lake, |manifest| {
         // Analyses of a lake on object storage do not exclude each other.
-        if manifest.processing_state != read_state {
+        if manifest.processing_state != committed.processing_state {
             return Err(LakeError::Concurrent { lake: lake.location(), run: "analyze" });
         }
         let replaced_runs = if opts.full { manifest.analyses.len() } else { 0 };

@@ -101,6 +101,12 @@ pub fn sql_rows(lake: &str, query: &str) -> Vec<Value> {
     json_lines(&tracelake_ok(&["sql", "--lake", lake, "--format", "ndjson", query]))
 }
 
+/// The ids of the findings of an AnalysisReport (`analyze --format json`).
+pub fn finding_ids(report: &str) -> std::collections::BTreeSet<String> {
+    let report: Value = serde_json::from_str(report).unwrap();
+    report["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap().to_owned()).collect()
+}
+
 /// Lines of a JSON-lines output.
 pub fn json_lines(text: &str) -> Vec<Value> {
     text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("json line")).collect()

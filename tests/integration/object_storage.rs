@@ -1,13 +1,12 @@
 //! A lake on object storage (`s3://…`) against a real S3-compatible server: every command
 //! as on a directory, exactly-once export through kill -9, and concurrent importers.
 
-use std::collections::BTreeSet;
 use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{realworld, sql_rows, tracelake_ok};
+use crate::common::{finding_ids, realworld, sql_rows, tracelake_ok};
 use crate::nats_server::NatsServer;
 use crate::s3_server::S3Server;
 
@@ -15,12 +14,6 @@ fn generate(dir: &std::path::Path, events: u64, seed: u64) -> String {
     let path = dir.join(format!("g{seed}.jsonl")).display().to_string();
     tracelake_ok(&["generate", "--events", &events.to_string(), "--seed", &seed.to_string(), "--output", &path]);
     path
-}
-
-/// The findings of an analysis report, by id.
-fn finding_ids(report: &str) -> BTreeSet<String> {
-    let report: Value = serde_json::from_str(report).unwrap();
-    report["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap().to_owned()).collect()
 }
 
 fn counts(rows: &[Value]) -> (i64, i64) {

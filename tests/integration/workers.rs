@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
-use crate::common::{json_lines, realworld, tracelake_ok};
+use crate::common::{finding_ids, json_lines, realworld, tracelake_ok};
 
 /// A `tracelake worker` on a free loopback port, stopped when dropped.
 struct Worker {
@@ -36,11 +36,6 @@ impl Drop for Worker {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn finding_ids(report: &str) -> BTreeSet<String> {
-    let report: Value = serde_json::from_str(report).unwrap();
-    report["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap().to_owned()).collect()
 }
 
 /// A config whose scans are split into a task per file, so that even a small lake is
