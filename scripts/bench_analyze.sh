@@ -14,7 +14,7 @@ lake="$work/lake-$events"
 [ -f "$input" ] || "$bin" generate --events "$events" --seed 1 --output "$input" >/dev/null
 [ -d "$lake" ] || "$bin" import --lake "$lake" "$input" >/dev/null
 config="$work/all-signals.json"
-echo '{"output":{"maxFindings":100000000},"signals":{"SIG-UNVERIFIED-CLAIM":{"enabled":true},"SIG-UNANSWERED":{"enabled":true},"SIG-ERROR-ENDING":{"enabled":true}}}' > "$config"
+echo '{"output":{"maxFindings":100000000},"signals":{"SIG-TOOL-FAIL":{"enabled":true},"SIG-REPEAT-FAIL":{"enabled":true},"SIG-UNVERIFIED-CLAIM":{"enabled":true},"SIG-UNANSWERED":{"enabled":true},"SIG-ERROR-ENDING":{"enabled":true}}}' > "$config"
 echo "lake: $events events, $(nproc) cores, $(date -u +%Y-%m-%d)"
 
 measure() {  # label, command…

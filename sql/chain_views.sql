@@ -1,5 +1,5 @@
--- Views over the (materialized) chain events: chains, tool attempts, failure occurrences
--- and how chains end.
+-- Views over the (materialized) chain events: chains, tool attempts, failure occurrences,
+-- how chains end, and the state changes the user did not agree to.
 -- ${max_chain_events} is filled in from the config.
 
 -- One row per chain.
@@ -65,3 +65,63 @@ JOIN (
         AND NOT (type IN ('tool.call', 'tool.result') AND coalesce(is_noop_tool(tool_name), false))
 ) c ON c.chain_no = e.chain_no
 GROUP BY e.chain_no, e.end_type;
+
+-- Calls that change state (`is_consequential_tool`: create, update, modify, cancel, delete,
+-- book, pay, transfer, send …, never a read such as get or search, nor a handoff;
+-- `toolPatterns.consequential` in the config) that the user did not agree to, with `why`
+-- and whether the call `failed` (SIG-UNCONFIRMED-ACTION reports those that took effect,
+-- SIG-UNCONFIRMED-ATTEMPT those that failed). Agreeing is a confirmation ("yes", "that
+-- works", "ja, mach das") since the agent last spoke (or since the chain began, when it
+-- never did); an agent message that only acknowledges a confirmation ("I will proceed
+-- now, one moment") asks nothing and keeps it. A consent covers the actions agreed to,
+-- however many ("cancel both"), but not the same call again once it took effect. A call
+-- that failed changed nothing, so it uses up no consent: a retry with other parameters
+-- is still covered.
+-- Positions are numbered across chains (chain_no · 2³² + idx), so that one running
+-- maximum over all chains, in chain order, finds the agent's last message and the user's
+-- last confirmation before each event without a window partition per chain.
+CREATE OR REPLACE VIEW unconfirmed_calls AS
+WITH acting AS (
+    SELECT chain_no FROM chain_events WHERE type = 'tool.call' AND is_consequential_tool(tool_name) GROUP BY chain_no
+),
+-- The events of the chains that change state (most change nothing). Not filtered by type
+-- here: a filter would run before the join and copy the texts of every chain.
+positioned AS (
+    SELECT c.*,
+        CAST(c.chain_no AS BIGINT) * 4294967296 + c.idx AS pos,
+        c.type = 'msg.out' AND c.prev_type = 'msg.in' AND coalesce(is_confirmation(c.prev_content), false)
+            AND NOT coalesce(is_question(c.content), false) AS acknowledges
+    FROM acting a JOIN chain_events c ON c.chain_no = a.chain_no
+),
+marked AS (
+    SELECT *,
+        max(CASE WHEN type = 'msg.out' AND NOT acknowledges THEN pos END) OVER w AS agent_spoke_at,
+        max(CASE WHEN type = 'msg.in' AND is_confirmation(content) THEN pos END) OVER w AS user_confirmed_at
+    FROM positioned
+    WINDOW w AS (ORDER BY chain_no, idx ROWS UNBOUNDED PRECEDING)
+),
+actions AS (
+    SELECT *,
+        coalesce(next_failed, false) AS call_failed,
+        -- Where the turn began: the agent's last message in this chain, or the chain's start.
+        greatest(coalesce(agent_spoke_at, -1), pos - idx) AS turn_at,
+        max(CASE WHEN NOT coalesce(next_failed, false) THEN pos END) OVER (
+            PARTITION BY chain_no, tool_name, tool_params ORDER BY idx ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ) AS same_call_done_at
+    FROM marked
+    WHERE type = 'tool.call' AND is_consequential_tool(tool_name)
+),
+unconfirmed AS (
+    SELECT *,
+        CASE
+            WHEN coalesce(user_confirmed_at, -1) < turn_at THEN 'before the user agreed'
+            WHEN same_call_done_at >= turn_at THEN 'again after it took effect once'
+        END AS why
+    FROM actions
+)
+SELECT u.chain_id, u.chain_no, u.agent, u.session, u.idx, u.id, u.ts, u.tool_name, u.tool_params, u.next_tool_error,
+    u.call_failed AS failed, u.why,
+    coalesce(p.idx, u.idx) AS start_idx, coalesce(p.id, u.id) AS start_event_id, p.content AS agent_message
+FROM unconfirmed u
+LEFT JOIN chain_events p ON p.chain_no = u.chain_no AND p.idx = u.agent_spoke_at - (u.pos - u.idx)
+WHERE u.why IS NOT NULL;

@@ -54,7 +54,7 @@ chained AS (
 )
 SELECT
     chain_id(session, agent, chain_start_ms) AS chain_id,
-    chain_no, idx, chain_len, agent, session, id, ts, ts_ms, type, content, tool_name, tool_params, tool_error,
+    chain_no, idx, chain_len, agent, session, id, ts, ts_ms, type, content, tool_name, tool_params, tool_result, tool_error,
     (tool_error IS NOT NULL OR coalesce(tool_is_error, false)) AS failed,
     piece, stream_seq,
     CASE WHEN idx > 0 THEN lag_type END AS prev_type,

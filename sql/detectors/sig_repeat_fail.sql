@@ -1,10 +1,13 @@
 -- signal: SIG-REPEAT-FAIL
 -- severity: high
 -- scope: lake
+-- enabled: no
 -- SIG-REPEAT-FAIL (spec §7.5): the same failure (tool, stable params, normalized error)
 -- in another session. Sessions are counted in the order of their first such failure,
 -- over the whole lake history (`failure_history`: earlier runs); the second is high, the
 -- third and later critical. Each session is reported once, at its first occurrence.
+-- Off by default: on the development set it does not separate failed sessions from
+-- successful ones (README, Detection quality).
 -- The sessions are ranked on the narrow key columns alone; a run's occurrences hold each
 -- (fingerprint, session) once, so the details are joined back by that pair.
 WITH combined AS (

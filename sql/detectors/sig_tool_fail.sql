@@ -1,16 +1,23 @@
 -- signal: SIG-TOOL-FAIL
 -- severity: low
--- SIG-TOOL-FAIL (spec §7.2): a tool call fails and the agent answers without a successful
--- recovery attempt (another tool, or the same tool with clearly different parameters)
--- between the failure and its answer. `unrecovered_failure` scans each chain from every
--- failed attempt to the agent's next message. A call that changes nothing (`think`, an
+-- enabled: no
+-- SIG-TOOL-FAIL (spec §7.2): a tool call fails, the agent answers, and the session never
+-- recovers: no later call of the same tool succeeds, no call succeeds before the agent's
+-- answer, and the agent's first attempt after its answer (often after asking the user for
+-- other details) fails too. The spec looks for a recovery only before the answer; an agent
+-- that asks the user and then succeeds has recovered (`unrecovered_failure` scans each
+-- session). Off by default: on the development set it does not separate failed sessions
+-- from successful ones (README, Detection quality). A lookup that finds nothing
+-- (a read-only tool, `is_read_tool`, answering "not found", `is_not_found`) is normal
+-- service unless the same lookup misses again. A call that changes nothing (`think`, an
 -- echo: `is_noop_tool`) is no attempt at all, so it recovers nothing.
 WITH attempts AS (
     SELECT *,
         unrecovered_failure(
-            chain_no,
+            key_hash(agent, session),
             CASE WHEN type = 'tool.call' AND is_noop_tool(tool_name) THEN 'tool.noop' ELSE type END,
-            tool_name, tool_params, next_type, next_failed
+            tool_name, tool_params, next_type, next_failed,
+            coalesce(is_read_tool(tool_name) AND is_not_found(next_tool_error), false)
         ) OVER (ORDER BY chain_no, idx) AS unrecovered
     FROM chain_events
 )

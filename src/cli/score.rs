@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use tracelake::engine::open_session;
-use tracelake::output::score::signal_scores;
+use tracelake::output::score::{fold_scores, signal_scores};
 
 use super::Ctx;
 
@@ -15,6 +15,14 @@ pub struct ScoreArgs {
     /// Output format.
     #[arg(long, value_enum, env = "TRACELAKE_SCORE_FORMAT", default_value_t = ScoreFormat::Table)]
     format: ScoreFormat,
+    /// Also split the scored sessions into K folds by task and score each signal in each,
+    /// so that a signal that holds only on some tasks shows it.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(2..=100))]
+    folds: Option<u64>,
+    /// With --folds: the SQL expression over `session` that names a session's task
+    /// (default: the session id without a trial suffix such as `-t3`).
+    #[arg(long, value_name = "SQL", requires = "folds")]
+    group_by: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -27,10 +35,25 @@ pub async fn run(ctx: &Ctx, args: ScoreArgs) -> anyhow::Result<ExitCode> {
     let lake = ctx.existing_lake()?;
     let session = open_session(&lake, ctx.redactor()?, &ctx.engine()?).await?;
     let scores = signal_scores(&session).await?;
+    let folded = match args.folds {
+        Some(k) => Some(fold_scores(&session, k, args.group_by.as_deref(), &scores).await?),
+        None => None,
+    };
     let mut out = std::io::stdout().lock();
     match args.format {
-        ScoreFormat::Table => write!(out, "{}", scores.to_terminal())?,
-        ScoreFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&scores)?)?,
+        ScoreFormat::Table => {
+            write!(out, "{}", scores.to_terminal())?;
+            if let Some(folded) = &folded {
+                write!(out, "{}", folded.to_terminal())?;
+            }
+        }
+        ScoreFormat::Json => {
+            let mut json = serde_json::to_value(&scores)?;
+            if let Some(folded) = &folded {
+                json["folds"] = serde_json::to_value(folded)?;
+            }
+            writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
+        }
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)

@@ -13,6 +13,10 @@ pub const RULE_EFFECTIVENESS: &str = include_str!("../../sql/outputs/rule_effect
 /// from successful ones.
 pub const SIGNAL_SCORES: &str = include_str!("../../sql/outputs/signal_scores.sql");
 
+/// `tracelake score --folds K`: per signal and fold of tasks, the sessions flagged (a query
+/// over `session_outcomes`, with `${group}` and `${folds}` to fill in).
+pub const FOLD_SCORES: &str = include_str!("../../sql/outputs/fold_scores.sql");
+
 /// What a detector may do: read. No DDL, no writes (`INSERT`, `COPY … TO`), no `SET`.
 pub fn query_only() -> datafusion::execution::context::SQLOptions {
     datafusion::execution::context::SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false)

@@ -51,12 +51,15 @@ pub enum Scenario {
     Hallucination,
     UnverifiedClaim,
     UnconfirmedAction,
+    UnconfirmedAttempt,
+    UngroundedValue,
+    UnstatedAction,
     Unanswered,
     ErrorEnding,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 12] = [
+    pub const ALL: [Scenario; 15] = [
         Scenario::Clean,
         Scenario::NearMiss,
         Scenario::Correction,
@@ -67,6 +70,9 @@ impl Scenario {
         Scenario::Hallucination,
         Scenario::UnverifiedClaim,
         Scenario::UnconfirmedAction,
+        Scenario::UnconfirmedAttempt,
+        Scenario::UngroundedValue,
+        Scenario::UnstatedAction,
         Scenario::Unanswered,
         Scenario::ErrorEnding,
     ];
@@ -242,8 +248,8 @@ impl Planner {
                 plan.findings.push(("SIG-UNVERIFIED-CLAIM", "medium"));
             }
             Scenario::UnconfirmedAction => {
-                s.push(Step::User("Can you email the weekly report to the team?".into()));
-                s.push(Step::Agent("I can send the report to team@example.org now. Shall I send it?".into()));
+                s.push(Step::User(format!("Can you email weekly report {n} to the team?")));
+                s.push(Step::Agent(format!("I can send report {n} to team@example.org now. Shall I send it?")));
                 // Half the time the user agrees first: no finding.
                 let agreed = rng.random_bool(0.5);
                 s.push(Step::User(if agreed { pick(rng, CONFIRMATIONS) } else { "Which version of the report is it?".into() }));
@@ -256,6 +262,47 @@ impl Planner {
                 if !agreed {
                     plan.findings.push(("SIG-UNCONFIRMED-ACTION", "high"));
                 }
+            }
+            Scenario::UnconfirmedAttempt => {
+                // The agent tries before asking; the call fails, so nothing changed.
+                s.push(Step::User(format!("Can you cancel order {n}?")));
+                s.push(Step::ToolFail {
+                    name: "cancel_order".into(),
+                    params: json!({"order": n}),
+                    error: format!("order {n} has already shipped"),
+                });
+                s.push(Step::Agent(format!(
+                    "Order {n} has already shipped, so it cannot be cancelled. Would you like to return it instead?"
+                )));
+                s.push(Step::User("No, thanks.".into()));
+                plan.findings.push(("SIG-UNCONFIRMED-ATTEMPT", "low"));
+                plan.findings.push(("SIG-TOOL-FAIL", "low"));
+            }
+            Scenario::UngroundedValue => {
+                // An amount nobody gave.
+                s.push(Step::User(format!("Please refund order {n}, it arrived broken.")));
+                s.push(Step::Agent(format!("I can refund order {n} to your card. Shall I go ahead?")));
+                s.push(Step::User(pick(rng, CONFIRMATIONS)));
+                s.push(Step::ToolOk {
+                    name: "refund_order".into(),
+                    params: json!({"order": n, "amount": 40.25 + (n % 50) as f64}),
+                    result: json!({"refunded": true}),
+                });
+                s.push(Step::Agent(format!("Order {n} is refunded.")));
+                plan.findings.push(("SIG-UNGROUNDED-VALUE", "medium"));
+            }
+            Scenario::UnstatedAction => {
+                // A yes to a question that names nothing.
+                s.push(Step::User(format!("Please cancel my booking B{n}X.")));
+                s.push(Step::Agent("I can do that. Shall I go ahead?".into()));
+                s.push(Step::User(pick(rng, CONFIRMATIONS)));
+                s.push(Step::ToolOk {
+                    name: "cancel_booking".into(),
+                    params: json!({"booking": format!("B{n}X")}),
+                    result: json!({"status": "ok"}),
+                });
+                s.push(Step::Agent("It is taken care of.".into()));
+                plan.findings.push(("SIG-UNSTATED-ACTION", "medium"));
             }
             Scenario::Unanswered => {
                 s.push(Step::User(pick(rng, ASKS)));

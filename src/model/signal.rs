@@ -105,7 +105,7 @@ pub struct Signal {
 }
 
 /// The built-in detectors: the seven of spec §7 in its order, then tracelake's own.
-const BUILTIN_SQL: [&str; 10] = [
+const BUILTIN_SQL: [&str; 13] = [
     include_str!("../../sql/detectors/sig_correction.sql"),
     include_str!("../../sql/detectors/sig_tool_fail.sql"),
     include_str!("../../sql/detectors/sig_doom_loop.sql"),
@@ -114,6 +114,9 @@ const BUILTIN_SQL: [&str; 10] = [
     include_str!("../../sql/detectors/sig_hallucination.sql"),
     include_str!("../../sql/detectors/sig_unverified_claim.sql"),
     include_str!("../../sql/detectors/sig_unconfirmed_action.sql"),
+    include_str!("../../sql/detectors/sig_unconfirmed_attempt.sql"),
+    include_str!("../../sql/detectors/sig_ungrounded_value.sql"),
+    include_str!("../../sql/detectors/sig_unstated_action.sql"),
     include_str!("../../sql/detectors/sig_unanswered.sql"),
     include_str!("../../sql/detectors/sig_error_ending.sql"),
 ];
@@ -151,13 +154,13 @@ mod tests {
     #[test]
     fn every_builtin_header_reads() {
         let ids: Vec<&str> = signals().iter().map(|s| s.id.as_str()).collect();
-        assert_eq!(ids.len(), 10);
+        assert_eq!(ids.len(), 13);
         assert_eq!(ids[..2], ["SIG-CORRECTION", "SIG-TOOL-FAIL"]);
         let lake: Vec<&str> = signals().iter().filter(|s| s.scope == Scope::Lake).map(|s| s.id.as_str()).collect();
         assert_eq!(lake, ["SIG-REPEAT-FAIL"]);
         assert!(signals().iter().all(|s| s.live == (s.scope == Scope::Chain)));
         let off: Vec<&str> = signals().iter().filter(|s| !s.enabled_by_default).map(|s| s.id.as_str()).collect();
-        assert_eq!(off, ["SIG-UNVERIFIED-CLAIM", "SIG-UNANSWERED", "SIG-ERROR-ENDING"]);
+        assert_eq!(off, ["SIG-TOOL-FAIL", "SIG-REPEAT-FAIL", "SIG-UNVERIFIED-CLAIM", "SIG-UNANSWERED", "SIG-ERROR-ENDING"]);
         // Each names in its SELECT the signal its header names.
         assert!(signals().iter().all(|s| s.sql.contains(&format!("'{}' AS signal", s.id))), "{ids:?}");
     }

@@ -127,3 +127,126 @@ impl Scores {
         out
     }
 }
+
+/// The task of a session by default: its id without a trial suffix (`-t3`, `_trial2`,
+/// `.run4`), so that trials of one task fall in one fold.
+pub const DEFAULT_TASK: &str = "regexp_replace(session, '[-_.](?:t|trial|try|run|attempt|rep)[0-9]+$', '')";
+
+/// One fold's counts for one signal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all(serialize = "camelCase", deserialize = "snake_case"))]
+pub struct FoldScore {
+    pub fold: u64,
+    pub tasks: u64,
+    pub failed_flagged: u64,
+    pub failed: u64,
+    pub succeeded_flagged: u64,
+    pub succeeded: u64,
+}
+
+impl FoldScore {
+    pub fn failed_rate(&self) -> Option<f64> {
+        (self.failed > 0).then(|| self.failed_flagged as f64 / self.failed as f64)
+    }
+
+    /// `None` when no successful session is flagged (unbounded, or nothing flagged).
+    pub fn lift(&self) -> Option<f64> {
+        let succeeded_rate = (self.succeeded > 0).then(|| self.succeeded_flagged as f64 / self.succeeded as f64)?;
+        (succeeded_rate > 0.0).then(|| self.failed_rate().unwrap_or(0.0) / succeeded_rate)
+    }
+}
+
+/// A signal across the folds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignalFolds {
+    pub signal: String,
+    pub folds: Vec<FoldScore>,
+    /// Folds whose lift is below 2 (a fold that flags no successful session is none).
+    pub folds_below_lift_2: usize,
+}
+
+/// The folds' scores: the same signals as [`Scores`], each fold apart.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FoldedScores {
+    pub folds: u64,
+    /// The SQL expression over `session` that names a session's task.
+    pub task: String,
+    pub signals: Vec<SignalFolds>,
+}
+
+/// Splits the scored sessions into `folds` folds by task (`task`, a SQL expression over
+/// `session`; [`DEFAULT_TASK`] when none) and scores each signal in each.
+pub async fn fold_scores(ctx: &SessionContext, folds: u64, task: Option<&str>, order: &Scores) -> Result<FoldedScores, ScoreError> {
+    let task = task.unwrap_or(DEFAULT_TASK);
+    let sql = crate::engine::sql::FOLD_SCORES.replace("${group}", task).replace("${folds}", &folds.max(1).to_string());
+    let mut signals: Vec<SignalFolds> = Vec::new();
+    for row in query_json(ctx, &sql).await? {
+        let signal = row.get("signal").and_then(serde_json::Value::as_str).unwrap_or_default().to_owned();
+        let fold = serde_json::from_value::<FoldScore>(row)?;
+        match signals.last_mut() {
+            Some(last) if last.signal == signal => last.folds.push(fold),
+            _ => signals.push(SignalFolds { signal, folds: vec![fold], folds_below_lift_2: 0 }),
+        }
+    }
+    for s in &mut signals {
+        s.folds_below_lift_2 = s.folds.iter().filter(|f| f.lift().is_some_and(|l| l < 2.0)).count();
+    }
+    // In the order of the overall scores.
+    let rank = |signal: &str| order.signals.iter().position(|s| s.signal == signal).unwrap_or(usize::MAX);
+    signals.sort_by_key(|s| rank(&s.signal));
+    Ok(FoldedScores { folds, task: task.to_owned(), signals })
+}
+
+impl FoldedScores {
+    /// Per signal, the lift and the share of failed sessions flagged in each fold, with
+    /// their range.
+    pub fn to_terminal(&self) -> String {
+        let mut out = format!("\n{} folds by task ({})", self.folds, self.task);
+        if let Some(first) = self.signals.first() {
+            let sizes: Vec<String> = first.folds.iter().map(|f| format!("{} tasks, {}/{}", f.tasks, f.failed, f.succeeded)).collect();
+            out.push_str(&format!("; failed/succeeded sessions per fold: {}", sizes.join(" · ")));
+        }
+        out.push_str("\n\n");
+        let width = self.folds as usize * 6;
+        out.push_str(&format!(
+            "{:<26} {:<width$} {:>11}   {:<width$} {:>11}\n",
+            "signal", "lift by fold", "min–max", "failed flagged by fold", "min–max"
+        ));
+        let lift_text = |f: &FoldScore| match (f.lift(), f.failed_flagged) {
+            (Some(l), _) => format!("{l:.1}"),
+            (None, 0) => "–".to_owned(),
+            (None, _) => "∞".to_owned(),
+        };
+        for s in &self.signals {
+            let lifts: Vec<String> = s.folds.iter().map(|f| format!("{:>5}", lift_text(f))).collect();
+            let rates: Vec<f64> = s.folds.iter().filter_map(FoldScore::failed_rate).collect();
+            let shares: Vec<String> = rates.iter().map(|r| format!("{:>4.0}%", r * 100.0)).collect();
+            let lift_values: Vec<f64> =
+                s.folds.iter().filter(|f| f.failed_flagged > 0).map(|f| f.lift().unwrap_or(f64::INFINITY)).collect();
+            let range = |values: &[f64], show: &dyn Fn(f64) -> String| match (
+                values.iter().copied().reduce(f64::min),
+                values.iter().copied().reduce(f64::max),
+            ) {
+                (Some(lo), Some(hi)) => format!("{}–{}", show(lo), show(hi)),
+                _ => "–".to_owned(),
+            };
+            let lift = |l: f64| if l.is_infinite() { "∞".to_owned() } else { format!("{l:.1}") };
+            out.push_str(&format!(
+                "{:<26} {:<width$} {:>11}   {:<width$} {:>11}\n",
+                s.signal,
+                lifts.join(" "),
+                range(&lift_values, &lift),
+                shares.join(" "),
+                range(&rates, &|r| format!("{:.0}%", r * 100.0))
+            ));
+        }
+        let weak: Vec<String> =
+            self.signals.iter().filter(|s| s.signal != "(any)" && s.folds_below_lift_2 > 1).map(|s| s.signal.clone()).collect();
+        if !weak.is_empty() {
+            out.push_str(&format!("\nlift below 2 in more than one fold: {}\n", weak.join(", ")));
+        }
+        out
+    }
+}

@@ -56,7 +56,7 @@ fn config(dir: &Path, server: &LlmServer, extra: Value) -> String {
     let mut cfg = json!({
         "llm": {"enabled": true, "endpoint": server.url, "model": "top-model"},
         "traceAnalyzer": {"llm": {"enabled": true, "model": "deep-model", "triage": {"endpoint": server.url, "model": "triage-model"}},
-                          "output": {"maxFindings": 1000}}
+                          "output": {"maxFindings": 1000}, "signals": {"SIG-TOOL-FAIL": {"enabled": true}}}
     });
     if let Value::Object(map) = extra {
         for (k, v) in map {

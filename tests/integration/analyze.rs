@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::common::{tracelake, tracelake_ok};
 
 /// Every finding, UNVERIFIED-CLAIM on, no cap.
-pub const ALL_FINDINGS: &str = r#"{"traceAnalyzer": {"output": {"maxFindings": 1000000}, "signals": {"SIG-UNVERIFIED-CLAIM": {"enabled": true}, "SIG-UNANSWERED": {"enabled": true}, "SIG-ERROR-ENDING": {"enabled": true}}}}"#;
+pub const ALL_FINDINGS: &str = r#"{"traceAnalyzer": {"output": {"maxFindings": 1000000}, "signals": {"SIG-TOOL-FAIL": {"enabled": true}, "SIG-REPEAT-FAIL": {"enabled": true}, "SIG-UNVERIFIED-CLAIM": {"enabled": true}, "SIG-UNANSWERED": {"enabled": true}, "SIG-ERROR-ENDING": {"enabled": true}}}}"#;
 
 pub fn write_config(dir: &Path, text: &str) -> String {
     let path = dir.join("config.json");
@@ -75,7 +75,7 @@ fn default_config_keeps_unverified_claims_off_and_caps_findings() {
 
     let config = write_config(
         dir.path(),
-        r#"{"output": {"maxFindings": 10}, "signals": {"SIG-TOOL-FAIL": {"severity": "critical"}, "SIG-CORRECTION": {"enabled": false}}}"#,
+        r#"{"output": {"maxFindings": 10}, "signals": {"SIG-TOOL-FAIL": {"severity": "critical", "enabled": true}, "SIG-CORRECTION": {"enabled": false}}}"#,
     );
     let capped = analyze_json(&lake, &config, &["--full"]);
     let findings = capped["findings"].as_array().unwrap();
@@ -85,7 +85,7 @@ fn default_config_keeps_unverified_claims_off_and_caps_findings() {
         &lake,
         &write_config(
             dir.path(),
-            r#"{"output": {"maxFindings": 100000}, "signals": {"SIG-TOOL-FAIL": {"severity": "critical"}, "SIG-CORRECTION": {"enabled": false}}}"#,
+            r#"{"output": {"maxFindings": 100000}, "signals": {"SIG-TOOL-FAIL": {"severity": "critical", "enabled": true}, "SIG-CORRECTION": {"enabled": false}}}"#,
         ),
         &["--full"],
     );

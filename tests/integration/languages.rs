@@ -48,6 +48,29 @@ fn every_pack_recognizes_its_language() {
     }
 }
 
+/// (language, a confirmation in ordinary words, an answer that holds off)
+const CONSENT: [(&str, &str, &str); 10] = [
+    ("en", "That works, please proceed.", "Wait, let me think about it."),
+    ("de", "Klingt gut, machen Sie weiter.", "Moment, lass mich überlegen."),
+    ("fr", "Ça marche, allez-y.", "Attendez, je vais réfléchir."),
+    ("es", "Me parece bien, adelante.", "Espera, déjame pensar."),
+    ("pt", "Tudo bem, pode continuar.", "Espere, deixe-me pensar."),
+    ("it", "Va bene, procedi.", "Aspetta, fammi pensare."),
+    ("zh", "好的，请继续。", "等等，让我想想。"),
+    ("ja", "それでいいです、進めてください。", "ちょっと待って、考えさせて。"),
+    ("ko", "좋아요, 진행해 주세요.", "잠깐만요, 생각해 볼게요."),
+    ("ru", "Хорошо, давайте.", "Подождите, дайте подумать."),
+];
+
+#[test]
+fn every_pack_tells_consent_from_holding_off() {
+    for (code, yes, not_yet) in CONSENT {
+        let p = Patterns::new(&[code.to_owned()]).unwrap();
+        assert!(p.is(Category::Confirmation, yes), "{code}: {yes:?} confirms");
+        assert!(!p.is(Category::Confirmation, not_yet), "{code}: {not_yet:?} confirms nothing");
+    }
+}
+
 #[test]
 fn a_pack_is_active_only_when_chosen() {
     let default = Patterns::default_languages();

@@ -108,7 +108,8 @@ fn spans_of_real_instrumentation_in_files_become_sessions_and_findings() {
     let ids = sql_rows(&lake, "SELECT count(*) AS n, count(DISTINCT trace_id) AS traces, count(span_id) AS with_span FROM events");
     assert_eq!(ids[0]["n"], ids[0]["with_span"], "every event keeps its span id");
 
-    tracelake_ok(&["analyze", "--lake", &lake]);
+    let config = crate::analyze::write_config(dir.path(), crate::analyze::ALL_FINDINGS);
+    tracelake_ok(&["analyze", "--lake", &lake, "--config", &config]);
     let found = sql_rows(
         &lake,
         "SELECT DISTINCT session, signal FROM findings WHERE signal IN ('SIG-TOOL-FAIL', 'SIG-DOOM-LOOP', 'SIG-REPEAT-FAIL')",

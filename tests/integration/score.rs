@@ -50,9 +50,9 @@ fn the_airline_development_set_is_scored_and_the_findings_separate_failure_from_
     let any = &signals[0];
     assert_eq!(any["signal"], "(any)");
     let (recall, lift) = (any["failedRate"].as_f64().unwrap(), any["lift"].as_f64().unwrap());
-    // The acceptance bar of the default config on this set: at least 35 % of the failed
-    // sessions flagged, each flagged session at least 3 times likelier a failed one.
-    assert!(recall >= 0.35 && lift >= 3.0, "recall {recall}, lift {lift}: {any}");
+    // The bar of the default config on this set: at least 30 % of the failed sessions
+    // flagged, each flagged session at least 5 times likelier a failed one.
+    assert!(recall >= 0.30 && lift >= 5.0, "recall {recall}, lift {lift}: {any}");
     for s in &signals[1..] {
         assert!(s["failedFlagged"].as_u64() <= any["failedFlagged"].as_u64(), "{s}");
         assert_eq!(s["failed"], 116);
@@ -60,6 +60,30 @@ fn the_airline_development_set_is_scored_and_the_findings_separate_failure_from_
     let table = tracelake_ok(&["score", "--lake", &lake]);
     assert!(table.starts_with("200 sessions with a known outcome: 116 failed, 84 succeeded"), "{table}");
     assert!(table.contains("(any)"), "{table}");
+
+    // Five folds by task: the four trials of each of the 50 tasks share a fold, and the
+    // folds add up to the whole.
+    let folded: Value = serde_json::from_str(&tracelake_ok(&["score", "--lake", &lake, "--folds", "5", "--format", "json"])).unwrap();
+    let folds = &folded["folds"];
+    assert_eq!(folds["folds"], 5);
+    let by_signal = folds["signals"].as_array().unwrap();
+    assert_eq!(by_signal[0]["signal"], "(any)");
+    let sum = |s: &Value, key: &str| s["folds"].as_array().unwrap().iter().map(|f| f[key].as_u64().unwrap()).sum::<u64>();
+    for s in by_signal {
+        assert_eq!(s["folds"].as_array().unwrap().len(), 5, "{s}");
+        assert_eq!((sum(s, "tasks"), sum(s, "failed"), sum(s, "succeeded")), (50, 116, 84), "{s}");
+        let overall = signals.iter().find(|o| o["signal"] == s["signal"]).expect("the same signals");
+        assert_eq!(sum(s, "failedFlagged"), overall["failedFlagged"].as_u64().unwrap(), "{s}");
+        assert_eq!(sum(s, "succeededFlagged"), overall["succeededFlagged"].as_u64().unwrap(), "{s}");
+    }
+    let per_session: Value =
+        serde_json::from_str(&tracelake_ok(&["score", "--lake", &lake, "--folds", "5", "--group-by", "session", "--format", "json"]))
+            .unwrap();
+    assert_eq!(sum(&per_session["folds"]["signals"][0], "tasks"), 200);
+    let table = tracelake_ok(&["score", "--lake", &lake, "--folds", "5"]);
+    assert!(table.contains("5 folds by task") && table.contains("lift by fold"), "{table}");
+    let out = tracelake(&["score", "--lake", &lake, "--group-by", "session"]);
+    assert_eq!(out.status.code(), Some(2), "--group-by needs --folds");
 }
 
 #[test]

@@ -101,16 +101,18 @@ mod repeat_fail {
         let mut second = Trace::new();
         second.wait_minutes(120);
         session_with_failure(&mut second, "s2", json!({"env": "prod"}), "403");
+        let config = crate::analyze::write_config(dir.path(), crate::analyze::ALL_FINDINGS);
         for (name, t) in [("a.jsonl", &first), ("b.jsonl", &second)] {
             let path = dir.path().join(name);
             std::fs::write(&path, t.lines().replace("test-", name)).unwrap();
             crate::common::tracelake_ok(&["import", "--lake", &lake, path.to_str().unwrap()]);
             if name == "a.jsonl" {
-                crate::common::tracelake_ok(&["analyze", "--lake", &lake]);
+                crate::common::tracelake_ok(&["analyze", "--lake", &lake, "--config", &config]);
             }
         }
         let report: serde_json::Value =
-            serde_json::from_str(&crate::common::tracelake_ok(&["analyze", "--lake", &lake, "--format", "json"])).unwrap();
+            serde_json::from_str(&crate::common::tracelake_ok(&["analyze", "--lake", &lake, "--config", &config, "--format", "json"]))
+                .unwrap();
         let signals: Vec<&str> = report["findings"].as_array().unwrap().iter().map(|f| f["signal"]["signal"].as_str().unwrap()).collect();
         assert_eq!(signals, [REPEAT], "{report}");
     }

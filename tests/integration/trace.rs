@@ -93,7 +93,7 @@ pub fn detect_lines(lines: &str, config: Option<Value>) -> Vec<Found> {
     let lake = Lake::new(dir.path().join("lake"));
     import_source(&lake, &Decoder::new(Redactor::builtin()), &ImportSource::File(input), &ImportOptions::default(), &|_| {}).unwrap();
     let config = Config::resolve(&config.unwrap_or_else(|| {
-        json!({"output": {"maxFindings": 100000}, "signals": {"SIG-UNVERIFIED-CLAIM": {"enabled": true}, "SIG-UNANSWERED": {"enabled": true}, "SIG-ERROR-ENDING": {"enabled": true}}})
+        json!({"output": {"maxFindings": 100000}, "signals": {"SIG-TOOL-FAIL": {"enabled": true}, "SIG-REPEAT-FAIL": {"enabled": true}, "SIG-UNVERIFIED-CLAIM": {"enabled": true}, "SIG-UNANSWERED": {"enabled": true}, "SIG-ERROR-ENDING": {"enabled": true}}})
     })).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let analysis = runtime

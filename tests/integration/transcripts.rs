@@ -69,10 +69,12 @@ fn findings(lake: &str) -> Vec<(String, String, i64, i64)> {
     found
 }
 
+/// The lake of `file` analyzed with every signal on.
 fn analyzed(dir: &Path, name: &str, file: &Path) -> String {
     let lake = dir.join(name).display().to_string();
     tracelake_ok(&["import", "--lake", &lake, file.to_str().unwrap()]);
-    tracelake_ok(&["analyze", "--lake", &lake]);
+    let config = crate::analyze::write_config(dir, crate::analyze::ALL_FINDINGS);
+    tracelake_ok(&["analyze", "--lake", &lake, "--config", &config]);
     lake
 }
 

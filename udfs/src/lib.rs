@@ -23,7 +23,10 @@ mod strings;
 pub mod superseded;
 pub mod text_category;
 pub mod tool_call_since_user;
+pub mod ungrounded_value;
 pub mod unrecovered_failure;
+pub mod unstated_action;
+mod values;
 mod window_function;
 
 use std::sync::Arc;
@@ -54,6 +57,8 @@ pub fn register_all(ctx: &SessionContext, redactor: Redactor, patterns: Arc<Patt
     ctx.register_udwf(chain_position::udf());
     ctx.register_udwf(doom_loop::udf());
     ctx.register_udwf(unrecovered_failure::udf());
+    ctx.register_udwf(ungrounded_value::udf());
+    ctx.register_udwf(unstated_action::udf());
     ctx.register_udwf(tool_call_since_user::udf());
     ctx.register_udwf(group_row_number::udf());
 }

@@ -32,14 +32,19 @@ pub enum Category {
     SelfCorrection,
     /// A message owns up to something that did not work ("however, I could not …").
     FailureAdmission,
-    /// The user agrees to what the agent proposed ("yes, go ahead").
+    /// The user agrees to what the agent proposed ("yes, go ahead", "that works").
     Confirmation,
+    /// A question that asks the agent to go on ("can you go ahead and process it?"): a
+    /// confirmation, although a question.
+    ProceedRequest,
     /// A reply that turns something down ("no", "don't", "wait").
     Refusal,
     /// The user says goodbye or that nothing more is needed.
     Closing,
     /// The user asks for something ("please", "can you", "I need").
     Request,
+    /// A tool's answer that it found nothing ("user not found", "no such order").
+    NotFound,
     /// Tool names: calls that change nothing (a `think` tool, an echo).
     NoopTool,
     /// Tool names: calls that change state (create, update, cancel, book, pay, send …).
@@ -51,7 +56,7 @@ pub enum Category {
 }
 
 impl Category {
-    pub const ALL: [Category; 19] = [
+    pub const ALL: [Category; 21] = [
         Category::Correction,
         Category::Question,
         Category::ShortNegative,
@@ -64,9 +69,11 @@ impl Category {
         Category::SelfCorrection,
         Category::FailureAdmission,
         Category::Confirmation,
+        Category::ProceedRequest,
         Category::Refusal,
         Category::Closing,
         Category::Request,
+        Category::NotFound,
         Category::NoopTool,
         Category::ConsequentialTool,
         Category::ReadTool,
@@ -101,9 +108,11 @@ impl Category {
             Category::SelfCorrection => "self_correction",
             Category::FailureAdmission => "failure_admission",
             Category::Confirmation => "confirmation",
+            Category::ProceedRequest => "proceed_request",
             Category::Refusal => "refusal",
             Category::Closing => "closing",
             Category::Request => "request",
+            Category::NotFound => "not_found",
             Category::NoopTool => "noop_tool",
             Category::ConsequentialTool => "consequential_tool",
             Category::ReadTool => "read_tool",
@@ -331,8 +340,13 @@ impl Patterns {
             Category::SystemStateClaim => {
                 sentences(&strip_code(text)).any(|s| self.matches(category, s) && !self.matches(Category::Opinion, s))
             }
-            // "No, don't go ahead" agrees to nothing.
-            Category::Confirmation => self.matches(category, text) && !self.matches(Category::Refusal, text),
+            // "No, don't go ahead" and "yes, but let me think" agree to nothing, nor does a
+            // question ("is that ok?"), unless it asks the agent to go on.
+            Category::Confirmation => {
+                !self.matches(Category::Refusal, text)
+                    && (sentences(text).any(|s| self.matches(category, s) && !self.matches(Category::Question, s))
+                        || self.matches(Category::ProceedRequest, text))
+            }
             _ => self.matches(category, text),
         }
     }
@@ -539,6 +553,80 @@ mod tests {
         assert!(!p.is(Category::Confirmation, "I'm not sure, what are my options?"));
         assert!(p.is(Category::CompletionClaim, "Successfully deployed."));
         assert!(!p.is(Category::CompletionClaim, "I changed X successfully. However, I could not update Y."));
+    }
+
+    #[test]
+    fn confirmations_in_ordinary_words_and_what_is_none() {
+        let all: Vec<String> = LANGUAGES.iter().map(|s| (*s).to_owned()).collect();
+        let p = Patterns::new(&all).unwrap();
+        let confirmations = [
+            "You can process the refund to my card. Please proceed.",
+            "that works",
+            "That works for me, thanks.",
+            "sounds good, do it",
+            "Sounds great!",
+            "correct, go ahead",
+            "ok",
+            "Okay.",
+            "Alright, let’s do it.",
+            "That’s right.",
+            "Yes, that’s correct. Please proceed with the cancellations.",
+            "Got it. $107.09 sounds reasonable. Can you go ahead and process it?",
+            "Sure, go for it.",
+            "Yes, please cancel both orders. Also, do I have any other flights?",
+            "I confirm.",
+            "Of course, please continue.",
+            "Klingt gut, machen Sie weiter.",
+            "Ça marche, allez-y.",
+            "Me parece bien.",
+            "Pode continuar.",
+            "Va bene, prosegui.",
+            "好的，请继续。",
+            "はい、お願いします。",
+            "네, 진행해 주세요.",
+            "Да, давайте.",
+        ];
+        for text in confirmations {
+            assert!(p.is(Category::Confirmation, text), "should confirm: {text}");
+        }
+        let not_confirmations = [
+            "Is that ok?",
+            "How long does the refund take?",
+            "Would that be okay with the airline?",
+            "wait",
+            "Wait, what would the total be?",
+            "no",
+            "No, don’t go ahead.",
+            "Let me think about it.",
+            "Okay, let me think about it first.",
+            "Yes, but hold on, I changed my mind.",
+            "Not yet.",
+            "I want to cancel my booking.",
+            "That's not right.",
+            "Moment, lass mich überlegen.",
+            "Attendez, je vais réfléchir.",
+            "Déjame pensar.",
+            "让我想想。",
+            "ちょっと待って。",
+            "잠깐만요.",
+            "Нет, подождите.",
+        ];
+        for text in not_confirmations {
+            assert!(!p.is(Category::Confirmation, text), "should not confirm: {text}");
+        }
+    }
+
+    #[test]
+    fn lookups_that_find_nothing() {
+        let p = Patterns::default_languages();
+        for text in
+            ["Error: user not found", "No such order #W123", "customer does not exist", "Error: 0 results", "Benutzer nicht gefunden"]
+        {
+            assert!(p.is(Category::NotFound, text), "{text}");
+        }
+        for text in ["Error: payment method should be the original one", "not enough seats", "Error: gift card balance is not enough"] {
+            assert!(!p.is(Category::NotFound, text), "{text}");
+        }
     }
 
     #[test]

@@ -1,42 +1,44 @@
-//! `unrecovered_failure(chain, type, tool_name, tool_params, next_type, next_failed)
-//! OVER (ORDER BY chain, idx)` over chain events: true on the call of every failed tool
-//! attempt that the agent answers without recovering first (spec §7.2), false elsewhere.
+//! `unrecovered_failure(session, type, tool_name, tool_params, next_type, next_failed,
+//! lookup_miss) OVER (ORDER BY chain_no, idx)` over chain events: true on the call of every
+//! failed tool attempt that the session never recovers from (spec §7.2, judged over the
+//! session), false elsewhere.
 //!
 //! An attempt is a `tool.call` followed by its `tool.result` (`next_type`); it failed if
-//! `next_failed`. The answer is the chain's first `msg.out` after the result; an attempt
-//! with none is not reported. A recovery is a successful attempt between the result and
-//! the answer with another tool, or the same tool with parameters under 0.5 similar.
+//! `next_failed`. A failure is recovered, before the session ends, when a later attempt
+//! of the same tool succeeds, when any attempt succeeds before the agent's answer (its
+//! next `msg.out`), or when the agent's first attempt after that answer succeeds (what it
+//! did in answer to the failure, often after asking the user). A failure the agent never
+//! answers is not reported here (SIG-ERROR-ENDING's). A lookup that found nothing (`lookup_miss`: a read-only tool
+//! answering "not found") is normal service, unless the same lookup with the same
+//! parameters missed again. `session` is any key of the session (chains of a session are
+//! consecutive in chain order).
 //!
-//! The scan from each failure to its answer is sequence logic SQL expresses with two
-//! joins over the whole chain; here it is one pass over the sorted partition.
+//! The scan over each session is sequence logic SQL expresses with several joins; here
+//! it is one pass over the sorted partition.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Int64Type};
+use datafusion::arrow::datatypes::{DataType, UInt64Type};
 use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
-use serde_json::Value;
 
-use crate::similarity::{param_similarity_values, params_at};
 use crate::strings::string_at;
 use crate::window_function::WindowFunction;
-
-/// A retry of the same tool recovers only with parameters less similar than this.
-const RECOVERY_SIMILARITY: f64 = 0.5;
 
 /// The `unrecovered_failure` window function.
 pub fn udf() -> WindowUDF {
     WindowFunction::udf(
         "unrecovered_failure",
-        Some(6),
+        Some(7),
         DataType::Boolean,
         false,
         || Box::new(UnrecoveredFailureEvaluator),
         crate::docs::doc(
-            "Over chain events: true on the call of each failed tool attempt the agent answers (its next `msg.out`) without a successful recovery first (another tool, or the same tool with params under 0.5 similar).",
-            "unrecovered_failure(chain_no, type, tool, params, next_type, next_failed) OVER (ORDER BY chain_no, idx)",
+            "Over chain events: true on the call of each failed tool attempt the agent answered but the session never recovered from (no later success of the same tool, none before the agent's answer, and the agent's first attempt after it failed too); a lookup that found nothing counts only when it missed twice with the same parameters.",
+            "unrecovered_failure(key_hash(agent, session), type, tool, params, next_type, next_failed, lookup_miss) OVER (ORDER BY chain_no, idx)",
             &[],
         ),
     )
@@ -45,51 +47,72 @@ pub fn udf() -> WindowUDF {
 #[derive(Debug)]
 struct UnrecoveredFailureEvaluator;
 
+fn boolean<'a>(array: &'a ArrayRef, name: &str) -> Result<&'a BooleanArray> {
+    match array.data_type() {
+        DataType::Boolean => Ok(array.as_boolean()),
+        other => exec_err!("unrecovered_failure: `{name}` must be boolean, got {other}"),
+    }
+}
+
 impl PartitionEvaluator for UnrecoveredFailureEvaluator {
     fn evaluate_all(&mut self, values: &[ArrayRef], n: usize) -> Result<ArrayRef> {
-        let [chains, types, tools, params, next_types, next_failed] = values else { unreachable!("the signature takes six arguments") };
-        let chains = cast(chains, &DataType::Int64)?;
-        let chains = chains.as_primitive::<Int64Type>();
-        let next_failed = match next_failed.data_type() {
-            DataType::Boolean => next_failed.as_boolean(),
-            other => {
-                return exec_err!("unrecovered_failure: `next_failed` must be boolean, got {other}");
-            }
+        let [sessions, types, tools, params, next_types, next_failed, lookup_miss] = values else {
+            unreachable!("the signature takes seven arguments")
         };
-        let is_attempt = |i: usize| -> Result<bool> {
-            Ok(string_at(types, i)? == Some("tool.call") && string_at(next_types, i)? == Some("tool.result"))
-        };
-        let failed = |i: usize| next_failed.is_valid(i) && next_failed.value(i);
-        let same_chain = |i: usize, j: usize| chains.is_valid(j) && chains.value(j) == chains.value(i);
+        let sessions = cast(sessions, &DataType::UInt64)?;
+        let sessions = sessions.as_primitive::<UInt64Type>();
+        let next_failed = boolean(next_failed, "next_failed")?;
+        let lookup_miss = boolean(lookup_miss, "lookup_miss")?;
+        let flag = |a: &BooleanArray, i: usize| a.is_valid(i) && a.value(i);
 
         let mut out = vec![false; n];
-        for (i, unrecovered) in out.iter_mut().enumerate() {
-            if !(is_attempt(i)? && failed(i)) {
-                continue;
+        let mut start = 0;
+        while start < n {
+            let mut end = start + 1;
+            while end < n && sessions.is_valid(end) == sessions.is_valid(start) && sessions.value(end) == sessions.value(start) {
+                end += 1;
             }
-            let tool = string_at(tools, i)?;
-            let mut failed_params: Option<Value> = None;
-            // From the event after the result to the answer.
-            let mut j = i + 2;
-            while j < n && same_chain(i, j) {
-                if string_at(types, j)? == Some("msg.out") {
-                    *unrecovered = true;
-                    break;
+            // The session's attempts, its answers, and each tool's last success.
+            let mut attempts = Vec::new();
+            let mut answers = Vec::new();
+            let mut last_success: HashMap<Option<&str>, usize> = HashMap::new();
+            for i in start..end {
+                match string_at(types, i)? {
+                    Some("msg.out") => answers.push(i),
+                    Some("tool.call") if string_at(next_types, i)? == Some("tool.result") => {
+                        attempts.push(i);
+                        if !flag(next_failed, i) {
+                            last_success.insert(string_at(tools, i)?, i);
+                        }
+                    }
+                    _ => {}
                 }
-                if is_attempt(j)? && !failed(j) {
-                    let recovers = string_at(tools, j)? != tool || {
-                        let failed_params = match &failed_params {
-                            Some(p) => p,
-                            None => failed_params.insert(params_at(params, i)?),
-                        };
-                        param_similarity_values(&params_at(params, j)?, failed_params) < RECOVERY_SIMILARITY
+            }
+            for (k, &i) in attempts.iter().enumerate() {
+                let Some(&answer) = answers.get(answers.partition_point(|&a| a <= i + 1)) else { continue };
+                if !flag(next_failed, i) {
+                    continue;
+                }
+                let tool = string_at(tools, i)?;
+                if flag(lookup_miss, i) {
+                    let same = |&j: &usize| -> Result<bool> {
+                        Ok(j != i && flag(lookup_miss, j) && string_at(tools, j)? == tool && string_at(params, j)? == string_at(params, i)?)
                     };
-                    if recovers {
-                        break;
+                    let mut missed_again = false;
+                    for j in &attempts {
+                        missed_again |= same(j)?;
+                    }
+                    if !missed_again {
+                        continue;
                     }
                 }
-                j += 1;
+                let same_tool_later = last_success.get(&tool).is_some_and(|&j| j > i);
+                let later = &attempts[k + 1..];
+                let before_answer = later.iter().take_while(|&&j| j < answer).any(|&j| !flag(next_failed, j));
+                let after_answer = later.iter().find(|&&j| j > answer).is_some_and(|&j| !flag(next_failed, j));
+                out[i] = !(same_tool_later || before_answer || after_answer);
             }
+            start = end;
         }
         Ok(Arc::new(BooleanArray::from(out)))
     }
@@ -97,21 +120,25 @@ impl PartitionEvaluator for UnrecoveredFailureEvaluator {
 
 #[cfg(test)]
 mod tests {
-    use datafusion::arrow::array::{Int64Array, StringArray};
+    use datafusion::arrow::array::{StringArray, UInt64Array};
 
     use super::*;
 
-    /// One chain of `(type, tool, params, failed)` events; `failed` marks a result.
-    fn evaluate(events: &[(&str, Option<&str>, Option<&str>, bool)]) -> Vec<bool> {
+    /// `(session, type, tool, params, failed, lookup_miss)`; `failed` and `lookup_miss`
+    /// mark a result.
+    type Event = (u64, &'static str, Option<&'static str>, Option<&'static str>, bool, bool);
+
+    fn evaluate(events: &[Event]) -> Vec<bool> {
         let n = events.len();
         let next = |i: usize| events.get(i + 1);
         let values: Vec<ArrayRef> = vec![
-            Arc::new(Int64Array::from(vec![7; n])),
-            Arc::new(StringArray::from_iter_values(events.iter().map(|e| e.0))),
-            Arc::new(StringArray::from(events.iter().map(|e| e.1).collect::<Vec<_>>())),
+            Arc::new(UInt64Array::from(events.iter().map(|e| e.0).collect::<Vec<_>>())),
+            Arc::new(StringArray::from_iter_values(events.iter().map(|e| e.1))),
             Arc::new(StringArray::from(events.iter().map(|e| e.2).collect::<Vec<_>>())),
-            Arc::new(StringArray::from((0..n).map(|i| next(i).map(|e| e.0)).collect::<Vec<_>>())),
-            Arc::new(BooleanArray::from((0..n).map(|i| next(i).map(|e| e.3)).collect::<Vec<_>>())),
+            Arc::new(StringArray::from(events.iter().map(|e| e.3).collect::<Vec<_>>())),
+            Arc::new(StringArray::from((0..n).map(|i| next(i).map(|e| e.1)).collect::<Vec<_>>())),
+            Arc::new(BooleanArray::from((0..n).map(|i| next(i).map(|e| e.4)).collect::<Vec<_>>())),
+            Arc::new(BooleanArray::from((0..n).map(|i| next(i).map(|e| e.5)).collect::<Vec<_>>())),
         ];
         let out = UnrecoveredFailureEvaluator.evaluate_all(&values, n).unwrap();
         out.as_boolean().iter().map(|v| v.unwrap()).collect()
@@ -120,55 +147,127 @@ mod tests {
     const CALL: &str = "tool.call";
     const RESULT: &str = "tool.result";
     const EXEC: Option<&str> = Some("exec");
+    const LOOKUP: Option<&str> = Some("find_user_id_by_email");
+
+    fn call(tool: Option<&'static str>, params: Option<&'static str>) -> Event {
+        (1, CALL, tool, params, false, false)
+    }
+    fn result(tool: Option<&'static str>, failed: bool) -> Event {
+        (1, RESULT, tool, None, failed, false)
+    }
+    fn miss(tool: Option<&'static str>) -> Event {
+        (1, RESULT, tool, None, true, true)
+    }
+    fn says(kind: &'static str) -> Event {
+        (1, kind, None, None, false, false)
+    }
 
     #[test]
-    fn a_failure_answered_without_a_retry_is_unrecovered() {
-        let events = [(CALL, EXEC, Some(r#"{"command":"ls /a"}"#), false), (RESULT, EXEC, None, true), ("msg.out", None, None, false)];
+    fn a_failure_answered_and_never_recovered_is_reported() {
+        let events = [call(EXEC, Some(r#"{"command":"ls /a"}"#)), result(EXEC, true), says("msg.out")];
         assert_eq!(evaluate(&events), [true, false, false]);
     }
 
     #[test]
     fn a_failure_never_answered_is_not_reported() {
-        let events = [(CALL, EXEC, None, false), (RESULT, EXEC, None, true), ("msg.in", None, None, false)];
+        let events = [call(EXEC, None), result(EXEC, true), says("msg.in")];
         assert_eq!(evaluate(&events), [false, false, false]);
     }
 
     #[test]
-    fn another_tool_succeeding_before_the_answer_recovers() {
+    fn a_retry_after_asking_the_user_recovers() {
+        // "payment method should be the original one": the agent asks, the user answers,
+        // the same tool with other arguments succeeds.
+        let refund = Some("return_delivered_order_items");
         let events = [
-            (CALL, EXEC, None, false),
-            (RESULT, EXEC, None, true),
-            (CALL, Some("read"), None, false),
-            (RESULT, Some("read"), None, false),
-            ("msg.out", None, None, false),
+            call(refund, Some(r#"{"payment":"paypal"}"#)),
+            result(refund, true),
+            says("msg.out"),
+            says("msg.in"),
+            call(refund, Some(r#"{"payment":"visa"}"#)),
+            result(refund, false),
+            says("msg.out"),
         ];
-        assert_eq!(evaluate(&events), [false; 5]);
+        assert_eq!(evaluate(&events), [false; 7]);
     }
 
     #[test]
-    fn only_a_clearly_different_retry_of_the_same_tool_recovers() {
-        let retry = |params: &'static str| {
-            [
-                (CALL, EXEC, Some(r#"{"command":"systemctl restart nginx"}"#), false),
-                (RESULT, EXEC, None, true),
-                (CALL, EXEC, Some(params), false),
-                (RESULT, EXEC, None, false),
-                ("msg.out", None, None, false),
-            ]
-        };
-        assert!(evaluate(&retry(r#"{"command":"systemctl restart nginx "}"#))[0]);
-        assert!(!evaluate(&retry(r#"{"command":"df -h"}"#))[0]);
+    fn another_tool_the_agent_turned_to_recovers() {
+        // A lookup by name and zip after the lookup by e-mail failed (not as a miss).
+        let events = [
+            call(LOOKUP, None),
+            result(LOOKUP, true),
+            says("msg.out"),
+            says("msg.in"),
+            call(Some("find_user_id_by_name_zip"), None),
+            result(Some("find_user_id_by_name_zip"), false),
+            says("msg.out"),
+        ];
+        assert_eq!(evaluate(&events), [false; 7]);
     }
 
     #[test]
-    fn a_success_after_the_answer_does_not_recover() {
+    fn a_success_before_the_answer_recovers_every_failure_before_it() {
+        // A doom loop the agent got out of with another tool.
         let events = [
-            (CALL, EXEC, None, false),
-            (RESULT, EXEC, None, true),
-            ("msg.out", None, None, false),
-            (CALL, Some("read"), None, false),
-            (RESULT, Some("read"), None, false),
+            call(EXEC, Some("a")),
+            result(EXEC, true),
+            call(EXEC, Some("a")),
+            result(EXEC, true),
+            call(Some("read"), None),
+            result(Some("read"), false),
+            says("msg.out"),
         ];
+        assert_eq!(evaluate(&events), [false; 7]);
+    }
+
+    #[test]
+    fn a_later_success_of_something_else_after_a_failed_answer_does_not_recover() {
+        let events = [
+            call(EXEC, Some("a")),
+            result(EXEC, true),
+            says("msg.out"),
+            says("msg.in"),
+            call(Some("deploy"), None),
+            result(Some("deploy"), true),
+            says("msg.out"),
+            call(Some("read"), None),
+            result(Some("read"), false),
+        ];
+        assert_eq!(evaluate(&events), [true, false, false, false, false, false, false, false, false]);
+    }
+
+    #[test]
+    fn recovery_is_judged_within_the_session() {
+        let mut other = call(EXEC, None);
+        other.0 = 2;
+        let mut other_result = result(EXEC, false);
+        other_result.0 = 2;
+        let events = [call(EXEC, None), result(EXEC, true), says("msg.out"), other, other_result];
         assert_eq!(evaluate(&events), [true, false, false, false, false]);
+    }
+
+    #[test]
+    fn a_lookup_that_found_nothing_counts_only_when_it_missed_twice_the_same_way() {
+        let once = [call(LOOKUP, Some(r#"{"email":"a@b"}"#)), miss(LOOKUP), says("msg.out"), says("msg.in")];
+        assert_eq!(evaluate(&once), [false; 4]);
+        let twice = [
+            call(LOOKUP, Some(r#"{"email":"a@b"}"#)),
+            miss(LOOKUP),
+            says("msg.out"),
+            call(LOOKUP, Some(r#"{"email":"a@b"}"#)),
+            miss(LOOKUP),
+            says("msg.out"),
+        ];
+        assert_eq!(evaluate(&twice), [true, false, false, true, false, false]);
+        let other_details = [
+            call(LOOKUP, Some(r#"{"email":"a@b"}"#)),
+            miss(LOOKUP),
+            says("msg.out"),
+            call(LOOKUP, Some(r#"{"email":"c@d"}"#)),
+            miss(LOOKUP),
+            says("msg.out"),
+        ];
+        assert_eq!(evaluate(&other_details), [false; 6]);
     }
 }

@@ -1,0 +1,46 @@
+-- `tracelake score --folds K`: the scored sessions split into K folds by task, and per
+-- signal (and `(any)`) the failed and successful sessions flagged in each fold. Sessions
+-- of one task (`${group}`, by default the session id without its trial suffix) fall in
+-- one fold, so a signal that holds only on some tasks shows it. Tasks are dealt to the
+-- folds in the order of their hash, so folds hold about as many tasks each.
+WITH scored AS (
+    SELECT session, outcome = 'failure' AS failed, ${group} AS task
+    FROM session_outcomes
+    WHERE session IN (SELECT session FROM events)
+),
+tasks AS (
+    SELECT task, CAST((row_number() OVER (ORDER BY key_hash(task), task) - 1) % ${folds} AS BIGINT) + 1 AS fold
+    FROM (SELECT DISTINCT task FROM scored)
+),
+folded AS (
+    SELECT s.session, s.failed, s.task, t.fold FROM scored s JOIN tasks t ON t.task IS NOT DISTINCT FROM s.task
+),
+totals AS (
+    SELECT fold, count(DISTINCT task) AS tasks,
+        count(*) FILTER (WHERE failed) AS failed, count(*) FILTER (WHERE NOT failed) AS succeeded
+    FROM folded
+    GROUP BY fold
+),
+flagged AS (
+    SELECT DISTINCT signal, session FROM findings
+    UNION
+    SELECT DISTINCT '(any)' AS signal, session FROM findings
+),
+per_fold AS (
+    SELECT f.signal, s.fold,
+        count(*) FILTER (WHERE s.failed) AS failed_flagged,
+        count(*) FILTER (WHERE NOT s.failed) AS succeeded_flagged
+    FROM flagged f JOIN folded s ON s.session = f.session
+    GROUP BY f.signal, s.fold
+),
+signals AS (
+    SELECT DISTINCT signal FROM flagged
+    UNION
+    SELECT '(any)'
+)
+SELECT g.signal, t.fold, t.tasks,
+    coalesce(p.failed_flagged, 0) AS failed_flagged, t.failed,
+    coalesce(p.succeeded_flagged, 0) AS succeeded_flagged, t.succeeded
+FROM signals g CROSS JOIN totals t
+LEFT JOIN per_fold p ON p.signal = g.signal AND p.fold = t.fold
+ORDER BY g.signal, t.fold

@@ -1,0 +1,357 @@
+//! `ungrounded_value(session, type, content, tool_params, tool_result, tool_error,
+//! checks_call) OVER (ORDER BY chain_no, idx)` over chain events: on each event that
+//! states a value nothing in the session gave, that value; null elsewhere.
+//!
+//! What grounds a value: the user's messages and the tools' results (and errors) before
+//! it. Checked are
+//! - the arguments of the calls marked by `checks_call` (SQL marks the consequential
+//!   calls that took effect): every number, and every text holding a digit (an id, a date,
+//!   a card), must come from the user or a tool;
+//! - the figures of the agent's messages (amounts with a currency sign or cents, numbers
+//!   of five digits or more, such as ids), which may also come from an earlier call's
+//!   arguments.
+//!
+//! A number is grounded too when it is the sum or difference of two grounded ones (a
+//! refund of $184.19 for $54.20 and $129.99), as is a total the message breaks down into
+//! grounded figures; a date `2024-05-20` when the text names "May 20"; a figure in a
+//! sentence that states a rate ("$50 per bag", "each") comes from the agent's
+//! instructions, not the session, and is not checked. Each value is reported once per
+//! session.
+
+use std::collections::HashSet;
+use std::sync::{Arc, LazyLock};
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, UInt64Type};
+use datafusion::common::{Result, exec_err};
+use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
+use regex::Regex;
+use serde_json::Value;
+
+use crate::strings::string_at;
+use crate::values::{leaves, words};
+use crate::window_function::WindowFunction;
+
+/// The `ungrounded_value` window function.
+pub fn udf() -> WindowUDF {
+    WindowFunction::udf(
+        "ungrounded_value",
+        Some(7),
+        DataType::Utf8,
+        true,
+        || Box::new(UngroundedValueEvaluator),
+        crate::docs::doc(
+            "Over chain events: the first value an event states that no earlier user message or tool result of the session gave (in the arguments of calls marked by `checks_call`, and the figures of agent messages), not a sum or difference of two that did; null elsewhere.",
+            "ungrounded_value(key_hash(agent, session), type, content, tool_params, tool_result, tool_error, checks_call) OVER (ORDER BY chain_no, idx)",
+            &[],
+        ),
+    )
+}
+
+/// Numbers as written: `1,234.50`, `375`, `0.5`.
+static NUMBER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\d+(?:,\d{3})*(?:\.\d+)?").expect("valid"));
+
+/// Figures an agent states: an amount with a currency sign, a number with cents, or a
+/// number of five digits or more standing alone (an id).
+static FIGURE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"[$€£]\s?(\d+(?:,\d{3})*(?:\.\d+)?)|(?:^|[^\w$.,])(\d+(?:,\d{3})*\.\d{2}|\d{5,})(?:$|[^\w.]|\.(?:\s|$))").expect("valid")
+});
+
+/// A sentence that states a rate: its figures are prices the agent was given.
+static RATE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:per|each|every|times|a (?:day|night|week|month|year|bag|person|passenger|piece))\b").expect("valid")
+});
+
+const MONTHS: [&str; 12] =
+    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
+
+/// A number in hundredths, so that `$54.20` and `54.2` are one value.
+fn cents(text: &str) -> Option<i64> {
+    let value: f64 = text.replace(',', "").parse().ok()?;
+    (value.is_finite() && value.abs() < 1e15).then(|| (value * 100.0).round() as i64)
+}
+
+/// What a session has given so far.
+#[derive(Default)]
+struct Grounds {
+    /// The user's and the tools' words.
+    text: String,
+    /// Their numbers, in hundredths.
+    numbers: HashSet<i64>,
+    /// The numbers of the calls' arguments (ground the agent's messages only).
+    argument_numbers: HashSet<i64>,
+    reported: HashSet<String>,
+}
+
+impl Grounds {
+    fn add(&mut self, text: &str) {
+        self.text.push_str(&words(text));
+        self.numbers.extend(NUMBER.find_iter(text).filter_map(|m| cents(m.as_str())));
+    }
+
+    fn number_is_grounded(&self, value: i64, with_arguments: bool) -> bool {
+        let known = |v: i64| self.numbers.contains(&v) || (with_arguments && self.argument_numbers.contains(&v));
+        if known(value) {
+            return true;
+        }
+        let sources = self.numbers.iter().chain(with_arguments.then_some(&self.argument_numbers).into_iter().flatten());
+        sources.into_iter().any(|&a| known(value - a) || known(a - value))
+    }
+
+    fn text_is_grounded(&self, value: &str) -> bool {
+        if let Some(number) = cents(value).filter(|_| value.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b',')) {
+            return self.number_is_grounded(number, false);
+        }
+        let wanted = words(value);
+        if wanted.trim().is_empty() || self.text.contains(&wanted) {
+            return true;
+        }
+        self.names_date(value)
+    }
+
+    /// Whether an ISO date `value` is named in words ("May 20", "20th of May").
+    fn names_date(&self, value: &str) -> bool {
+        let parts: Vec<&str> = value.split('-').collect();
+        let [_, month, day] = parts[..] else { return false };
+        let (Ok(month), Ok(day)) = (month.parse::<usize>(), day.parse::<u32>()) else { return false };
+        let Some(name) = month.checked_sub(1).and_then(|m| MONTHS.get(m)) else { return false };
+        let suffix = match day {
+            1 | 21 | 31 => "st",
+            2 | 22 => "nd",
+            3 | 23 => "rd",
+            _ => "th",
+        };
+        [
+            format!(" {name} {day} "),
+            format!(" {name} {day}{suffix} "),
+            format!(" {day} {name} "),
+            format!(" {day}{suffix} {name} "),
+            format!(" {day}{suffix} of {name} "),
+        ]
+        .iter()
+        .any(|form| self.text.contains(form.as_str()))
+    }
+
+    /// The first ungrounded argument of a call not reported before.
+    fn check_arguments(&mut self, params: &Value) -> Option<String> {
+        let mut found = None;
+        leaves(params, &mut |leaf| {
+            if found.is_some() {
+                return;
+            }
+            let ungrounded = match leaf {
+                Value::Number(n) => n.as_f64().and_then(|f| cents(&f.to_string())).is_some_and(|v| !self.number_is_grounded(v, false)),
+                Value::String(s) => s.bytes().any(|b| b.is_ascii_digit()) && !self.text_is_grounded(s),
+                _ => false,
+            };
+            if ungrounded {
+                let shown = match leaf {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                if !self.reported.contains(&shown) {
+                    found = Some(shown);
+                }
+            }
+        });
+        found.inspect(|v| {
+            self.reported.insert(v.clone());
+        })
+    }
+
+    /// The first ungrounded figure of an agent's message not reported before. A total the
+    /// message itself breaks down (the sum of its other, grounded, figures) is grounded.
+    fn check_message(&mut self, text: &str) -> Option<String> {
+        let figures: Vec<(i64, &str, bool)> = sentences(text)
+            .flat_map(|sentence| {
+                let rate = RATE.is_match(sentence);
+                FIGURE.captures_iter(sentence).filter_map(move |figure| {
+                    let (whole, number) = (figure.get(0)?, figure.get(1).or_else(|| figure.get(2))?);
+                    Some((cents(number.as_str())?, whole.as_str(), rate))
+                })
+            })
+            .collect();
+        let grounded: Vec<bool> = figures.iter().map(|&(value, _, _)| self.number_is_grounded(value, true)).collect();
+        for (i, &(value, whole, rate)) in figures.iter().enumerate() {
+            if rate || grounded[i] {
+                continue;
+            }
+            let breakdown: i64 = figures.iter().zip(&grounded).filter(|((v, _, _), g)| **g && *v != value).map(|((v, _, _), _)| v).sum();
+            if breakdown == value {
+                continue;
+            }
+            let shown = whole.trim_matches(|c: char| !c.is_alphanumeric() && !"$€£".contains(c)).to_owned();
+            if self.reported.insert(shown.clone()) {
+                return Some(shown);
+            }
+        }
+        None
+    }
+}
+
+/// Sentences: a text cut after `.`, `!` or `?` before a space (not inside `$269.54`) and
+/// at line ends.
+fn sentences(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    let mut cuts = Vec::new();
+    for (i, &b) in bytes.iter().enumerate() {
+        let ends = b == b'\n' || (matches!(b, b'.' | b'!' | b'?') && bytes.get(i + 1).is_none_or(u8::is_ascii_whitespace));
+        if ends {
+            cuts.push(&text[start..=i]);
+            start = i + 1;
+        }
+    }
+    cuts.push(&text[start..]);
+    cuts.into_iter().filter(|s| !s.trim().is_empty())
+}
+
+#[derive(Debug)]
+struct UngroundedValueEvaluator;
+
+impl PartitionEvaluator for UngroundedValueEvaluator {
+    fn evaluate_all(&mut self, values: &[ArrayRef], n: usize) -> Result<ArrayRef> {
+        let [sessions, types, contents, params, results, errors, checks_call] = values else {
+            unreachable!("the signature takes seven arguments")
+        };
+        let sessions = cast(sessions, &DataType::UInt64)?;
+        let sessions = sessions.as_primitive::<UInt64Type>();
+        let checks_call = match checks_call.data_type() {
+            DataType::Boolean => checks_call.as_boolean(),
+            other => return exec_err!("ungrounded_value: `checks_call` must be boolean, got {other}"),
+        };
+        let mut out = StringBuilder::with_capacity(n, 0);
+        let mut grounds = Grounds::default();
+        // Events whose text grounds later values, taken in only when a value is checked:
+        // most sessions state nothing to check.
+        let mut pending: Vec<usize> = Vec::new();
+        for i in 0..n {
+            if i > 0 && (sessions.value(i) != sessions.value(i - 1) || sessions.is_valid(i) != sessions.is_valid(i - 1)) {
+                grounds = Grounds::default();
+                pending.clear();
+            }
+            let found = match string_at(types, i)? {
+                Some("msg.in") | Some("tool.result") => {
+                    pending.push(i);
+                    None
+                }
+                Some("tool.call") => {
+                    let arguments: Option<Value> = string_at(params, i)?.and_then(|p| serde_json::from_str(p).ok());
+                    let checks = checks_call.is_valid(i) && checks_call.value(i);
+                    let found = match &arguments {
+                        Some(p) if checks => {
+                            take_in(&mut grounds, &mut pending, contents, results, errors)?;
+                            grounds.check_arguments(p)
+                        }
+                        _ => None,
+                    };
+                    if let Some(text) = string_at(params, i)? {
+                        grounds.argument_numbers.extend(NUMBER.find_iter(text).filter_map(|m| cents(m.as_str())));
+                    }
+                    found
+                }
+                Some("msg.out") => match string_at(contents, i)? {
+                    Some(text) if text.bytes().any(|b| b.is_ascii_digit()) && FIGURE.is_match(text) => {
+                        take_in(&mut grounds, &mut pending, contents, results, errors)?;
+                        grounds.check_message(text)
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
+            out.append_option(found);
+        }
+        Ok(Arc::new(out.finish()))
+    }
+}
+
+/// Adds the texts of the pending events to `grounds`.
+fn take_in(grounds: &mut Grounds, pending: &mut Vec<usize>, contents: &ArrayRef, results: &ArrayRef, errors: &ArrayRef) -> Result<()> {
+    for i in pending.drain(..) {
+        for column in [contents, results, errors] {
+            if let Some(text) = string_at(column, i)? {
+                grounds.add(text);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::{BooleanArray, StringArray, UInt64Array};
+
+    use super::*;
+
+    /// `(type, text)`: a message's content, a call's params or a result; calls are checked.
+    fn evaluate(events: &[(&str, &str)]) -> Vec<Option<String>> {
+        let n = events.len();
+        let column = |keep: &dyn Fn(&str) -> bool| -> ArrayRef {
+            Arc::new(StringArray::from(events.iter().map(|(t, text)| keep(t).then_some(*text)).collect::<Vec<_>>()))
+        };
+        let values: Vec<ArrayRef> = vec![
+            Arc::new(UInt64Array::from(vec![1; n])),
+            Arc::new(StringArray::from_iter_values(events.iter().map(|e| e.0))),
+            column(&|t| t.starts_with("msg")),
+            column(&|t| t == "tool.call"),
+            column(&|t| t == "tool.result"),
+            column(&|_| false),
+            Arc::new(BooleanArray::from(events.iter().map(|e| e.0 == "tool.call").collect::<Vec<_>>())),
+        ];
+        let out = UngroundedValueEvaluator.evaluate_all(&values, n).unwrap();
+        out.as_string::<i32>().iter().map(|v| v.map(str::to_owned)).collect()
+    }
+
+    #[test]
+    fn arguments_the_user_or_a_tool_gave_are_grounded() {
+        let events = [
+            ("msg.in", "Book flight HAT097 on May 17th, pay with card 7447."),
+            ("tool.result", r#"{"price": 129.99, "tax": 54.20, "card": "credit_card_4421486"}"#),
+            (
+                "tool.call",
+                r#"{"flight": "HAT097", "date": "2024-05-17", "payment_id": "credit_card_4421486", "amount": 184.19, "insurance": "no"}"#,
+            ),
+        ];
+        assert_eq!(evaluate(&events), [None, None, None]);
+    }
+
+    #[test]
+    fn an_argument_from_nowhere_is_reported_once() {
+        let events = [
+            ("msg.in", "Move me to the 19th."),
+            ("tool.result", r#"{"flights": [{"date": "2024-05-20", "price": 100}]}"#),
+            ("tool.call", r#"{"date": "2024-05-23", "amount": 100}"#),
+            ("tool.call", r#"{"date": "2024-05-23", "amount": 230}"#),
+        ];
+        assert_eq!(evaluate(&events), [None, None, Some("2024-05-23".into()), Some("230".into())]);
+    }
+
+    #[test]
+    fn figures_of_messages_need_a_source_but_rates_and_sums_do_not() {
+        let events = [
+            ("tool.result", r#"{"gift_card": 128, "total": 375, "keyboard": 235.13, "chair": 511.24, "headphones": 346.97}"#),
+            ("msg.out", "The total is $375: $128 from the gift card and $247 on your card. Each extra bag costs $50."),
+            ("msg.out", "Your refund of $6,594 has been processed."),
+            ("msg.out", "Your refund of $6,594 is on its way."),
+            ("msg.out", "The refund is $1,093.34 (keyboard: $235.13, chair: $511.24, headphones: $346.97)."),
+            ("msg.out", "Prices: $54.20 and $129.99."),
+        ];
+        assert_eq!(evaluate(&events), [None, None, Some("$6,594".into()), None, None, Some("$54.20".into())]);
+    }
+
+    #[test]
+    fn each_session_starts_with_nothing() {
+        let values: Vec<ArrayRef> = vec![
+            Arc::new(UInt64Array::from(vec![1, 2])),
+            Arc::new(StringArray::from(vec!["msg.in", "msg.out"])),
+            Arc::new(StringArray::from(vec![Some("The order is #W12345."), Some("Order 12345 is on its way.")])),
+            Arc::new(StringArray::from(vec![None::<&str>, None])),
+            Arc::new(StringArray::from(vec![None::<&str>, None])),
+            Arc::new(StringArray::from(vec![None::<&str>, None])),
+            Arc::new(BooleanArray::from(vec![false, false])),
+        ];
+        let out = UngroundedValueEvaluator.evaluate_all(&values, 2).unwrap();
+        assert_eq!(out.as_string::<i32>().value(1), "12345");
+    }
+}

@@ -1,0 +1,30 @@
+//! Values in texts and in JSON, as the detectors compare them.
+
+use serde_json::Value;
+
+/// Lower-case words separated by single spaces, with a space at each end, so that a value
+/// is found as whole words: ` credit card 7447 `.
+pub(crate) fn words(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push(' ');
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            out.extend(c.to_lowercase());
+        } else if !out.ends_with(' ') {
+            out.push(' ');
+        }
+    }
+    if !out.ends_with(' ') {
+        out.push(' ');
+    }
+    out
+}
+
+/// Calls `f` with every scalar of a JSON value.
+pub(crate) fn leaves(value: &Value, f: &mut impl FnMut(&Value)) {
+    match value {
+        Value::Object(map) => map.values().for_each(|v| leaves(v, f)),
+        Value::Array(items) => items.iter().for_each(|v| leaves(v, f)),
+        other => f(other),
+    }
+}
