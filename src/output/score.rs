@@ -55,6 +55,8 @@ pub enum ScoreError {
     NoOutcomes,
     #[error("unexpected row of signal_scores: {0}")]
     Row(#[from] serde_json::Error),
+    #[error("--group-by {task:?} is not a SQL expression over `session` that names a task: {source}")]
+    Task { task: String, source: EngineError },
 }
 
 const COVERAGE_SQL: &str = "SELECT \
@@ -181,8 +183,9 @@ pub struct FoldedScores {
 pub async fn fold_scores(ctx: &SessionContext, folds: u64, task: Option<&str>, order: &Scores) -> Result<FoldedScores, ScoreError> {
     let task = task.unwrap_or(DEFAULT_TASK);
     let sql = crate::engine::sql::FOLD_SCORES.replace("${group}", task).replace("${folds}", &folds.max(1).to_string());
+    let rows = query_json(ctx, &sql).await.map_err(|source| ScoreError::Task { task: task.to_owned(), source })?;
     let mut signals: Vec<SignalFolds> = Vec::new();
-    for row in query_json(ctx, &sql).await? {
+    for row in rows {
         let signal = row.get("signal").and_then(serde_json::Value::as_str).unwrap_or_default().to_owned();
         let fold = serde_json::from_value::<FoldScore>(row)?;
         match signals.last_mut() {
@@ -223,8 +226,9 @@ impl FoldedScores {
             let lifts: Vec<String> = s.folds.iter().map(|f| format!("{:>5}", lift_text(f))).collect();
             let rates: Vec<f64> = s.folds.iter().filter_map(FoldScore::failed_rate).collect();
             let shares: Vec<String> = rates.iter().map(|r| format!("{:>4.0}%", r * 100.0)).collect();
+            // Folds that flag anything: a fold that flags successful sessions only has lift 0.
             let lift_values: Vec<f64> =
-                s.folds.iter().filter(|f| f.failed_flagged > 0).map(|f| f.lift().unwrap_or(f64::INFINITY)).collect();
+                s.folds.iter().filter(|f| f.failed_flagged + f.succeeded_flagged > 0).map(|f| f.lift().unwrap_or(f64::INFINITY)).collect();
             let range = |values: &[f64], show: &dyn Fn(f64) -> String| match (
                 values.iter().copied().reduce(f64::min),
                 values.iter().copied().reduce(f64::max),

@@ -155,3 +155,15 @@ fn every_finding_is_kept_in_the_lake_and_the_report_says_how_many_it_does_not_li
     let next: Value = serde_json::from_str(&tracelake_ok(&["analyze", "--lake", &lake, "--config", &config, "--format", "json"])).unwrap();
     assert_eq!(next["stats"]["findingsDetected"], 0);
 }
+
+#[test]
+fn a_task_expression_that_does_not_plan_is_named() {
+    let (dir, lake) = sample_lake();
+    let csv = dir.path().join("evals.csv");
+    std::fs::write(&csv, "session,outcome\ns-1,success\n").unwrap();
+    tracelake_ok(&["outcomes", "import", "--lake", &lake, csv.to_str().unwrap()]);
+    let out = tracelake(&["score", "--lake", &lake, "--folds", "3", "--group-by", "no_such_column"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--group-by \"no_such_column\" is not a SQL expression over `session`"), "{stderr}");
+}

@@ -21,17 +21,16 @@
 use std::collections::HashSet;
 use std::sync::{Arc, LazyLock};
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, UInt64Type};
-use datafusion::common::{Result, exec_err};
+use datafusion::arrow::array::{Array, ArrayRef, StringBuilder};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::Result;
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 use regex::Regex;
 use serde_json::Value;
 
 use crate::strings::string_at;
 use crate::values::{leaves, words};
-use crate::window_function::WindowFunction;
+use crate::window_function::{WindowFunction, boolean_argument, session_keys, starts_session};
 
 /// The `ungrounded_value` window function.
 pub fn udf() -> WindowUDF {
@@ -215,19 +214,15 @@ impl PartitionEvaluator for UngroundedValueEvaluator {
         let [sessions, types, contents, params, results, errors, checks_call] = values else {
             unreachable!("the signature takes seven arguments")
         };
-        let sessions = cast(sessions, &DataType::UInt64)?;
-        let sessions = sessions.as_primitive::<UInt64Type>();
-        let checks_call = match checks_call.data_type() {
-            DataType::Boolean => checks_call.as_boolean(),
-            other => return exec_err!("ungrounded_value: `checks_call` must be boolean, got {other}"),
-        };
+        let sessions = session_keys(sessions)?;
+        let checks_call = boolean_argument(checks_call, "ungrounded_value", "checks_call")?;
         let mut out = StringBuilder::with_capacity(n, 0);
         let mut grounds = Grounds::default();
         // Events whose text grounds later values, taken in only when a value is checked:
         // most sessions state nothing to check.
         let mut pending: Vec<usize> = Vec::new();
         for i in 0..n {
-            if i > 0 && (sessions.value(i) != sessions.value(i - 1) || sessions.is_valid(i) != sessions.is_valid(i - 1)) {
+            if starts_session(&sessions, i) {
                 grounds = Grounds::default();
                 pending.clear();
             }
@@ -280,25 +275,15 @@ fn take_in(grounds: &mut Grounds, pending: &mut Vec<usize>, contents: &ArrayRef,
 
 #[cfg(test)]
 mod tests {
-    use datafusion::arrow::array::{BooleanArray, StringArray, UInt64Array};
+    use datafusion::arrow::array::{AsArray, BooleanArray, StringArray, UInt64Array};
 
     use super::*;
+    use crate::window_function::session_rows;
 
     /// `(type, text)`: a message's content, a call's params or a result; calls are checked.
     fn evaluate(events: &[(&str, &str)]) -> Vec<Option<String>> {
         let n = events.len();
-        let column = |keep: &dyn Fn(&str) -> bool| -> ArrayRef {
-            Arc::new(StringArray::from(events.iter().map(|(t, text)| keep(t).then_some(*text)).collect::<Vec<_>>()))
-        };
-        let values: Vec<ArrayRef> = vec![
-            Arc::new(UInt64Array::from(vec![1; n])),
-            Arc::new(StringArray::from_iter_values(events.iter().map(|e| e.0))),
-            column(&|t| t.starts_with("msg")),
-            column(&|t| t == "tool.call"),
-            column(&|t| t == "tool.result"),
-            column(&|_| false),
-            Arc::new(BooleanArray::from(events.iter().map(|e| e.0 == "tool.call").collect::<Vec<_>>())),
-        ];
+        let values = session_rows(events, &[|t| t.starts_with("msg"), |t| t == "tool.call", |t| t == "tool.result", |_| false]);
         let out = UngroundedValueEvaluator.evaluate_all(&values, n).unwrap();
         out.as_string::<i32>().iter().map(|v| v.map(str::to_owned)).collect()
     }

@@ -19,14 +19,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, UInt64Type};
-use datafusion::common::{Result, exec_err};
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::Result;
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
 use crate::strings::string_at;
-use crate::window_function::WindowFunction;
+use crate::window_function::{WindowFunction, boolean_argument, session_keys, starts_session};
 
 /// The `unrecovered_failure` window function.
 pub fn udf() -> WindowUDF {
@@ -47,29 +46,21 @@ pub fn udf() -> WindowUDF {
 #[derive(Debug)]
 struct UnrecoveredFailureEvaluator;
 
-fn boolean<'a>(array: &'a ArrayRef, name: &str) -> Result<&'a BooleanArray> {
-    match array.data_type() {
-        DataType::Boolean => Ok(array.as_boolean()),
-        other => exec_err!("unrecovered_failure: `{name}` must be boolean, got {other}"),
-    }
-}
-
 impl PartitionEvaluator for UnrecoveredFailureEvaluator {
     fn evaluate_all(&mut self, values: &[ArrayRef], n: usize) -> Result<ArrayRef> {
         let [sessions, types, tools, params, next_types, next_failed, lookup_miss] = values else {
             unreachable!("the signature takes seven arguments")
         };
-        let sessions = cast(sessions, &DataType::UInt64)?;
-        let sessions = sessions.as_primitive::<UInt64Type>();
-        let next_failed = boolean(next_failed, "next_failed")?;
-        let lookup_miss = boolean(lookup_miss, "lookup_miss")?;
+        let sessions = session_keys(sessions)?;
+        let next_failed = boolean_argument(next_failed, "unrecovered_failure", "next_failed")?;
+        let lookup_miss = boolean_argument(lookup_miss, "unrecovered_failure", "lookup_miss")?;
         let flag = |a: &BooleanArray, i: usize| a.is_valid(i) && a.value(i);
 
         let mut out = vec![false; n];
         let mut start = 0;
         while start < n {
             let mut end = start + 1;
-            while end < n && sessions.is_valid(end) == sessions.is_valid(start) && sessions.value(end) == sessions.value(start) {
+            while end < n && !starts_session(&sessions, end) {
                 end += 1;
             }
             // The session's attempts, its answers, and each tool's last success.
@@ -120,7 +111,7 @@ impl PartitionEvaluator for UnrecoveredFailureEvaluator {
 
 #[cfg(test)]
 mod tests {
-    use datafusion::arrow::array::{StringArray, UInt64Array};
+    use datafusion::arrow::array::{AsArray, StringArray, UInt64Array};
 
     use super::*;
 

@@ -14,16 +14,15 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringBuilder};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, UInt64Type};
-use datafusion::common::{Result, exec_err};
+use datafusion::arrow::array::{Array, ArrayRef, StringBuilder};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::Result;
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 use serde_json::Value;
 
 use crate::strings::string_at;
 use crate::values::{leaves, words};
-use crate::window_function::WindowFunction;
+use crate::window_function::{WindowFunction, boolean_argument, session_keys, starts_session};
 
 /// The `unstated_action` window function.
 pub fn udf() -> WindowUDF {
@@ -47,18 +46,14 @@ struct UnstatedActionEvaluator;
 impl PartitionEvaluator for UnstatedActionEvaluator {
     fn evaluate_all(&mut self, values: &[ArrayRef], n: usize) -> Result<ArrayRef> {
         let [sessions, types, contents, params, checks_call] = values else { unreachable!("the signature takes five arguments") };
-        let sessions = cast(sessions, &DataType::UInt64)?;
-        let sessions = sessions.as_primitive::<UInt64Type>();
-        let checks_call = match checks_call.data_type() {
-            DataType::Boolean => checks_call.as_boolean(),
-            other => return exec_err!("unstated_action: `checks_call` must be boolean, got {other}"),
-        };
+        let sessions = session_keys(sessions)?;
+        let checks_call = boolean_argument(checks_call, "unstated_action", "checks_call")?;
         let mut out = StringBuilder::with_capacity(n, 0);
         // The words of the conversation so far, and of the agent since the turn of its
         // last action (the actions of one turn share the plan the agent stated for them).
         let (mut said, mut stated, mut acted) = (String::new(), String::new(), false);
         for i in 0..n {
-            if i > 0 && (sessions.value(i) != sessions.value(i - 1) || sessions.is_valid(i) != sessions.is_valid(i - 1)) {
+            if starts_session(&sessions, i) {
                 said.clear();
                 stated.clear();
                 acted = false;
@@ -108,23 +103,15 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
 
 #[cfg(test)]
 mod tests {
-    use datafusion::arrow::array::{BooleanArray, StringArray, UInt64Array};
+    use datafusion::arrow::array::AsArray;
 
     use super::*;
+    use crate::window_function::session_rows;
 
     /// `(type, text)`: a message's content or a call's params; calls are checked.
     fn evaluate(events: &[(&str, &str)]) -> Vec<Option<String>> {
         let n = events.len();
-        let column = |keep: &dyn Fn(&str) -> bool| -> ArrayRef {
-            Arc::new(StringArray::from(events.iter().map(|(t, text)| keep(t).then_some(*text)).collect::<Vec<_>>()))
-        };
-        let values: Vec<ArrayRef> = vec![
-            Arc::new(UInt64Array::from(vec![1; n])),
-            Arc::new(StringArray::from_iter_values(events.iter().map(|e| e.0))),
-            column(&|t| t.starts_with("msg")),
-            column(&|t| t == "tool.call"),
-            Arc::new(BooleanArray::from(events.iter().map(|e| e.0 == "tool.call").collect::<Vec<_>>())),
-        ];
+        let values = session_rows(events, &[|t| t.starts_with("msg"), |t| t == "tool.call"]);
         let out = UnstatedActionEvaluator.evaluate_all(&values, n).unwrap();
         out.as_string::<i32>().iter().map(|v| v.map(str::to_owned)).collect()
     }
