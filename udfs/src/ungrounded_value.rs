@@ -65,9 +65,13 @@ static RATE: LazyLock<Regex> = LazyLock::new(|| {
 const MONTHS: [&str; 12] =
     ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
 
-/// A number in hundredths, so that `$54.20` and `54.2` are one value.
+/// A number as written (`1,234.50`) in hundredths, so that `$54.20` and `54.2` are one
+/// value.
 fn cents(text: &str) -> Option<i64> {
-    let value: f64 = text.replace(',', "").parse().ok()?;
+    hundredths(text.replace(',', "").parse().ok()?)
+}
+
+fn hundredths(value: f64) -> Option<i64> {
     (value.is_finite() && value.abs() < 1e15).then(|| (value * 100.0).round() as i64)
 }
 
@@ -99,7 +103,9 @@ impl Grounds {
     }
 
     fn text_is_grounded(&self, value: &str) -> bool {
-        if let Some(number) = cents(value).filter(|_| value.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b',')) {
+        if value.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b',')
+            && let Some(number) = cents(value)
+        {
             return self.number_is_grounded(number, false);
         }
         let wanted = words(value);
@@ -140,7 +146,7 @@ impl Grounds {
                 return;
             }
             let ungrounded = match leaf {
-                Value::Number(n) => n.as_f64().and_then(|f| cents(&f.to_string())).is_some_and(|v| !self.number_is_grounded(v, false)),
+                Value::Number(n) => n.as_f64().and_then(hundredths).is_some_and(|v| !self.number_is_grounded(v, false)),
                 Value::String(s) => s.bytes().any(|b| b.is_ascii_digit()) && !self.text_is_grounded(s),
                 _ => false,
             };
@@ -218,37 +224,39 @@ impl PartitionEvaluator for UngroundedValueEvaluator {
         let checks_call = boolean_argument(checks_call, "ungrounded_value", "checks_call")?;
         let mut out = StringBuilder::with_capacity(n, 0);
         let mut grounds = Grounds::default();
-        // Events whose text grounds later values, taken in only when a value is checked:
-        // most sessions state nothing to check.
+        // Events whose text (or arguments) ground later values, taken in only when a value
+        // is checked: most sessions state nothing to check.
         let mut pending: Vec<usize> = Vec::new();
         for i in 0..n {
             if starts_session(&sessions, i) {
                 grounds = Grounds::default();
                 pending.clear();
             }
+            let columns = Columns { types, contents, params, results, errors };
             let found = match string_at(types, i)? {
                 Some("msg.in") | Some("tool.result") => {
                     pending.push(i);
                     None
                 }
                 Some("tool.call") => {
-                    let arguments: Option<Value> = string_at(params, i)?.and_then(|p| serde_json::from_str(p).ok());
-                    let checks = checks_call.is_valid(i) && checks_call.value(i);
-                    let found = match &arguments {
-                        Some(p) if checks => {
-                            take_in(&mut grounds, &mut pending, contents, results, errors)?;
-                            grounds.check_arguments(p)
+                    let found = if checks_call.is_valid(i) && checks_call.value(i) {
+                        match string_at(params, i)?.and_then(|p| serde_json::from_str::<Value>(p).ok()) {
+                            Some(arguments) => {
+                                take_in(&mut grounds, &mut pending, &columns)?;
+                                grounds.check_arguments(&arguments)
+                            }
+                            None => None,
                         }
-                        _ => None,
+                    } else {
+                        None
                     };
-                    if let Some(text) = string_at(params, i)? {
-                        grounds.argument_numbers.extend(NUMBER.find_iter(text).filter_map(|m| cents(m.as_str())));
-                    }
+                    // A call's arguments ground the messages after it, not the call.
+                    pending.push(i);
                     found
                 }
                 Some("msg.out") => match string_at(contents, i)? {
                     Some(text) if text.bytes().any(|b| b.is_ascii_digit()) && FIGURE.is_match(text) => {
-                        take_in(&mut grounds, &mut pending, contents, results, errors)?;
+                        take_in(&mut grounds, &mut pending, &columns)?;
                         grounds.check_message(text)
                     }
                     _ => None,
@@ -261,10 +269,26 @@ impl PartitionEvaluator for UngroundedValueEvaluator {
     }
 }
 
-/// Adds the texts of the pending events to `grounds`.
-fn take_in(grounds: &mut Grounds, pending: &mut Vec<usize>, contents: &ArrayRef, results: &ArrayRef, errors: &ArrayRef) -> Result<()> {
+/// The argument columns the grounds are read from.
+struct Columns<'a> {
+    types: &'a ArrayRef,
+    contents: &'a ArrayRef,
+    params: &'a ArrayRef,
+    results: &'a ArrayRef,
+    errors: &'a ArrayRef,
+}
+
+/// Adds the pending events to `grounds`: the texts of user messages and tool results, the
+/// numbers of calls' arguments.
+fn take_in(grounds: &mut Grounds, pending: &mut Vec<usize>, columns: &Columns) -> Result<()> {
     for i in pending.drain(..) {
-        for column in [contents, results, errors] {
+        if string_at(columns.types, i)? == Some("tool.call") {
+            if let Some(text) = string_at(columns.params, i)? {
+                grounds.argument_numbers.extend(NUMBER.find_iter(text).filter_map(|m| cents(m.as_str())));
+            }
+            continue;
+        }
+        for column in [columns.contents, columns.results, columns.errors] {
             if let Some(text) = string_at(column, i)? {
                 grounds.add(text);
             }

@@ -8,10 +8,10 @@
 //! of the same tool succeeds, when any attempt succeeds before the agent's answer (its
 //! next `msg.out`), or when the agent's first attempt after that answer succeeds (what it
 //! did in answer to the failure, often after asking the user). A failure the agent never
-//! answers is not reported here (SIG-ERROR-ENDING's). A lookup that found nothing (`lookup_miss`: a read-only tool
-//! answering "not found") is normal service, unless the same lookup with the same
-//! parameters missed again. `session` is any key of the session (chains of a session are
-//! consecutive in chain order).
+//! answers is not reported here (SIG-ERROR-ENDING's). A lookup that found nothing
+//! (`lookup_miss`: a read-only tool answering "not found") is normal service, unless the
+//! same lookup with the same parameters missed again. `session` is any key of the session
+//! (chains of a session are consecutive in chain order).
 //!
 //! The scan over each session is sequence logic SQL expresses with several joins; here
 //! it is one pass over the sorted partition.
@@ -80,10 +80,10 @@ impl PartitionEvaluator for UnrecoveredFailureEvaluator {
                 }
             }
             for (k, &i) in attempts.iter().enumerate() {
-                let Some(&answer) = answers.get(answers.partition_point(|&a| a <= i + 1)) else { continue };
                 if !flag(next_failed, i) {
                     continue;
                 }
+                let Some(&answer) = answers.get(answers.partition_point(|&a| a <= i + 1)) else { continue };
                 let tool = string_at(tools, i)?;
                 if flag(lookup_miss, i) {
                     let same = |&j: &usize| -> Result<bool> {

@@ -49,30 +49,38 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
         let sessions = session_keys(sessions)?;
         let checks_call = boolean_argument(checks_call, "unstated_action", "checks_call")?;
         let mut out = StringBuilder::with_capacity(n, 0);
-        // The words of the conversation so far, and of the agent since the turn of its
-        // last action (the actions of one turn share the plan the agent stated for them).
-        let (mut said, mut stated, mut acted) = (String::new(), String::new(), false);
+        // The words of the conversation so far (its messages taken in only when a call is
+        // checked: most sessions have none), and where the agent's plan for the next
+        // action starts: the user's first message after its last action (the actions of
+        // one turn share the plan stated for them).
+        let (mut said, mut pending, mut plan_from, mut acted) = (String::new(), Vec::new(), 0, false);
         for i in 0..n {
             if starts_session(&sessions, i) {
                 said.clear();
-                stated.clear();
+                pending.clear();
+                plan_from = i;
                 acted = false;
             }
             let mut found = None;
             match string_at(types, i)? {
                 Some("msg.in") => {
-                    said.push_str(&words(string_at(contents, i)?.unwrap_or_default()));
+                    pending.push(i);
                     if acted {
-                        stated.clear();
+                        plan_from = i;
                         acted = false;
                     }
                 }
-                Some("msg.out") => {
-                    let text = words(string_at(contents, i)?.unwrap_or_default());
-                    said.push_str(&text);
-                    stated.push_str(&text);
-                }
+                Some("msg.out") => pending.push(i),
                 Some("tool.call") if checks_call.is_valid(i) && checks_call.value(i) => {
+                    for j in pending.drain(..) {
+                        said.push_str(&words(string_at(contents, j)?.unwrap_or_default()));
+                    }
+                    let mut stated = String::new();
+                    for j in plan_from..i {
+                        if string_at(types, j)? == Some("msg.out") {
+                            stated.push_str(&words(string_at(contents, j)?.unwrap_or_default()));
+                        }
+                    }
                     let arguments: Option<Value> = string_at(params, i)?.and_then(|p| serde_json::from_str(p).ok());
                     let mut shown = Vec::new();
                     if let Some(arguments) = &arguments {
