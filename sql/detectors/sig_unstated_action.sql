@@ -6,12 +6,16 @@
 -- the agent said since the user last spoke after its previous action (the actions of
 -- one turn share the plan stated before them), so whatever the user agreed to, it was not
 -- this (`unstated_action`). Ids nobody in the conversation read (catalogue item ids) are
--- left out.
+-- left out. A call spelled out is still unstated where the agent chose one of several
+-- options of one form that tools returned (one of two gift cards) that no message named,
+-- by its id or by an attribute ("the Visa ending in 7447"): an id the agent looked up
+-- itself, or that the changed object already holds, is no such choice.
 WITH marked AS (
     SELECT *,
         unstated_action(
-            key_hash(agent, session), type, content, tool_params,
-            type = 'tool.call' AND coalesce(is_consequential_tool(tool_name), false) AND NOT coalesce(next_failed, true)
+            key_hash(agent, session), type, content, tool_params, tool_result,
+            type = 'tool.call' AND coalesce(is_consequential_tool(tool_name), false) AND NOT coalesce(next_failed, true),
+            type = 'tool.call' AND coalesce(is_read_tool(tool_name), false)
         ) OVER (ORDER BY chain_no, idx) AS unstated
     FROM chain_events
 )

@@ -56,10 +56,11 @@ pub enum Scenario {
     UnstatedAction,
     Unanswered,
     ErrorEnding,
+    LeftUnfinished,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 15] = [
+    pub const ALL: [Scenario; 16] = [
         Scenario::Clean,
         Scenario::NearMiss,
         Scenario::Correction,
@@ -75,6 +76,7 @@ impl Scenario {
         Scenario::UnstatedAction,
         Scenario::Unanswered,
         Scenario::ErrorEnding,
+        Scenario::LeftUnfinished,
     ];
     /// Relative frequency in generated traffic.
     fn weight(self) -> u32 {
@@ -318,6 +320,18 @@ impl Planner {
                 s.push(Step::User(pick(rng, ASKS)));
                 s.push(fail_tool(n, 0));
                 plan.findings.push(("SIG-ERROR-ENDING", "high"));
+                // A session that ends (session.end) on the agent's work left it unfinished.
+                if plan.framed {
+                    plan.findings.push(("SIG-LEFT-UNFINISHED", "medium"));
+                }
+            }
+            Scenario::LeftUnfinished => {
+                // The agent needs a detail the user does not have at hand.
+                s.push(Step::User(format!("Please change the delivery address of order {n}.")));
+                s.push(Step::Agent("I can do that. What is the new address, with its zip code?".into()));
+                s.push(Step::User(pick(rng, DEFERRALS)));
+                s.push(Step::Agent("Of course, I will be here.".into()));
+                plan.findings.push(("SIG-LEFT-UNFINISHED", "medium"));
             }
         }
         s.push(Step::Lifecycle("run.end"));
@@ -391,6 +405,8 @@ const DISSATISFIED: &[&str] = &["forget it, I'll do it myself", "vergiss es, ich
 const CLAIMS: &[&str] =
     &["Done ✅ the new version is live.", "Erledigt, das Deployment ist durch.", "Successfully deployed to production."];
 const CONFIRMATIONS: &[&str] = &["Yes, go ahead.", "Ja, bitte.", "ok, send it"];
+const DEFERRALS: &[&str] =
+    &["I'll get back to you once I have the zip code.", "Ich melde mich später wieder, sobald ich die Adresse habe."];
 const FOLLOW_UPS: &[&str] = &["Can you also check the staging host?", "Kannst du bitte auch den Staging-Host prüfen?"];
 const FILLER_ASKS: &[&str] = &["Can you summarize the report?", "Was steht im Bericht?"];
 const FILLER_ANSWERS: &[&str] = &["Here is the summary of the report.", "Der Bericht beschreibt drei Punkte."];

@@ -71,6 +71,29 @@ fn every_pack_tells_consent_from_holding_off() {
     }
 }
 
+/// (language, a user leaving to come back later, a goodbye that only offers to come back)
+const DEFERRAL: [(&str, &str, &str); 10] = [
+    ("en", "I'll get back to you once I have the order number.", "Thanks! I'll reach out if I need anything else."),
+    ("de", "Ich melde mich später wieder, sobald ich die Nummer habe.", "Danke, das war's."),
+    ("fr", "Je reviens vers vous dès que j'aurai le numéro.", "Merci, c'est tout."),
+    ("es", "Vuelvo más tarde, en cuanto tenga el número.", "Gracias, eso es todo."),
+    ("pt", "Volto mais tarde, assim que eu tiver o número.", "Obrigado, é só isso."),
+    ("it", "Tornerò più tardi, appena avrò il numero.", "Grazie, è tutto."),
+    ("zh", "等我找到订单号再联系你。", "谢谢，就这些。"),
+    ("ja", "注文番号が分かり次第、後でまた連絡します。", "ありがとう、以上です。"),
+    ("ko", "주문 번호를 확인하고 다시 연락할게요.", "감사합니다, 그게 다예요."),
+    ("ru", "Свяжусь с вами позже, как только найду номер.", "Спасибо, это всё."),
+];
+
+#[test]
+fn every_pack_tells_leaving_for_later_from_a_goodbye() {
+    for (code, later, goodbye) in DEFERRAL {
+        let p = Patterns::new(&[code.to_owned()]).unwrap();
+        assert!(p.is(Category::Deferral, later), "{code}: {later:?} leaves for later");
+        assert!(!p.is(Category::Deferral, goodbye), "{code}: {goodbye:?} is a goodbye");
+    }
+}
+
 #[test]
 fn a_pack_is_active_only_when_chosen() {
     let default = Patterns::default_languages();

@@ -43,6 +43,8 @@ pub enum Category {
     Closing,
     /// The user asks for something ("please", "can you", "I need").
     Request,
+    /// The user leaves to come back later ("I'll get back to you once I have the details").
+    Deferral,
     /// A tool's answer that it found nothing ("user not found", "no such order").
     NotFound,
     /// Tool names: calls that change nothing (a `think` tool, an echo).
@@ -56,7 +58,7 @@ pub enum Category {
 }
 
 impl Category {
-    pub const ALL: [Category; 21] = [
+    pub const ALL: [Category; 22] = [
         Category::Correction,
         Category::Question,
         Category::ShortNegative,
@@ -73,6 +75,7 @@ impl Category {
         Category::Refusal,
         Category::Closing,
         Category::Request,
+        Category::Deferral,
         Category::NotFound,
         Category::NoopTool,
         Category::ConsequentialTool,
@@ -112,6 +115,7 @@ impl Category {
             Category::Refusal => "refusal",
             Category::Closing => "closing",
             Category::Request => "request",
+            Category::Deferral => "deferral",
             Category::NotFound => "not_found",
             Category::NoopTool => "noop_tool",
             Category::ConsequentialTool => "consequential_tool",

@@ -1,7 +1,7 @@
-//! `unstated_action(session, type, content, tool_params, checks_call) OVER (ORDER BY
-//! chain_no, idx)` over chain events: on each call marked by `checks_call` (SQL marks the
-//! consequential calls that took effect) that the agent never spelled out, the values it
-//! left unsaid; null elsewhere.
+//! `unstated_action(session, type, content, tool_params, tool_result, checks_call, reads)
+//! OVER (ORDER BY chain_no, idx)` over chain events: on each call marked by `checks_call`
+//! (SQL marks the consequential calls that took effect) that the agent never spelled out,
+//! the values it left unsaid; null elsewhere.
 //!
 //! A call's values are the numbers and digit-holding texts of its arguments (ids, dates,
 //! amounts) that the conversation has shown (the user or the agent wrote them), so that
@@ -11,10 +11,20 @@
 //! "Shall I go ahead?" names nothing, and a "yes" to it agrees to nothing in particular.
 //! Actions of one turn share the plan stated before them ("I will cancel H8Q05L and
 //! K1NW8N").
+//!
+//! A call spelled out may still hold a choice nobody made with the user: an id (a text of
+//! five or more characters with a letter and a digit) that the agent picked among others
+//! of the same form that tools returned (one of two gift cards, of three flights), which
+//! no message named, neither by the id nor by a digit-holding attribute of the object the
+//! tools gave it in ("the Visa ending in 7447", "the $100 certificate"). An id the agent
+//! looked up itself (a read call, marked by `reads`, with it as an argument) was shown
+//! for what it is; an id that the changed object already holds in the same field (the
+//! flights a reservation keeps when one of them changes) was not chosen.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, StringBuilder};
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, StringBuilder};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::Result;
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
@@ -28,13 +38,13 @@ use crate::window_function::{WindowFunction, boolean_argument, session_keys, sta
 pub fn udf() -> WindowUDF {
     WindowFunction::udf(
         "unstated_action",
-        Some(5),
+        Some(7),
         DataType::Utf8,
         true,
         || Box::new(UnstatedActionEvaluator),
         crate::docs::doc(
-            "Over chain events: on each call marked by `checks_call` whose values the conversation has shown (ids, dates, amounts in its arguments) but none of which the agent named since its last such call, those values; null elsewhere.",
-            "unstated_action(key_hash(agent, session), type, content, tool_params, checks_call) OVER (ORDER BY chain_no, idx)",
+            "Over chain events: on each call marked by `checks_call` whose values the conversation has shown (ids, dates, amounts in its arguments) but none of which the agent named since its last such call, those values; or else an id of the call that the agent picked among others of its form that tools returned and that no message named; null elsewhere.",
+            "unstated_action(key_hash(agent, session), type, content, tool_params, tool_result, checks_call, reads) OVER (ORDER BY chain_no, idx)",
             &[],
         ),
     )
@@ -45,19 +55,25 @@ struct UnstatedActionEvaluator;
 
 impl PartitionEvaluator for UnstatedActionEvaluator {
     fn evaluate_all(&mut self, values: &[ArrayRef], n: usize) -> Result<ArrayRef> {
-        let [sessions, types, contents, params, checks_call] = values else { unreachable!("the signature takes five arguments") };
+        let [sessions, types, contents, params, results, checks_call, reads] = values else {
+            unreachable!("the signature takes seven arguments")
+        };
         let sessions = session_keys(sessions)?;
         let checks_call = boolean_argument(checks_call, "unstated_action", "checks_call")?;
+        let reads = boolean_argument(reads, "unstated_action", "reads")?;
+        let marked = |flags: &BooleanArray, i: usize| flags.is_valid(i) && flags.value(i);
         let mut out = StringBuilder::with_capacity(n, 0);
-        // The words of the conversation so far (its messages taken in only when a call is
-        // checked: most sessions have none), and where the agent's plan for the next
-        // action starts: the user's first message after its last action (the actions of
-        // one turn share the plan stated for them).
+        // The words of the conversation so far, and what tools returned (both taken in
+        // only when a call is checked: most sessions have none), and where the agent's
+        // plan for the next action starts: the user's first message after its last action
+        // (the actions of one turn share the plan stated for them).
         let (mut said, mut pending, mut plan_from, mut acted) = (String::new(), Vec::new(), 0, false);
+        let mut offered = Offered::default();
         for i in 0..n {
             if starts_session(&sessions, i) {
                 said.clear();
                 pending.clear();
+                offered = Offered::default();
                 plan_from = i;
                 acted = false;
             }
@@ -70,10 +86,17 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
                         acted = false;
                     }
                 }
-                Some("msg.out") => pending.push(i),
-                Some("tool.call") if checks_call.is_valid(i) && checks_call.value(i) => {
+                Some("msg.out") | Some("tool.result") => pending.push(i),
+                Some("tool.call") if marked(&checks_call, i) => {
                     for j in pending.drain(..) {
-                        said.push_str(&words(string_at(contents, j)?.unwrap_or_default()));
+                        match string_at(types, j)? {
+                            Some("tool.result") => {
+                                let read = j > 0 && marked(&reads, j - 1) && string_at(types, j - 1)? == Some("tool.call");
+                                let lookup = if read { string_at(params, j - 1)? } else { None };
+                                offered.add(string_at(results, j)?.unwrap_or_default(), lookup);
+                            }
+                            _ => said.push_str(&words(string_at(contents, j)?.unwrap_or_default())),
+                        }
                     }
                     let mut stated = String::new();
                     for j in plan_from..i {
@@ -82,22 +105,8 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
                         }
                     }
                     let arguments: Option<Value> = string_at(params, i)?.and_then(|p| serde_json::from_str(p).ok());
-                    let mut shown = Vec::new();
                     if let Some(arguments) = &arguments {
-                        leaves(arguments, &mut |leaf| {
-                            let text = match leaf {
-                                Value::String(s) => s.clone(),
-                                Value::Number(n) => n.to_string(),
-                                _ => return,
-                            };
-                            let value = words(&text);
-                            if text.bytes().any(|b| b.is_ascii_digit()) && said.contains(&value) {
-                                shown.push((text, value));
-                            }
-                        });
-                    }
-                    if !shown.is_empty() && !shown.iter().any(|(_, value)| stated.contains(value.as_str())) {
-                        found = Some(shown.into_iter().map(|(text, _)| text).collect::<Vec<_>>().join(", "));
+                        found = unstated(arguments, &said, &stated).or_else(|| offered.unnamed_choice(arguments, &said));
                     }
                     acted = true;
                 }
@@ -109,17 +118,187 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
     }
 }
 
+/// The call's values the conversation has shown, joined, when the plan named none of them.
+fn unstated(arguments: &Value, said: &str, stated: &str) -> Option<String> {
+    let mut shown = Vec::new();
+    leaves(arguments, &mut |leaf| {
+        let text = match leaf {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            _ => return,
+        };
+        let value = words(&text);
+        if text.bytes().any(|b| b.is_ascii_digit()) && said.contains(&value) {
+            shown.push((text, value));
+        }
+    });
+    if shown.is_empty() || shown.iter().any(|(_, value)| stated.contains(value.as_str())) {
+        return None;
+    }
+    Some(shown.into_iter().map(|(text, _)| text).collect::<Vec<_>>().join(", "))
+}
+
+/// Whether `text` is an id: five or more characters, a letter and a digit among them.
+fn is_id(text: &str) -> bool {
+    text.chars().count() >= 5 && text.bytes().any(|b| b.is_ascii_digit()) && text.bytes().any(|b| b.is_ascii_alphabetic())
+}
+
+/// The form of an id: `gift_card_7480005` → `aaaa_aaaa_9999999`, `HAT136` → `AAA999`.
+fn form(id: &str) -> String {
+    id.chars()
+        .map(|c| match c {
+            '0'..='9' => '9',
+            c if c.is_lowercase() => 'a',
+            c if c.is_uppercase() => 'A',
+            c => c,
+        })
+        .collect()
+}
+
+/// What the tools of a session returned, as the options a call may choose among.
+#[derive(Default)]
+struct Offered {
+    /// The ids returned, by form.
+    ids: HashMap<String, HashSet<String>>,
+    /// Of each id, the digit-holding values of the objects that hold it (a card's last
+    /// four digits, a certificate's amount): naming one names the id.
+    attributes: HashMap<String, Vec<String>>,
+    /// What each read call looked up (its arguments, raw) and the (field, value) pairs it
+    /// returned.
+    lookups: Vec<(String, HashSet<(String, String)>)>,
+}
+
+impl Offered {
+    /// A tool's `result`, and the arguments of the read call that returned it.
+    fn add(&mut self, result: &str, lookup: Option<&str>) {
+        let mut fields = HashSet::new();
+        match parse_json(result) {
+            Some(value) => {
+                self.take(&value);
+                fields_of(&value, None, &mut fields);
+            }
+            None => {
+                let token = |c: char| !(c.is_alphanumeric() || "_-#".contains(c));
+                result.split(token).filter(|t| is_id(t)).for_each(|id| self.offer(id, &[]));
+            }
+        }
+        if let Some(arguments) = lookup {
+            self.lookups.push((arguments.to_owned(), fields));
+        }
+    }
+
+    /// The ids in `value`, with the attributes of the objects that hold them.
+    fn take(&mut self, value: &Value) {
+        match value {
+            Value::Object(map) => {
+                let scalars: Vec<String> = map.values().filter_map(scalar).collect();
+                for id in scalars.iter().filter(|s| is_id(s)) {
+                    self.offer(id, &scalars);
+                }
+                for (key, member) in map {
+                    // An object under an id is that id's: `{"certificate_4856383": {"amount": 100}}`.
+                    if is_id(key) {
+                        let inner: Vec<String> = match member {
+                            Value::Object(inner) => inner.values().filter_map(scalar).collect(),
+                            other => scalar(other).into_iter().collect(),
+                        };
+                        self.offer(key, &inner);
+                    }
+                    self.take(member);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| self.take(item)),
+            Value::String(s) if is_id(s) => self.offer(s, &[]),
+            _ => {}
+        }
+    }
+
+    fn offer(&mut self, id: &str, attributes: &[String]) {
+        self.ids.entry(form(id)).or_default().insert(id.to_owned());
+        let digits = attributes.iter().filter(|a| *a != id && a.bytes().any(|b| b.is_ascii_digit()));
+        self.attributes.entry(id.to_owned()).or_default().extend(digits.cloned());
+    }
+
+    /// The first id of a call's `arguments` that the agent chose among others of its form
+    /// without any message (`said`) naming it.
+    fn unnamed_choice(&self, arguments: &Value, said: &str) -> Option<String> {
+        let mut fields = HashSet::new();
+        fields_of(arguments, None, &mut fields);
+        let mut chosen: Vec<&(String, String)> = fields.iter().filter(|(_, v)| is_id(v)).collect();
+        chosen.sort();
+        let named = |v: &str| said.contains(&words(v));
+        chosen.iter().find_map(|(field, id)| {
+            let alternatives = self.ids.get(&form(id)).is_some_and(|same| same.iter().any(|other| other != id));
+            if !alternatives || named(id) || self.attributes.get(id).is_some_and(|values| values.iter().any(|v| named(v))) {
+                return None;
+            }
+            let looked_up = self.lookups.iter().any(|(looked, _)| looked.contains(id.as_str()));
+            // The changed object (looked up by another id of the call) holds it in that field.
+            let held = self.lookups.iter().any(|(looked, returned)| {
+                returned.contains(&(field.clone(), id.clone()))
+                    && chosen.iter().any(|(_, other)| other != id && looked.contains(other.as_str()))
+            });
+            (!looked_up && !held).then(|| id.clone())
+        })
+    }
+}
+
+/// A result as JSON, also where it is a JSON text inside a JSON string (as tools that
+/// return a serialized object are often recorded).
+fn parse_json(text: &str) -> Option<Value> {
+    match serde_json::from_str(text).ok()? {
+        Value::String(inner) => serde_json::from_str(&inner).ok(),
+        value => Some(value),
+    }
+}
+
+/// A scalar JSON value as text.
+fn scalar(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// The (field, value) pairs of a JSON value: each scalar with the key it is under (the
+/// nearest one, through arrays).
+fn fields_of(value: &Value, key: Option<&str>, out: &mut HashSet<(String, String)>) {
+    match value {
+        Value::Object(map) => map.iter().for_each(|(k, v)| fields_of(v, Some(k), out)),
+        Value::Array(items) => items.iter().for_each(|v| fields_of(v, key, out)),
+        other => {
+            if let Some(text) = scalar(other) {
+                out.insert((key.unwrap_or_default().to_owned(), text));
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use datafusion::arrow::array::AsArray;
+    use datafusion::arrow::array::{AsArray, StringArray, UInt64Array};
 
     use super::*;
-    use crate::window_function::session_rows;
 
-    /// `(type, text)`: a message's content or a call's params; calls are checked.
+    /// `(type, text)`: a message's content, a call's params or a tool's result. Calls are
+    /// checked; `tool.read` is a read call (not checked), whose result may follow.
     fn evaluate(events: &[(&str, &str)]) -> Vec<Option<String>> {
         let n = events.len();
-        let values = session_rows(events, &[|t| t.starts_with("msg"), |t| t == "tool.call"]);
+        let text = |keep: fn(&str) -> bool| -> ArrayRef {
+            Arc::new(StringArray::from(events.iter().map(|(t, text)| keep(t).then_some(*text)).collect::<Vec<_>>()))
+        };
+        let flags = |t: &str| -> ArrayRef { Arc::new(BooleanArray::from(events.iter().map(|e| e.0 == t).collect::<Vec<_>>())) };
+        let types = events.iter().map(|(t, _)| if *t == "tool.read" { "tool.call" } else { t });
+        let values = [
+            Arc::new(UInt64Array::from(vec![1; n])) as ArrayRef,
+            Arc::new(StringArray::from_iter_values(types)),
+            text(|t| t.starts_with("msg")),
+            text(|t| t == "tool.call" || t == "tool.read"),
+            text(|t| t == "tool.result"),
+            flags("tool.call"),
+            flags("tool.read"),
+        ];
         let out = UnstatedActionEvaluator.evaluate_all(&values, n).unwrap();
         out.as_string::<i32>().iter().map(|v| v.map(str::to_owned)).collect()
     }
@@ -159,5 +338,76 @@ mod tests {
             ("tool.call", r#"{"order_id": "W1"}"#),
         ];
         assert_eq!(evaluate(&events), [None, None, None, None, None, None, None, Some("W1".into())]);
+    }
+
+    const USER: &str = r#"{"payment_methods": {"gift_card_7480005": {"source": "gift_card", "amount": 128, "id": "gift_card_7480005"}, "gift_card_6276644": {"source": "gift_card", "amount": 44, "id": "gift_card_6276644"}, "credit_card_4421486": {"source": "credit_card", "last_four": "7447", "id": "credit_card_4421486"}}, "reservations": ["OBUT9V"]}"#;
+    const RESERVATION: &str = r#"{"reservation_id": "OBUT9V", "flights": [{"flight_number": "HAT078", "date": "2024-05-27"}, {"flight_number": "HAT118", "date": "2024-05-28"}]}"#;
+
+    /// A change of the return flight (HAT118 → HAT229) paid with `payment`, after `plan`.
+    fn change_paid_with(plan: &str, payment: &str) -> Vec<Option<String>> {
+        change_paid_with_results(plan, payment, USER, RESERVATION)
+    }
+
+    fn change_paid_with_results(plan: &str, payment: &str, user: &str, reservation: &str) -> Vec<Option<String>> {
+        let call = format!(
+            r#"{{"reservation_id": "OBUT9V", "flights": [{{"flight_number": "HAT078", "date": "2024-05-27"}}, {{"flight_number": "HAT229", "date": "2024-05-28"}}], "payment_id": "{payment}"}}"#
+        );
+        let events = [
+            ("msg.in", "Please move my return flight of OBUT9V to HAT229 and pay with my gift card."),
+            ("tool.read", r#"{"user_id": "sofia_kim_7287"}"#),
+            ("tool.result", user),
+            ("tool.read", r#"{"reservation_id": "OBUT9V"}"#),
+            ("tool.result", reservation),
+            ("msg.out", plan),
+            ("msg.in", "Yes."),
+            ("tool.call", &call),
+        ];
+        evaluate(&events)
+    }
+
+    #[test]
+    fn a_choice_among_options_nobody_named_is_reported() {
+        let out = change_paid_with("I will move OBUT9V to HAT229, paid with your gift card. Shall I?", "gift_card_6276644");
+        assert_eq!(out.last().unwrap().as_deref(), Some("gift_card_6276644"));
+    }
+
+    #[test]
+    fn results_recorded_as_json_texts_are_read_as_json() {
+        let quote = |json: &str| serde_json::to_string(json).unwrap();
+        let plan = "I will move OBUT9V to HAT229, paid with your gift card. Shall I?";
+        let out = change_paid_with_results(plan, "gift_card_6276644", &quote(USER), &quote(RESERVATION));
+        assert_eq!(out.last().unwrap().as_deref(), Some("gift_card_6276644"));
+    }
+
+    #[test]
+    fn a_choice_named_by_its_id_or_an_attribute_is_stated() {
+        for plan in [
+            "I will move OBUT9V to HAT229, paid with gift card 6276644. Shall I?",
+            "I will move OBUT9V to HAT229, paid with the gift card holding $44. Shall I?",
+        ] {
+            assert_eq!(change_paid_with(plan, "gift_card_6276644").last().unwrap(), &None, "{plan}");
+        }
+    }
+
+    #[test]
+    fn the_only_option_of_its_form_is_no_choice() {
+        // One credit card: the flights the reservation keeps are held, not chosen.
+        let out = change_paid_with("I will move OBUT9V to HAT229 with your credit card. Shall I?", "credit_card_4421486");
+        assert_eq!(out.last().unwrap(), &None);
+    }
+
+    #[test]
+    fn an_id_the_agent_looked_up_was_shown() {
+        let events = [
+            ("msg.in", "Cancel my pending order with the boots."),
+            ("tool.read", r#"{"user_id": "fatima_7581"}"#),
+            ("tool.result", r##"{"orders": ["#W5199551", "#W2222222"]}"##),
+            ("tool.read", r##"{"order_id": "#W5199551"}"##),
+            ("tool.result", r##"{"order_id": "#W5199551", "status": "pending", "items": [{"name": "Hiking Boots"}]}"##),
+            ("msg.out", "Your pending order has the hiking boots. Shall I cancel it?"),
+            ("msg.in", "Yes."),
+            ("tool.call", r##"{"order_id": "#W5199551"}"##),
+        ];
+        assert_eq!(evaluate(&events).last().unwrap(), &None);
     }
 }

@@ -1,6 +1,7 @@
 //! The queries run over every bucket of sessions, planned once per analysis instead of once
 //! per bucket: the chain build over the bucket's events, and any query over its chains.
-//! Each execution is given its bucket's rows ([`slot`](super::slot)).
+//! Each execution is given its bucket's rows ([`slot`](super::slot)). A chain view that
+//! several detectors read is computed once per bucket, by the first query that reads it.
 
 use std::sync::Arc;
 
@@ -10,8 +11,9 @@ use datafusion::catalog::MemoryCatalogProviderList;
 use datafusion::execution::{SessionState, SessionStateBuilder};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
+use tokio::sync::OnceCell;
 
-use super::slot::{SlotRows, SlotTable, execute};
+use super::slot::{SlotRows, SlotTable, execute, slot_tables};
 use crate::engine::EngineError;
 use crate::engine::distributed::local_only;
 use crate::engine::sql::{CHAIN_VIEWS, CHAINS, SqlParams, query_only};
@@ -20,6 +22,11 @@ use crate::engine::sql::{CHAIN_VIEWS, CHAINS, SqlParams, query_only};
 const EVENTS: &str = "analysis_events";
 /// The table queries read a bucket's chain events from.
 const CHAIN_EVENTS: &str = "chain_events";
+
+/// The chain views (`sql/chain_views.sql`) that more than one built-in detector reads
+/// (SIG-UNCONFIRMED-ACTION and SIG-UNCONFIRMED-ATTEMPT): kept in memory per bucket, so
+/// that their joins, sorts and windows run once.
+const SHARED_VIEWS: [&str; 1] = ["unconfirmed_calls"];
 
 /// Settings of a session that builds chains. The chain windows run in one partition
 /// (buckets of sessions give the parallelism): spreading their sorted rows round-robin
@@ -43,6 +50,14 @@ pub struct BucketPlans {
     session: SessionContext,
     state: SessionState,
     chain_build: Arc<dyn ExecutionPlan>,
+    /// Each of [`SHARED_VIEWS`] with the plan that computes it from the chain events.
+    shared: Vec<(&'static str, Arc<dyn ExecutionPlan>)>,
+}
+
+/// A bucket's chain events, and the shared views over them once a query has read them.
+pub struct BucketChains {
+    events: Arc<Vec<RecordBatch>>,
+    shared: Vec<OnceCell<Arc<Vec<RecordBatch>>>>,
 }
 
 impl BucketPlans {
@@ -63,7 +78,14 @@ impl BucketPlans {
         let chains = SlotTable::new(CHAIN_EVENTS, &chain_build.schema(), &["chain_no", "idx"]);
         session.register_table(CHAIN_EVENTS, Arc::new(chains))?;
         crate::engine::run_statements(&session, &params.fill(CHAIN_VIEWS), |_, _| Ok(())).await?;
-        Ok(Self { state: session.state(), session, chain_build })
+        let mut shared = Vec::with_capacity(SHARED_VIEWS.len());
+        for view in SHARED_VIEWS {
+            let plan = session.sql(&format!("SELECT * FROM {view}")).await?.create_physical_plan().await?;
+            session.deregister_table(view)?;
+            session.register_table(view, Arc::new(SlotTable::new(view, &plan.schema(), &[])))?;
+            shared.push((view, plan));
+        }
+        Ok(Self { state: session.state(), session, chain_build, shared })
     }
 
     /// Plans `sql`, a query (nothing else: see [`query_only`]) over `chain_events` and the
@@ -73,13 +95,27 @@ impl BucketPlans {
     }
 
     /// The chain events of a bucket's `events`, in chain order.
-    pub async fn chains(&self, events: Vec<RecordBatch>) -> Result<Arc<Vec<RecordBatch>>, EngineError> {
-        Ok(Arc::new(execute(&self.chain_build, &self.state, SlotRows::default().once(EVENTS, events)).await?))
+    pub async fn chains(&self, events: Vec<RecordBatch>) -> Result<BucketChains, EngineError> {
+        let events = Arc::new(execute(&self.chain_build, &self.state, SlotRows::default().once(EVENTS, events)).await?);
+        Ok(BucketChains { events, shared: self.shared.iter().map(|_| OnceCell::new()).collect() })
     }
 
     /// Runs `plan` (from [`Self::plan`]) over a bucket's `chains`.
-    pub async fn query(&self, plan: &Arc<dyn ExecutionPlan>, chains: &Arc<Vec<RecordBatch>>) -> Result<Vec<RecordBatch>, EngineError> {
-        Ok(execute(plan, &self.state, SlotRows::default().shared(CHAIN_EVENTS, Arc::clone(chains))).await?)
+    pub async fn query(&self, plan: &Arc<dyn ExecutionPlan>, chains: &BucketChains) -> Result<Vec<RecordBatch>, EngineError> {
+        let mut rows = SlotRows::default().shared(CHAIN_EVENTS, Arc::clone(&chains.events));
+        let reads = slot_tables(plan);
+        for ((view, view_plan), cell) in self.shared.iter().zip(&chains.shared) {
+            if reads.contains(view) {
+                let computed = cell
+                    .get_or_try_init(|| async {
+                        let over_chains = SlotRows::default().shared(CHAIN_EVENTS, Arc::clone(&chains.events));
+                        Ok::<_, EngineError>(Arc::new(execute(view_plan, &self.state, over_chains).await?))
+                    })
+                    .await?;
+                rows = rows.shared(view, Arc::clone(computed));
+            }
+        }
+        Ok(execute(plan, &self.state, rows).await?)
     }
 }
 

@@ -77,6 +77,19 @@ pub(crate) async fn execute(plan: &Arc<dyn ExecutionPlan>, state: &SessionState,
     datafusion::physical_plan::collect(plan, task).await
 }
 
+/// The slot tables `plan` scans.
+pub(crate) fn slot_tables(plan: &Arc<dyn ExecutionPlan>) -> Vec<&'static str> {
+    let mut names = Vec::new();
+    let mut pending = vec![Arc::clone(plan)];
+    while let Some(node) = pending.pop() {
+        if let Some(slot) = node.downcast_ref::<SlotExec>() {
+            names.push(slot.name);
+        }
+        pending.extend(node.children().into_iter().cloned());
+    }
+    names
+}
+
 /// A table named `name` whose rows are given by each execution ([`SlotRows`]), in one
 /// partition, sorted by `order` (column names, ascending) if given. Every column is
 /// nullable, whatever the rows' own schema says.
