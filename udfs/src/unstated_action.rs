@@ -87,11 +87,11 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
                     }
                 }
                 Some("msg.out") | Some("tool.result") => pending.push(i),
-                Some("tool.call") if marked(&checks_call, i) => {
+                Some("tool.call") if marked(checks_call, i) => {
                     for j in pending.drain(..) {
                         match string_at(types, j)? {
                             Some("tool.result") => {
-                                let read = j > 0 && marked(&reads, j - 1) && string_at(types, j - 1)? == Some("tool.call");
+                                let read = j > 0 && marked(reads, j - 1) && string_at(types, j - 1)? == Some("tool.call");
                                 let lookup = if read { string_at(params, j - 1)? } else { None };
                                 offered.add(string_at(results, j)?.unwrap_or_default(), lookup);
                             }
