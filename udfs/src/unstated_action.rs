@@ -220,7 +220,7 @@ impl Offered {
     }
 
     /// The first id of a call's `arguments` that the agent chose among others of its form
-    /// without any message (`said`) naming it.
+    /// without any message (`said`) naming it, with how many there were.
     fn unnamed_choice(&self, arguments: &Value, said: &str) -> Option<String> {
         let mut fields = HashSet::new();
         fields_of(arguments, None, &mut fields);
@@ -228,8 +228,8 @@ impl Offered {
         chosen.sort();
         let named = |v: &str| said.contains(&words(v));
         chosen.iter().find_map(|(field, id)| {
-            let alternatives = self.ids.get(&form(id)).is_some_and(|same| same.iter().any(|other| other != id));
-            if !alternatives || named(id) || self.attributes.get(id).is_some_and(|values| values.iter().any(|v| named(v))) {
+            let options = self.ids.get(&form(id)).map_or(0, |same| same.iter().filter(|other| *other != id).count() + 1);
+            if options < 2 || named(id) || self.attributes.get(id).is_some_and(|values| values.iter().any(|v| named(v))) {
                 return None;
             }
             let looked_up = self.lookups.iter().any(|(looked, _)| looked.contains(id.as_str()));
@@ -238,7 +238,7 @@ impl Offered {
                 returned.contains(&(field.clone(), id.clone()))
                     && chosen.iter().any(|(_, other)| other != id && looked.contains(other.as_str()))
             });
-            (!looked_up && !held).then(|| id.clone())
+            (!looked_up && !held).then(|| format!("{id} (one of {options} that no message named)"))
         })
     }
 }
@@ -368,7 +368,7 @@ mod tests {
     #[test]
     fn a_choice_among_options_nobody_named_is_reported() {
         let out = change_paid_with("I will move OBUT9V to HAT229, paid with your gift card. Shall I?", "gift_card_6276644");
-        assert_eq!(out.last().unwrap().as_deref(), Some("gift_card_6276644"));
+        assert_eq!(out.last().unwrap().as_deref(), Some("gift_card_6276644 (one of 2 that no message named)"));
     }
 
     #[test]
@@ -376,7 +376,7 @@ mod tests {
         let quote = |json: &str| serde_json::to_string(json).unwrap();
         let plan = "I will move OBUT9V to HAT229, paid with your gift card. Shall I?";
         let out = change_paid_with_results(plan, "gift_card_6276644", &quote(USER), &quote(RESERVATION));
-        assert_eq!(out.last().unwrap().as_deref(), Some("gift_card_6276644"));
+        assert_eq!(out.last().unwrap().as_deref(), Some("gift_card_6276644 (one of 2 that no message named)"));
     }
 
     #[test]
