@@ -122,11 +122,7 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
 fn unstated(arguments: &Value, said: &str, stated: &str) -> Option<String> {
     let mut shown = Vec::new();
     leaves(arguments, &mut |leaf| {
-        let text = match leaf {
-            Value::String(s) => s.clone(),
-            Value::Number(n) => n.to_string(),
-            _ => return,
-        };
+        let Some(text) = scalar(leaf) else { return };
         let value = words(&text);
         if text.bytes().any(|b| b.is_ascii_digit()) && said.contains(&value) {
             shown.push((text, value));
@@ -162,7 +158,7 @@ struct Offered {
     ids: HashMap<String, HashSet<String>>,
     /// Of each id, the digit-holding values of the objects that hold it (a card's last
     /// four digits, a certificate's amount): naming one names the id.
-    attributes: HashMap<String, Vec<String>>,
+    attributes: HashMap<String, HashSet<String>>,
     /// What each read call looked up (its arguments, raw) and the (field, value) pairs it
     /// returned.
     lookups: Vec<(String, HashSet<(String, String)>)>,
@@ -171,18 +167,20 @@ struct Offered {
 impl Offered {
     /// A tool's `result`, and the arguments of the read call that returned it.
     fn add(&mut self, result: &str, lookup: Option<&str>) {
-        let mut fields = HashSet::new();
-        match parse_json(result) {
-            Some(value) => {
-                self.take(&value);
-                fields_of(&value, None, &mut fields);
-            }
+        let value = parse_json(result);
+        match &value {
+            Some(value) => self.take(value),
             None => {
                 let token = |c: char| !(c.is_alphanumeric() || "_-#".contains(c));
                 result.split(token).filter(|t| is_id(t)).for_each(|id| self.offer(id, &[]));
             }
         }
+        // Only a read call's result can hold the changed object's fields.
         if let Some(arguments) = lookup {
+            let mut fields = HashSet::new();
+            if let Some(value) = &value {
+                fields_of(value, None, &mut fields);
+            }
             self.lookups.push((arguments.to_owned(), fields));
         }
     }
@@ -204,7 +202,10 @@ impl Offered {
                         };
                         self.offer(key, &inner);
                     }
-                    self.take(member);
+                    // Its scalars were offered above, with their object's attributes.
+                    if member.is_object() || member.is_array() {
+                        self.take(member);
+                    }
                 }
             }
             Value::Array(items) => items.iter().for_each(|item| self.take(item)),
