@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::ingest::Decoder;
 use crate::ingest::otel::proto::spans_from_proto;
-use crate::ingest::otel::{Candidate, Span, span_events, spans_from_json};
+use crate::ingest::otel::{Candidate, Span, check_times, span_events, spans_from_json};
 use crate::lake::collect::{CollectWriter, request_digest};
 use crate::lake::{Lake, LakeError};
 
@@ -241,6 +241,7 @@ async fn receive(request: Request<Incoming>, shared: &Shared) -> Result<Response
     };
     let digest = request_digest(&body);
     let spans = if json { json_spans(&shared.decoder, &body)? } else { proto_spans(&shared.decoder, &body)? };
+    check_times(&spans, shared.decoder.now_ms()).map_err(|e| (StatusCode::BAD_REQUEST, e))?;
     // Spans become events here, on the connections' threads: the writer only puts them
     // together and writes them.
     let candidates = spans.iter().flat_map(span_events).collect();

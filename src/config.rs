@@ -140,6 +140,9 @@ struct LlmEntry {
     other: BTreeMap<String, Value>,
 }
 
+/// How long an LLM request may take when `llm.timeoutMs` is not set.
+pub const DEFAULT_LLM_TIMEOUT_MS: i64 = 30_000;
+
 const LLM_KEYS: [&str; 6] = ["enabled", "endpoint", "model", "apiKey", "timeoutMs", "triage"];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -363,6 +366,7 @@ impl Config {
         let mut settings: Vec<Setting> = flat
             .into_iter()
             .map(|(key, value)| {
+                let value = if value.is_null() { default_of(&key).unwrap_or(value) } else { value };
                 let in_analyzer = lookup(&analyzer, &key).is_some();
                 let in_top_llm = form == Form::Cortex && key.starts_with("llm.") && lookup(root, &key).is_some();
                 Setting { key: format!("traceAnalyzer.{key}"), value, from_file: in_analyzer || in_top_llm }
@@ -375,6 +379,16 @@ impl Config {
         });
         settings
     }
+}
+
+/// The value that applies to the setting at `key` when it is left unset, where that is
+/// not `null`: a signal's own severity, the LLM's timeout.
+fn default_of(key: &str) -> Option<Value> {
+    if key == "llm.timeoutMs" || key == "llm.triage.timeoutMs" {
+        return Some(Value::from(DEFAULT_LLM_TIMEOUT_MS));
+    }
+    let id = key.strip_prefix("signals.")?.strip_suffix(".severity")?;
+    crate::model::signal::signal(id).map(|s| Value::from(s.severity.as_str()))
 }
 
 /// Whether the setting at `key` holds a secret: a password, an API key, or a storage

@@ -7,7 +7,7 @@
 SELECT
     'SIG-CORRECTION' AS signal, 'medium' AS severity, chain_id, agent, session,
     idx - 1 AS start_idx, idx AS end_idx, prev_id AS start_event_id, id AS end_event_id, prev_ts AS occurred_at,
-    'User corrected agent after: ''' || substr(coalesce(prev_content, ''), 1, 80) || '''' AS summary,
+    'User corrected agent after: ''' || clip(coalesce(prev_content, ''), 80) || '''' AS summary,
     json_object('agentMessage', prev_content, 'userCorrection', content) AS evidence,
     CAST(NULL AS VARCHAR) AS fingerprint
 FROM chain_events

@@ -22,7 +22,7 @@ SELECT
     'SIG-DISSATISFIED' AS signal, 'high' AS severity, d.chain_id, d.agent, d.session,
     d.idx AS start_idx, d.chain_len - 1 AS end_idx, d.id AS start_event_id, coalesce(l.last_id, d.id) AS end_event_id,
     d.ts AS occurred_at,
-    'Session ended with user dissatisfaction: ''' || substr(d.content, 1, 80) || '''' AS summary,
+    'Session ended with user dissatisfaction: ''' || clip(d.content, 80) || '''' AS summary,
     json_object('userMessage', d.content) AS evidence,
     CAST(NULL AS VARCHAR) AS fingerprint
 FROM candidates d

@@ -15,7 +15,7 @@ SELECT
     CASE WHEN c.prev_type = 'tool.call' THEN c.idx - 1 ELSE c.idx END AS start_idx, c.chain_len - 1 AS end_idx,
     CASE WHEN c.prev_type = 'tool.call' THEN c.prev_id ELSE c.id END AS start_event_id, c.id AS end_event_id,
     CASE WHEN c.prev_type = 'tool.call' THEN c.prev_ts ELSE c.ts END AS occurred_at,
-    'Chain ended on an unanswered failure: ' || coalesce(c.tool_name, c.type) || ' — ' || substr(coalesce(c.tool_error, c.content, ''), 1, 100) AS summary,
+    'Chain ended on an unanswered failure: ' || coalesce(c.tool_name, c.type) || ' — ' || clip(coalesce(c.tool_error, c.content, ''), 100) AS summary,
     json_object('toolName', c.tool_name, 'error', substr(coalesce(c.tool_error, c.content), 1, 300)) AS evidence,
     CAST(NULL AS VARCHAR) AS fingerprint
 FROM last_turn t

@@ -20,7 +20,7 @@ SELECT
     'SIG-HALLUCINATION' AS signal, 'critical' AS severity, c.chain_id, c.agent, c.session,
     c.result_idx - 1 AS start_idx, c.idx AS end_idx,
     coalesce(r.prev_id, r.id) AS start_event_id, c.id AS end_event_id, coalesce(r.prev_ts, r.ts) AS occurred_at,
-    'Agent claimed completion despite tool failure: ''' || substr(c.content, 1, 100) || '''' AS summary,
+    'Agent claimed completion despite tool failure: ''' || clip(c.content, 100) || '''' AS summary,
     json_object('agentClaim', substr(c.content, 1, 300), 'precedingError', substr(r.tool_error, 1, 200), 'toolName', r.tool_name) AS evidence,
     CAST(NULL AS VARCHAR) AS fingerprint
 FROM last_results c

@@ -18,7 +18,7 @@ WITH tail AS (
 ),
 deferred AS (
     SELECT d.chain_id, d.agent, d.session, d.idx, d.id, d.ts, d.chain_len,
-        'Left unfinished: the user left to come back later: ''' || substr(d.content, 1, 80) || '''' AS summary,
+        'Left unfinished: the user left to come back later: ''' || clip(d.content, 80) || '''' AS summary,
         json_object('userMessage', substr(d.content, 1, 300)) AS evidence
     FROM tail d
     -- A CASE, so that the patterns run on the user's messages only.

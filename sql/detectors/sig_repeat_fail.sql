@@ -30,7 +30,7 @@ ranked AS (
 SELECT
     'SIG-REPEAT-FAIL' AS signal, CASE WHEN r.session_count >= 3 THEN 'critical' ELSE 'high' END AS severity,
     o.chain_id, o.agent, o.session, o.start_idx, o.start_idx + 1 AS end_idx, o.start_event_id, o.end_event_id, o.first_ts AS occurred_at,
-    'Same failure repeated across ' || CAST(r.session_count AS VARCHAR) || ' sessions: ' || coalesce(o.tool_name, '?') || ' — ' || substr(coalesce(o.error, ''), 1, 80) AS summary,
+    'Same failure repeated across ' || CAST(r.session_count AS VARCHAR) || ' sessions: ' || coalesce(o.tool_name, '?') || ' — ' || clip(coalesce(o.error, ''), 80) AS summary,
     json_object('toolName', o.tool_name, 'fingerprint', o.fingerprint, 'count', r.session_count) AS evidence,
     o.fingerprint
 FROM ranked r

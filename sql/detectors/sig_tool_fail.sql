@@ -24,7 +24,7 @@ WITH attempts AS (
 SELECT
     'SIG-TOOL-FAIL' AS signal, 'low' AS severity, chain_id, agent, session,
     idx AS start_idx, idx + 1 AS end_idx, id AS start_event_id, next_id AS end_event_id, ts AS occurred_at,
-    'Unrecovered tool failure: ' || coalesce(tool_name, '?') || ' — ' || substr(coalesce(next_tool_error, ''), 1, 100) AS summary,
+    'Unrecovered tool failure: ' || coalesce(tool_name, '?') || ' — ' || clip(coalesce(next_tool_error, ''), 100) AS summary,
     json_object('toolName', tool_name, 'params', tool_params, 'error', next_tool_error) AS evidence,
     CAST(NULL AS VARCHAR) AS fingerprint
 FROM attempts

@@ -11,7 +11,7 @@ WITH last_turn AS (
 SELECT
     'SIG-UNANSWERED' AS signal, 'medium' AS severity, c.chain_id, c.agent, c.session,
     c.idx AS start_idx, c.chain_len - 1 AS end_idx, c.id AS start_event_id, c.id AS end_event_id, c.ts AS occurred_at,
-    'Session ended without an answer to: ''' || substr(c.content, 1, 80) || '''' AS summary,
+    'Session ended without an answer to: ''' || clip(c.content, 80) || '''' AS summary,
     json_object('userMessage', substr(c.content, 1, 300)) AS evidence,
     CAST(NULL AS VARCHAR) AS fingerprint
 FROM last_turn t

@@ -6,7 +6,7 @@
 SELECT
     'SIG-UNCONFIRMED-ATTEMPT' AS signal, 'low' AS severity, chain_id, agent, session,
     start_idx, idx + 1 AS end_idx, start_event_id, id AS end_event_id, ts AS occurred_at,
-    'Attempted without user confirmation: ' || coalesce(tool_name, '?') || ' — ' || substr(coalesce(next_tool_error, ''), 1, 100) AS summary,
+    'Attempted without user confirmation: ' || coalesce(tool_name, '?') || ' — ' || clip(coalesce(next_tool_error, ''), 100) AS summary,
     json_object('toolName', tool_name, 'params', tool_params, 'error', next_tool_error, 'agentMessage', substr(agent_message, 1, 300)) AS evidence,
     CAST(NULL AS VARCHAR) AS fingerprint
 FROM unconfirmed_calls

@@ -17,7 +17,7 @@ SELECT
     greatest(idx - 2, 0) AS start_idx, idx AS end_idx,
     CASE WHEN idx >= 2 THEN id_2_back ELSE coalesce(prev_id, id) END AS start_event_id, id AS end_event_id,
     CASE WHEN idx >= 2 THEN ts_2_back ELSE coalesce(prev_ts, ts) END AS occurred_at,
-    'Agent made factual claim without tool verification: ''' || substr(content, 1, 100) || '''' AS summary,
+    'Agent made factual claim without tool verification: ''' || clip(content, 100) || '''' AS summary,
     json_object('agentClaim', substr(content, 1, 300)) AS evidence,
     CAST(NULL AS VARCHAR) AS fingerprint
 FROM marked

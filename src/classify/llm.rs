@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::config::{LlmConfig, TriageConfig};
+use crate::config::{DEFAULT_LLM_TIMEOUT_MS, LlmConfig, TriageConfig};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
@@ -36,8 +36,6 @@ pub struct LlmEndpoint {
     pub api_key: Option<String>,
     pub timeout: Duration,
 }
-
-const DEFAULT_TIMEOUT_MS: i64 = 30_000;
 
 impl LlmEndpoint {
     /// The deep-analysis model: the analyzer's `llm` block merged onto the top-level one.
@@ -73,7 +71,7 @@ impl LlmEndpoint {
 }
 
 fn timeout(ms: Option<i64>) -> Duration {
-    Duration::from_millis(ms.filter(|ms| *ms > 0).unwrap_or(DEFAULT_TIMEOUT_MS) as u64)
+    Duration::from_millis(ms.filter(|ms| *ms > 0).unwrap_or(DEFAULT_LLM_TIMEOUT_MS) as u64)
 }
 
 /// A chat client for one endpoint.

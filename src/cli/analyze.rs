@@ -8,13 +8,16 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use tracelake::engine::chains::DEFAULT_BUCKET_EVENTS;
+use tracelake::engine::{open_session, query_json};
+use tracelake::lake::Lake;
 use tracelake::model::Severity;
 use tracelake::pipeline::{AnalyzeOptions, analyze};
 use tracelake::report::analysis::{AnalysisReport, any_at_least};
 use tracelake::report::json::write_json_pretty;
+use tracelake::report::text::shell_word;
 
 use super::Ctx;
-use super::time_args::{format_time, parse_time};
+use super::time_args::{format_time_ms, parse_time};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ReportFormat {
@@ -28,7 +31,7 @@ pub struct AnalyzeArgs {
     /// Analyze every event and replace all earlier findings (default: only what is new).
     #[arg(long, env = "TRACELAKE_ANALYZE_FULL")]
     full: bool,
-    /// Analyze the sessions active since this time (RFC 3339, YYYY-MM-DD [HH:MM:SS] in UTC, or a duration ago: 24h, 24h ago).
+    /// Analyze the sessions active since this time (RFC 3339, YYYY-MM-DD [HH:MM:SS] in UTC, epoch seconds, or a duration ago: 24h, 7d, 2w, 24h ago).
     #[arg(long, env = "TRACELAKE_ANALYZE_SINCE", value_parser = parse_time, conflicts_with = "full")]
     since: Option<i64>,
     /// Report format.
@@ -106,13 +109,25 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         && args.since.is_none()
         && let Some(since) = analysis.resumed_from
     {
-        let since = format_time(chrono::DateTime::from_timestamp_millis(since).unwrap_or_default());
+        let since = format_time_ms(since);
         eprintln!(
             "nothing new since {since}, where the last run stopped: `--full` analyzes every event again, `--since TIME` from a time on, and `tracelake report` shows what earlier runs found"
         );
     }
+    if let Some(since) = args.since
+        && analysis.results.events_processed == 0
+    {
+        eprintln!("no events since {}: {}", format_time_ms(since), time_range(ctx, &lake).await?);
+    }
+    if analysis.reported_before > 0 && (args.since.is_some() || analysis.results.findings.is_empty()) {
+        eprintln!(
+            "{} finding(s) in these sessions were reported by earlier runs and are not repeated: `tracelake report --lake {}` lists them",
+            analysis.reported_before,
+            shell_word(&lake.location())
+        );
+    }
     let fail = args.fail_on.is_some_and(|threshold| any_at_least(&analysis.results.findings, threshold));
-    let report = analysis.into_report();
+    let report = analysis.into_report().at_lake(&lake.location());
     match &args.output {
         Some(path) => {
             let written = File::create(path).map_err(anyhow::Error::from).and_then(|file| write_report(&report, args.format, file));
@@ -125,6 +140,19 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         written.with_context(|| format!("writing the report to {path} (`output.reportPath` in the config)"))?;
     }
     Ok(if fail { ExitCode::from(3) } else { ExitCode::SUCCESS })
+}
+
+/// What times the lake's events span, as a sentence.
+async fn time_range(ctx: &Ctx, lake: &Lake) -> anyhow::Result<String> {
+    let session = open_session(lake, ctx.redactor()?, &ctx.engine()?).await?;
+    let rows = query_json(&session, "SELECT CAST(min(ts) AS BIGINT) AS first, CAST(max(ts) AS BIGINT) AS last FROM events").await?;
+    let at = |key: &str| rows.first().and_then(|r| r[key].as_i64());
+    Ok(match (at("first"), at("last")) {
+        (Some(first), Some(last)) => {
+            format!("the lake's events run from {} to {}", format_time_ms(first), format_time_ms(last))
+        }
+        _ => "the lake has no events".to_owned(),
+    })
 }
 
 /// Writes `report` in `format` to `out`; JSON is written as it is rendered, not held

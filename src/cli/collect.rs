@@ -11,8 +11,9 @@ use super::Ctx;
 
 #[derive(Debug, Args)]
 pub struct CollectArgs {
-    /// Address to serve OTLP/HTTP on (`POST /v1/traces`, protobuf or JSON, gzip or not).
-    #[arg(long, env = "TRACELAKE_COLLECT_LISTEN", default_value = "127.0.0.1:4318")]
+    /// Address to serve OTLP/HTTP on (`POST /v1/traces`, protobuf or JSON, gzip or not):
+    /// HOST:PORT, a host name resolved (`localhost:4318`).
+    #[arg(long, env = "TRACELAKE_COLLECT_LISTEN", default_value = "127.0.0.1:4318", value_parser = super::listen_addr::listen_addr)]
     listen: SocketAddr,
     /// How long a request waits for others to be committed with it, in milliseconds: a
     /// request is answered once committed.

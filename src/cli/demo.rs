@@ -11,6 +11,7 @@ use tracelake::ingest::Decoder;
 use tracelake::lake::Lake;
 use tracelake::lake::import::{ImportOptions, ImportOutcome, ImportSource, import_source};
 use tracelake::pipeline::{AnalyzeOptions, analyze};
+use tracelake::report::text::shell_word;
 
 use super::{Ctx, import::summary_line, is_new_or_empty, status::describe};
 
@@ -23,7 +24,7 @@ pub struct DemoArgs {}
 const QUERIES: &[(&str, &str)] = &[
     (
         "Events by type and schema",
-        "SELECT type, schema, count(*) AS events FROM events GROUP BY type, schema ORDER BY events DESC, type, schema LIMIT 12",
+        "SELECT type, schema, count(*) AS events FROM events GROUP BY type, schema ORDER BY events DESC, type, schema",
     ),
     (
         "Failing tools",
@@ -83,14 +84,16 @@ pub async fn run(ctx: &Ctx, _args: DemoArgs) -> anyhow::Result<ExitCode> {
     }
     let analysis = analyze(&lake, &ctx.config, ctx.redactor()?, &AnalyzeOptions { full: true, ..AnalyzeOptions::default() }).await?;
     writeln!(out, "\nAnalysis:")?;
-    write!(out, "{}", analysis.into_report().to_terminal(10))?;
+    let report = analysis.into_report();
+    let report = if ctx.lake.is_some() { report.at_lake(&lake.location()) } else { report };
+    write!(out, "{}", report.to_terminal(10))?;
     if ctx.lake.is_none() {
         writeln!(
             out,
             "\nThe demo lake was temporary. Keep one with `tracelake demo --lake DIR`, then explore it with `tracelake sql --lake DIR`."
         )?;
     } else {
-        let dir = lake.root().display();
+        let dir = shell_word(&lake.location());
         writeln!(out, "\nExplore it: tracelake sql --lake {dir} \"SELECT * FROM findings LIMIT 5\"")?;
         writeln!(out, "Report with charts: tracelake report --lake {dir} --format html --output report.html")?;
     }

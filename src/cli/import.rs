@@ -3,6 +3,7 @@
 use std::io::Read;
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::{Context, bail};
 use clap::Args;
@@ -30,7 +31,19 @@ pub fn run(ctx: &Ctx, args: ImportArgs) -> anyhow::Result<ExitCode> {
     let decoder = ctx.decoder(&lake)?;
     let opts = ImportOptions { force: args.force, max_event_bytes: args.max_event_bytes, ..ImportOptions::default() };
     let files = input_files(&args.files)?;
+    let importing = Arc::new(Mutex::new(None::<String>));
+    super::exit_on_interrupt({
+        let importing = Arc::clone(&importing);
+        move || match importing.lock().unwrap_or_else(PoisonError::into_inner).as_deref() {
+            Some(file) => {
+                format!("interrupted: nothing committed from {file}; run the command again (files imported before it are kept and skipped)")
+            }
+            None => "interrupted: every file finished was committed; run the command again for the rest".to_owned(),
+        }
+    })?;
     for file in &files {
+        let name = if file == "-" { "standard input".to_owned() } else { file.clone() };
+        *importing.lock().unwrap_or_else(PoisonError::into_inner) = Some(name);
         let source = ImportSource::from_arg(file);
         let total = match &source {
             ImportSource::File(path) => std::fs::metadata(path).ok().map(|m| m.len()),
@@ -39,6 +52,7 @@ pub fn run(ctx: &Ctx, args: ImportArgs) -> anyhow::Result<ExitCode> {
         let bar = progress::bytes_bar(total, &format!("importing {file}"));
         let before = decoder.pii_counts();
         let outcome = import_source(&lake, &decoder, &source, &opts, &|n| bar.inc(n));
+        *importing.lock().unwrap_or_else(PoisonError::into_inner) = None;
         bar.finish_and_clear();
         match outcome? {
             ImportOutcome::Imported(summary) => {

@@ -8,6 +8,7 @@ mod export;
 mod functions;
 mod generate;
 mod import;
+mod listen_addr;
 mod outcomes;
 mod progress;
 mod repair;
@@ -33,6 +34,7 @@ use tracelake::lake::Lake;
 use tracelake::lake::repair::unreadable_committed;
 use tracelake::privacy::{Pii, PiiAction};
 use tracelake::redact::Redactor;
+use tracelake::report::text::{shell_word, with_lake};
 
 /// Find out why AI agents fail: analyze OpenClaw agent traces with SQL.
 #[derive(Debug, Parser)]
@@ -108,7 +110,9 @@ impl Ctx {
         let lake = self.lake()?;
         if !lake.exists()? {
             let at = lake.location();
+            refuse_a_file(&lake)?;
             let what = if lake.remote().is_some() || !lake.root().exists() { "does not exist" } else { "holds no lake" };
+            let at = shell_word(&at);
             anyhow::bail!("{at} {what}: make a lake with `tracelake import --lake {at} FILE` or `tracelake export --lake {at}`");
         }
         Ok(lake)
@@ -118,6 +122,7 @@ impl Ctx {
     /// empty directory (or object store prefix), never in a folder of other files.
     pub fn lake_to_write(&self) -> anyhow::Result<Lake> {
         let lake = self.lake()?;
+        refuse_a_file(&lake)?;
         if lake.remote().is_none() && !lake.exists()? && !is_new_or_empty(lake.root())? {
             let dir = lake.root().display();
             anyhow::bail!("{dir} holds other files and no lake: make the lake in a new or empty directory");
@@ -152,6 +157,18 @@ impl Ctx {
 }
 
 /// Whether `dir` does not exist or has nothing in it.
+/// A lake is a directory: `--lake` naming a file (often the traces to import) is refused
+/// with the command that was likely meant.
+fn refuse_a_file(lake: &Lake) -> anyhow::Result<()> {
+    if lake.remote().is_none() && lake.root().is_file() {
+        let file = shell_word(&lake.location());
+        anyhow::bail!(
+            "{file} is a file: --lake names the directory a lake is kept in; to make one of this file, `tracelake import --lake DIR {file}`"
+        );
+    }
+    Ok(())
+}
+
 pub fn is_new_or_empty(dir: &std::path::Path) -> anyhow::Result<bool> {
     match std::fs::read_dir(dir) {
         Ok(mut entries) => Ok(entries.next().is_none()),
@@ -166,30 +183,37 @@ pub fn run() -> ExitCode {
     match dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
-            match lake
+            let said = match lake
+                .as_ref()
                 .filter(|l| is_parquet_error(&e) && !l.to_string_lossy().contains("://"))
-                .map(|l| unreadable_committed(&Lake::new(l)))
+                .map(|l| unreadable_committed(&Lake::new(l.clone())))
                 .filter(|bad| !bad.is_empty())
             {
                 // Name the damaged files once, instead of the reader's nested message.
                 Some(bad) => {
                     let files: Vec<String> = bad.iter().map(|(f, why)| format!("{f} ({why})")).collect();
-                    eprintln!(
-                        "error: {} file(s) of the lake do not read as Parquet: {}. Restore them from a backup, or run `tracelake repair` to move them aside",
+                    format!(
+                        "{} file(s) of the lake do not read as Parquet: {}. Restore them from a backup, or run `tracelake repair` to move them aside",
                         bad.len(),
                         files.join(", ")
-                    );
+                    )
                 }
                 // The pool's message once, instead of once per operator that passed it on.
-                None if let Some(root) = out_of_memory(&e) => eprintln!(
-                    "error: {root}\nThe query needs more memory than the engine's pool (1 GiB by default): select fewer rows or columns, or raise the pool first with `SET datafusion.runtime.memory_limit = '4G';`"
+                None if let Some(root) = out_of_memory(&e) => format!(
+                    "{root}\nThe query needs more memory than the engine's pool (1 GiB by default): select fewer rows or columns, or raise the pool first with `SET datafusion.runtime.memory_limit = '4G';`"
                 ),
-                None if let Some(worker) = unreachable_worker(&e) => eprintln!(
-                    "error: the worker at {worker} did not answer: is `tracelake worker --listen {}` running there? Check --workers (or TRACELAKE_WORKERS, traceAnalyzer.workers)",
+                None if let Some(worker) = unreachable_worker(&e) => format!(
+                    "the worker at {worker} did not answer: is `tracelake worker --listen {}` running there? Check --workers (or TRACELAKE_WORKERS, traceAnalyzer.workers)",
                     worker.trim_start_matches("http://").trim_end_matches('/')
                 ),
-                None => eprintln!("error: {}", message(&e)),
-            }
+                None => message(&e),
+            };
+            // The commands an error points to name the lake the command was given.
+            let said = match &lake {
+                Some(lake) => with_lake(&said, &lake.to_string_lossy()),
+                None => said,
+            };
+            eprintln!("error: {said}");
             ExitCode::from(1)
         }
     }
@@ -281,6 +305,32 @@ pub fn on_interrupt() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     Ok(async move {
         signal.recv().await;
     })
+}
+
+/// For a command that runs without an async runtime and commits atomically: on Ctrl-C,
+/// prints what `what_is_left` says and exits with 130, as a shell reports an interrupt.
+pub fn exit_on_interrupt(what_is_left: impl Fn() -> String + Send + 'static) -> anyhow::Result<()> {
+    let (ready, installed) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let listen = || -> anyhow::Result<_> {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            let interrupted = {
+                let _inside = runtime.enter();
+                on_interrupt()?
+            };
+            Ok((runtime, interrupted))
+        };
+        match listen() {
+            Ok((runtime, interrupted)) => {
+                let _ = ready.send(Ok(()));
+                runtime.block_on(interrupted);
+                eprintln!("\n{}", what_is_left());
+                std::process::exit(130);
+            }
+            Err(e) => drop(ready.send(Err(e))),
+        }
+    });
+    installed.recv().context("installing the Ctrl-C handler")?
 }
 
 /// `3 quarantined (invalid_json 2, too_large 1)`, or `0 quarantined`.

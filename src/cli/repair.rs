@@ -7,6 +7,7 @@ use anyhow::bail;
 use clap::Args;
 use tracelake::lake::commit::RunLock;
 use tracelake::lake::repair::{RepairPlan, apply_repair, plan_repair};
+use tracelake::report::text::shell_word;
 
 use super::Ctx;
 
@@ -28,7 +29,7 @@ pub fn run(ctx: &Ctx, args: RepairArgs) -> anyhow::Result<ExitCode> {
     print!("{}", describe(&plan));
     if !args.yes {
         if !std::io::stdin().is_terminal() {
-            bail!("nothing changed; run `tracelake repair --yes` to apply this");
+            bail!("nothing changed; run `tracelake repair --lake {} --yes` to apply this", shell_word(&lake.location()));
         }
         print!("Apply? [y/N] ");
         std::io::stdout().flush()?;

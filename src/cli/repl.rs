@@ -26,7 +26,8 @@ const HELP: &str = "\
 \\?               this help
 \\q               quit (or Ctrl-D)
 End SQL statements with `;`. A file path reads the file: SELECT * FROM 'traces.jsonl'.
-JSON columns: params->>'path', json_get_int(result, 'count'). `tracelake functions` lists tracelake's own functions.";
+JSON columns: tool_params->>'order_id', json_get_int(evidence, 'loopSize'); put `->>` in parentheses
+before `=` or `IS`: (tool_params->>'order_id') IS NOT NULL. `tracelake functions` lists tracelake's own functions.";
 
 /// Words SQL statements are made of, for completion.
 const KEYWORDS: &[&str] = &[
@@ -121,6 +122,7 @@ impl Repl {
         }
         println!("{}", self.banner().await?);
         let mut buffer = String::new();
+        let mut buffer_before_meta = String::new();
         loop {
             let prompt = if buffer.is_empty() { "tracelake> " } else { "       ...> " };
             let line = match editor.readline(prompt) {
@@ -132,6 +134,12 @@ impl Repl {
                 Err(ReadlineError::Eof) => break,
                 Err(e) => return Err(e).context("reading input"),
             };
+            // A backslash command on a continuation line runs as one, and the statement
+            // typed so far waits for its end, as in psql.
+            let meta = !buffer.is_empty() && line.trim_start().starts_with('\\');
+            if meta {
+                buffer_before_meta = std::mem::take(&mut buffer);
+            }
             buffer.push_str(&line);
             buffer.push('\n');
             let input = buffer.trim();
@@ -142,9 +150,15 @@ impl Repl {
             if let Some(path) = &self.history {
                 let _ = editor.save_history(path);
             }
+            let interrupted = super::on_interrupt()?;
             let stdout = std::io::stdout();
-            let flow = self.handle(input, &mut stdout.lock()).await;
-            buffer.clear();
+            let mut out = stdout.lock();
+            let flow = tokio::select! {
+                flow = self.handle(input, &mut out) => flow,
+                () = interrupted => writeln!(out, "Query cancelled").map(|()| Flow::Continue).map_err(anyhow::Error::from),
+            };
+            drop(out);
+            buffer = std::mem::take(&mut buffer_before_meta);
             match flow {
                 Ok(Flow::Quit) => break,
                 Ok(Flow::Continue) => {}
@@ -157,13 +171,36 @@ impl Repl {
         Ok(())
     }
 
+    /// Runs a script given at once (an argument, a file, standard input): each line that
+    /// starts with a backslash is a command, the lines between them SQL, as psql reads it.
+    pub async fn run_script(&mut self, script: &str, out: &mut dyn Write) -> anyhow::Result<()> {
+        let mut sql = String::new();
+        for line in script.lines() {
+            if !line.trim_start().starts_with('\\') {
+                sql.push_str(line);
+                sql.push('\n');
+                continue;
+            }
+            if !sql.trim().is_empty() {
+                self.handle(std::mem::take(&mut sql).trim(), out).await?;
+            }
+            if self.handle(line.trim(), out).await? == Flow::Quit {
+                return Ok(());
+            }
+        }
+        if !sql.trim().is_empty() {
+            self.handle(sql.trim(), out).await?;
+        }
+        Ok(())
+    }
+
     /// Runs one complete input: a backslash command, or statements ending with `;`.
     pub async fn handle(&mut self, input: &str, out: &mut dyn Write) -> anyhow::Result<Flow> {
         let Some(command) = input.strip_prefix('\\') else {
             if matches!(input, "quit" | "exit") {
                 return Ok(Flow::Quit);
             }
-            print_statements(&self.session, self.lake.as_ref(), input, &self.options, out).await?;
+            print_statements(&self.session, self.lake.as_ref(), input, &self.options, out).await.map_err(with_hint)?;
             return Ok(Flow::Continue);
         };
         let (name, argument) = command.split_once(char::is_whitespace).map_or((command, ""), |(n, a)| (n, a.trim()));
@@ -254,6 +291,18 @@ impl Repl {
         words.dedup();
         Ok(words)
     }
+}
+
+/// `e` with what to do about it, where the error alone misleads: `->>` binds more loosely
+/// than `=` and `IS`, so `tool_params->>'id' IS NULL` hands a Boolean to `json_as_text`.
+fn with_hint(e: tracelake::engine::EngineError) -> anyhow::Error {
+    let text = e.to_string();
+    if text.contains("Boolean") && (text.contains("json_as_text") || text.contains("json_get")) {
+        return anyhow::anyhow!(
+            "{text}\nhint: `->` and `->>` bind more loosely than `=`, `IS` and `AND`: put them in parentheses, as in (tool_params->>'order_id') IS NOT NULL"
+        );
+    }
+    e.into()
 }
 
 /// Whether the lines typed so far make an input to run: a backslash command, `quit`, or

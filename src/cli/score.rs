@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use tracelake::engine::open_session;
 use tracelake::output::score::{fold_scores, signal_scores};
+use tracelake::report::text::with_lake;
 
 use super::Ctx;
 
@@ -42,7 +43,7 @@ pub async fn run(ctx: &Ctx, args: ScoreArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     match args.format {
         ScoreFormat::Table => {
-            write!(out, "{}", scores.to_terminal())?;
+            write!(out, "{}", with_lake(&scores.to_terminal(), &lake.location()))?;
             if let Some(folded) = &folded {
                 write!(out, "{}", folded.to_terminal())?;
             }

@@ -9,7 +9,7 @@ use clap::Args;
 use tracelake::engine::files::with_file_tables;
 use tracelake::engine::print::MAX_TABLE_ROWS;
 use tracelake::engine::session::lakeless_session;
-use tracelake::engine::{PrintFormat, PrintOptions, open_session, print_statements};
+use tracelake::engine::{PrintFormat, PrintOptions, open_session};
 
 use super::Ctx;
 use super::repl::Repl;
@@ -63,9 +63,10 @@ pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
     };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    print_statements(&session, lake.as_ref(), &sql, &options, &mut out).await.map_err(|e| match &lake {
-        Some(_) => anyhow::Error::from(e),
-        None => anyhow::anyhow!("{e} (no lake was given: --lake DIR or TRACELAKE_LAKE)"),
+    let lakeless = lake.is_none();
+    Repl::new(session, lake, options).run_script(&sql, &mut out).await.map_err(|e| match lakeless {
+        false => e,
+        true => anyhow::anyhow!("{} (no lake was given: --lake DIR or TRACELAKE_LAKE)", super::message(&e)),
     })?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)

@@ -11,7 +11,7 @@ use super::Ctx;
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
     /// Address to serve plans on (gRPC); port 0 takes a free one.
-    #[arg(long, env = "TRACELAKE_WORKER_LISTEN", default_value = "127.0.0.1:50051")]
+    #[arg(long, env = "TRACELAKE_WORKER_LISTEN", default_value = "127.0.0.1:50051", value_parser = super::listen_addr::listen_addr)]
     listen: SocketAddr,
     /// Memory the queries running on this worker share, e.g. `4G` or `512M` (as
     /// `datafusion.runtime.memory_limit`); operators spill to disk beyond it.

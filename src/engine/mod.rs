@@ -18,6 +18,9 @@ pub use session::{EngineOptions, open_session, print_statements, run_statements}
 pub enum EngineError {
     #[error("{0}")]
     DataFusion(#[from] datafusion::error::DataFusionError),
+    /// SQL that does not parse: the parser's words, with the line and column.
+    #[error("SQL syntax error: {0}")]
+    Syntax(String),
     #[error("no lake at {0}: import events first (`tracelake import --lake DIR FILE.jsonl`) or run `tracelake demo`")]
     NoLake(std::path::PathBuf),
     #[error("no table, view or file named {0}: a quoted name with an extension is read as a file path (Parquet, CSV, JSON Lines)")]

@@ -8,6 +8,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit}
 use datafusion::datasource::MemTable;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
+use datafusion::error::DataFusionError;
 use datafusion::execution::memory_pool::FairSpillPool;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::session_state::SessionStateBuilder;
@@ -232,7 +233,14 @@ async fn define_chain_views(ctx: &SessionContext, params: &SqlParams) -> Result<
 
 /// Parses `sql` (one or more `;`-separated statements).
 pub fn parse_statements(sql: &str) -> Result<VecDeque<Statement>, EngineError> {
-    Ok(DFParser::parse_sql(sql)?)
+    use datafusion::sql::sqlparser::parser::ParserError;
+    DFParser::parse_sql(sql).map_err(|e| match e {
+        DataFusionError::SQL(error, _) => EngineError::Syntax(match *error {
+            ParserError::ParserError(text) | ParserError::TokenizerError(text) => text,
+            ParserError::RecursionLimitExceeded => "the statement nests too deeply".to_owned(),
+        }),
+        other => other.into(),
+    })
 }
 
 /// Runs every statement in `sql` in order and prints each result to `out` as it comes.

@@ -9,6 +9,7 @@ pub mod otel;
 pub mod outcomes;
 pub mod quarantine;
 pub mod raw;
+pub mod time;
 pub mod transcript;
 
 use std::borrow::Cow;
@@ -66,7 +67,8 @@ pub fn sequence_in_line(position: u64, index: u64) -> u64 {
 pub struct Decoder {
     redactor: Redactor,
     pii: Option<Arc<Pii>>,
-    /// When transcripts that carry no time took place (ms): when decoding began.
+    /// When decoding began (ms): the time of transcripts that carry none, and what bounds
+    /// plausible times.
     now_ms: i64,
 }
 
@@ -98,6 +100,11 @@ impl Decoder {
         }
     }
 
+    /// When decoding began, ms since the epoch.
+    pub fn now_ms(&self) -> i64 {
+        self.now_ms
+    }
+
     /// Decodes one line of a file: an OpenClaw event, OTLP traces or a chat transcript.
     pub fn decode_events(&self, line: Line, source: &str, position: u64) -> Result<LineEvents, QuarantinedLine> {
         let bytes = match line {
@@ -117,11 +124,12 @@ impl Decoder {
         match shape {
             Shape::Traces => {
                 let spans = otel::spans_from_json(&value).map_err(|e| fail(QuarantineReason::InvalidSpans, e.to_string()))?;
+                otel::check_times(&spans, self.now_ms).map_err(|e| fail(QuarantineReason::InvalidTimestamp, e))?;
                 Ok(LineEvents::Spans { position, candidates: spans.iter().flat_map(otel::span_events).collect() })
             }
-            Shape::Transcript if transcript::is_transcript(&value) => {
-                Ok(LineEvents::Many(transcript::transcript_events(&value, text, position, self.now_ms)))
-            }
+            Shape::Transcript if transcript::is_transcript(&value) => transcript::transcript_events(&value, text, position, self.now_ms)
+                .map(LineEvents::Many)
+                .map_err(|reason| fail(reason, reason_detail(reason))),
             Shape::Transcript => Err(fail(QuarantineReason::NotAnObject, reason_detail(QuarantineReason::NotAnObject))),
         }
     }
@@ -195,7 +203,7 @@ impl Decoder {
         };
         // A subject is made of the agent's name and the event type, either of which may be a secret.
         let subject = subject.map(|s| self.scrub(s));
-        normalize::normalize(&raw, position, subject.as_deref()).map_err(|reason| fail(reason, reason_detail(reason)))
+        normalize::normalize(&raw, position, subject.as_deref(), self.now_ms).map_err(|reason| fail(reason, reason_detail(reason)))
     }
 
     /// A line that is not an event, redacted. A secret may hide behind JSON escapes
@@ -287,8 +295,13 @@ fn unescape_json(text: &str) -> String {
 fn reason_detail(reason: QuarantineReason) -> String {
     match reason {
         QuarantineReason::NotAnObject => "an event must be a JSON object".into(),
-        QuarantineReason::MissingTimestamp => "no numeric `ts` or `timestamp`".into(),
-        QuarantineReason::InvalidTimestamp => "timestamp outside 1970..9999".into(),
+        QuarantineReason::MissingTimestamp => {
+            "no `ts` or `timestamp` that reads as a time (epoch seconds, milliseconds or microseconds, or RFC 3339)".into()
+        }
+        QuarantineReason::InvalidTimestamp => {
+            "the time is before 2000 or more than a day ahead (epoch seconds, milliseconds and microseconds are told apart by magnitude)"
+                .into()
+        }
         QuarantineReason::MissingType => "no `type`".into(),
         other => other.to_string(),
     }

@@ -4,13 +4,11 @@ use serde_json::Value;
 
 use super::quarantine::QuarantineReason;
 use super::raw::{Raw, RawObject};
+use super::time;
 use crate::model::{Event, Schema};
 
 /// Top-level keys that become columns; every other key is kept in `extra`.
 const MAPPED_KEYS: &[&str] = &["id", "ts", "timestamp", "agent", "session", "type", "payload"];
-
-/// Latest timestamp accepted: 9999-12-31T23:59:59.999Z.
-const MAX_TS_MS: i64 = 253_402_300_799_999;
 
 /// The canonical type for a raw type; unknown types map to themselves.
 pub fn canonical_type(raw: &str) -> &str {
@@ -38,9 +36,10 @@ pub fn normalize_session(raw: &str) -> &str {
     }
 }
 
-/// Normalizes one raw (already redacted) event read at `stream_seq`.
-pub fn normalize(raw: &RawObject, stream_seq: u64, subject: Option<&str>) -> Result<Event, QuarantineReason> {
-    let ts = timestamp(raw)?;
+/// Normalizes one raw (already redacted) event read at `stream_seq`; `now_ms` bounds the
+/// times that are plausible.
+pub fn normalize(raw: &RawObject, stream_seq: u64, subject: Option<&str>, now_ms: i64) -> Result<Event, QuarantineReason> {
+    let ts = timestamp(raw, now_ms)?;
     let raw_type = match raw.get("type").and_then(Raw::as_str).filter(|t| !t.is_empty()) {
         Some(t) => t.into_owned(),
         None => match raw.get("legacyType").and_then(Raw::as_str) {
@@ -88,14 +87,19 @@ fn object_field<'a>(raw: &RawObject<'a>, key: &str) -> RawObject<'a> {
     raw.get(key).map(Raw::object).unwrap_or_default()
 }
 
-/// `ts` (schema A) or `timestamp` (schema B), milliseconds since the epoch.
-fn timestamp(raw: &RawObject) -> Result<i64, QuarantineReason> {
-    let number = raw.get("ts").and_then(Raw::as_f64).or_else(|| raw.get("timestamp").and_then(Raw::as_f64));
-    match number {
-        None => Err(QuarantineReason::MissingTimestamp),
-        Some(0.0) => Err(QuarantineReason::MissingTimestamp),
-        Some(ms) if !(1.0..=MAX_TS_MS as f64).contains(&ms) => Err(QuarantineReason::InvalidTimestamp),
-        Some(ms) => Ok(ms as i64),
+/// `ts` (schema A) or `timestamp` (schema B) as milliseconds since the epoch: a number
+/// (read by its magnitude) or an RFC 3339 text, see [`time`].
+fn timestamp(raw: &RawObject, now_ms: i64) -> Result<i64, QuarantineReason> {
+    let read = |key| {
+        raw.get(key).and_then(|v| match v.as_f64() {
+            Some(n) => time::number_ms(n),
+            None => v.as_str().and_then(|t| time::text_ms(&t)),
+        })
+    };
+    match read("ts").or_else(|| read("timestamp")) {
+        None | Some(0) => Err(QuarantineReason::MissingTimestamp),
+        Some(ms) if !time::is_plausible(ms, now_ms) => Err(QuarantineReason::InvalidTimestamp),
+        Some(ms) => Ok(ms),
     }
 }
 

@@ -3,14 +3,17 @@
 //! session between `session.start` and `session.end` (a transcript is a finished
 //! conversation; `"ended": false` leaves the end out).
 //!
-//! Messages keep their own time (`timestamp`, `created_at`, `ts`: epoch seconds or
-//! milliseconds, or RFC 3339) where they have one; the others follow the one before by a
-//! second, from the conversation's time or else `now`.
+//! Messages keep their own time (`timestamp`, `created_at`, `ts`: epoch seconds,
+//! milliseconds or microseconds, or RFC 3339, see [`super::time`]) where they have one;
+//! the others follow the one before by a second, from the conversation's time or else
+//! `now`. A transcript with a time that is not plausible is not read.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::conversation::{Message, base_event, calls_of, message_events, parse_message};
+use super::quarantine::QuarantineReason;
+use super::time;
 use crate::model::{Event, Schema};
 
 /// How far apart messages without a time of their own are put.
@@ -28,18 +31,18 @@ pub fn is_transcript(value: &Value) -> bool {
 
 /// The events of one transcript read at `position`; `text` is the transcript as read
 /// (its hash names a session that has no id).
-pub fn transcript_events(value: &Value, text: &str, position: u64, now: i64) -> Vec<Event> {
+pub fn transcript_events(value: &Value, text: &str, position: u64, now: i64) -> Result<Vec<Event>, QuarantineReason> {
     let (fields, items) = match value {
         Value::Object(fields) => (Some(fields), fields.get("messages").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()),
         Value::Array(items) => (None, items.as_slice()),
-        _ => return Vec::new(),
+        _ => return Ok(Vec::new()),
     };
     let field = |key: &str| fields.and_then(|f| f.get(key)).or_else(|| fields.and_then(|f| f.get("metadata")).and_then(|m| m.get(key)));
     let text_of = |keys: &[&str]| keys.iter().find_map(|k| field(k).and_then(value_text));
     let session = text_of(&["session", "session_id", "conversation_id", "id"])
         .unwrap_or_else(|| format!("chat-{}", &hex::encode(Sha256::digest(text.as_bytes()))[..16]));
     let agent = text_of(&["agent", "agent_name", "assistant"]).unwrap_or_else(|| "unknown".to_owned());
-    let started = ["timestamp", "created_at", "created", "ts", "start_time"].iter().find_map(|k| field(k).and_then(time_ms)).unwrap_or(now);
+    let started = ["timestamp", "created_at", "created", "ts", "start_time"].iter().find_map(|k| field(k).and_then(time_ms));
     let ended = field("ended").and_then(Value::as_bool) != Some(false);
 
     let messages: Vec<(Option<i64>, Message)> = items
@@ -48,6 +51,10 @@ pub fn transcript_events(value: &Value, text: &str, position: u64, now: i64) -> 
             parse_message(item).map(|m| (["timestamp", "created_at", "ts"].iter().find_map(|k| item.get(*k).and_then(time_ms)), m))
         })
         .collect();
+    if started.into_iter().chain(messages.iter().filter_map(|(t, _)| *t)).any(|t| !time::is_plausible(t, now)) {
+        return Err(QuarantineReason::InvalidTimestamp);
+    }
+    let started = started.unwrap_or(now);
     let calls = calls_of(messages.iter().map(|(_, m)| m));
     let mut events = Vec::new();
     let mut at = started;
@@ -74,7 +81,7 @@ pub fn transcript_events(value: &Value, text: &str, position: u64, now: i64) -> 
         end.duration_ms = Some(at + STEP_MS - started);
         push(end, at + STEP_MS, &mut events);
     }
-    events
+    Ok(events)
 }
 
 fn value_text(value: &Value) -> Option<String> {
@@ -85,15 +92,10 @@ fn value_text(value: &Value) -> Option<String> {
     }
 }
 
-/// A time as epoch milliseconds: a number of seconds (below 10^11) or milliseconds, or an
-/// RFC 3339 text.
-pub fn time_ms(value: &Value) -> Option<i64> {
+fn time_ms(value: &Value) -> Option<i64> {
     match value {
-        Value::Number(n) => {
-            let n = n.as_f64()?;
-            Some(if n.abs() < 1e11 { (n * 1000.0) as i64 } else { n as i64 })
-        }
-        Value::String(s) => chrono::DateTime::parse_from_rfc3339(s).ok().map(|t| t.timestamp_millis()),
+        Value::Number(n) => n.as_f64().and_then(time::number_ms),
+        Value::String(s) => time::text_ms(s),
         _ => None,
     }
 }
@@ -112,7 +114,7 @@ mod tests {
             {"role": "assistant", "content": "Done."}]}"#;
         let value: Value = serde_json::from_str(text).unwrap();
         assert!(is_transcript(&value));
-        let events = transcript_events(&value, text, 3, 0);
+        let events = transcript_events(&value, text, 3, 0).unwrap();
         let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
         assert_eq!(types, ["session.start", "msg.in", "tool.call", "tool.result", "msg.out", "session.end"]);
         assert!(events.iter().all(|e| e.session == "s1" && e.agent == "support" && e.schema == Schema::Chat));
@@ -126,9 +128,19 @@ mod tests {
         let text = r#"[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]"#;
         let value: Value = serde_json::from_str(text).unwrap();
         assert!(is_transcript(&value));
-        let once = transcript_events(&value, text, 1, 5);
-        assert_eq!(once, transcript_events(&value, text, 1, 5));
+        let once = transcript_events(&value, text, 1, 5).unwrap();
+        assert_eq!(once, transcript_events(&value, text, 1, 5).unwrap());
         assert!(once[0].session.starts_with("chat-"));
         assert!(!is_transcript(&serde_json::json!({"type": "msg.in", "messages": []})));
+    }
+
+    #[test]
+    fn times_in_seconds_are_read_and_times_in_1970_refused() {
+        let at = |created: Value| {
+            transcript_events(&serde_json::json!({"created_at": created, "messages": [{"role": "user", "content": "hi"}]}), "t", 1, 0)
+        };
+        assert_eq!(at(1_767_607_203.into()).unwrap()[0].ts, 1_767_607_203_000);
+        assert_eq!(at("2026-01-05T10:00:03Z".into()).unwrap()[0].ts, 1_767_607_203_000);
+        assert_eq!(at(20_000_000.into()), Err(QuarantineReason::InvalidTimestamp));
     }
 }

@@ -79,6 +79,8 @@ pub struct Analysis {
     pub resumed_from: Option<i64>,
     /// Earlier runs whose findings, failures, classifications and outputs a full run replaced.
     pub replaced_runs: usize,
+    /// Findings this run found again that earlier runs reported (and the lake keeps).
+    pub reported_before: usize,
     /// User detectors that could not run: (file, reason).
     pub skipped_detectors: SkippedDetectors,
     pub llm: Option<LlmStats>,
@@ -151,6 +153,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         detected_at,
         findings: Vec::new(),
         counts: FindingCounts::default(),
+        reported_before: 0,
     };
 
     // Chains never cross sessions, so sessions are analyzed in buckets of bounded size,
@@ -192,7 +195,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         }
     }
     kept.add(run_detectors(&ctx, &across_sessions, config, params).await?.0, &findings_file)?;
-    let MostSevere { mut findings, mut counts, .. } = kept;
+    let MostSevere { mut findings, mut counts, reported_before, .. } = kept;
     sort_most_severe_first(&mut findings);
     let ChainStats { chains, events: events_processed, first, last } = stats;
     let time_range = if chains == 0 { (0, 0) } else { (first, last) };
@@ -310,7 +313,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         outputs,
         rule_effectiveness,
     };
-    Ok(Analysis { results, resumed_from: resume, replaced_runs, skipped_detectors, llm, artifact_files, warnings })
+    Ok(Analysis { results, resumed_from: resume, replaced_runs, reported_before, skipped_detectors, llm, artifact_files, warnings })
 }
 
 /// The findings of a run: new ones (not reported by an earlier run), each once. The most
@@ -326,6 +329,8 @@ struct MostSevere {
     findings: Vec<Finding>,
     /// The findings written to the lake so far.
     counts: FindingCounts,
+    /// Findings found again that an earlier run reported.
+    reported_before: usize,
 }
 
 impl MostSevere {
@@ -335,7 +340,9 @@ impl MostSevere {
     fn add(&mut self, new: Vec<Finding>, lake_file: &BatchFileWriter) -> Result<(), PipelineError> {
         let mut seen = HashSet::new();
         for mut f in new {
-            if !self.reported.contains(&f.finding_id) && seen.insert(f.finding_id.clone()) {
+            if self.reported.contains(&f.finding_id) {
+                self.reported_before += 1;
+            } else if seen.insert(f.finding_id.clone()) {
                 f.run_id.clone_from(&self.run_id);
                 f.detected_at = self.detected_at;
                 self.findings.push(f);

@@ -10,6 +10,7 @@ use crate::lake::state::ProcessingState;
 use crate::model::{Finding, Severity};
 use crate::output::GeneratedOutput;
 use crate::output::effectiveness::RuleEffectiveness;
+use crate::report::text::{clip, shell_word};
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -24,6 +25,10 @@ pub struct AnalysisReport {
     pub generated_outputs: Vec<GeneratedOutput>,
     pub rule_effectiveness: Vec<RuleEffectiveness>,
     pub processing_state: ProcessingState,
+    /// The lake, for the commands printed as hints; `None` when it will not outlive the
+    /// report (a temporary lake) or must not be named (an anonymized one).
+    #[serde(skip)]
+    pub lake: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -150,7 +155,13 @@ impl AnalysisReport {
             generated_outputs: analysis.outputs,
             rule_effectiveness: analysis.rule_effectiveness,
             processing_state: analysis.processing_state,
+            lake: None,
         }
+    }
+
+    /// The same report, its hints naming `lake`.
+    pub fn at_lake(self, lake: &str) -> Self {
+        Self { lake: Some(lake.to_owned()), ..self }
     }
 
     pub fn to_markdown(&self) -> String {
@@ -217,10 +228,11 @@ impl AnalysisReport {
 
     /// Where every finding of the report's run can be seen: the lake keeps them all.
     fn how_to_see_all(&self) -> String {
-        if self.run_id.is_empty() {
-            return "tracelake sql \"SELECT * FROM findings\"".to_owned();
-        }
-        format!("tracelake sql \"SELECT severity, signal, session, summary FROM findings WHERE run_id = '{}'\"", self.run_id)
+        let Some(lake) = &self.lake else {
+            return "the lake's `findings` table".to_owned();
+        };
+        let run = if self.run_id.is_empty() { String::new() } else { format!(" WHERE run_id = '{}'", self.run_id) };
+        format!("tracelake sql --lake {} \"SELECT severity, signal, session, summary FROM findings{run}\"", shell_word(lake))
     }
 
     /// A short summary for the terminal.
@@ -238,18 +250,18 @@ impl AnalysisReport {
             let shown: Vec<_> = self.findings.iter().take(max_rows).collect();
             let sessions = session_labels(&shown.iter().map(|f| f.session.as_str()).collect::<Vec<_>>());
             for (f, session) in shown.iter().zip(sessions) {
-                let summary: String = f.signal.summary.chars().take(90).collect();
+                let summary = clip(&f.signal.summary, 90);
                 out.push_str(&format!("  [{:<8}] {:<22} {}@{session}: {summary}\n", f.signal.severity, f.signal.signal, f.agent));
             }
             let not_shown = self.stats.findings_detected.saturating_sub(self.findings.len().min(max_rows));
             if not_shown > 0 {
-                out.push_str(&format!("  … {not_shown} more, all in the lake's findings: {}\n", self.how_to_see_all()));
+                out.push_str(&format!("  … {not_shown} more, all in {}\n", self.how_to_see_all()));
             }
         }
         if !self.generated_outputs.is_empty() {
             out.push_str(&format!("\n{} fixes generated:\n", self.generated_outputs.len()));
             for o in self.generated_outputs.iter().take(max_rows) {
-                let text: String = o.content.replace('\n', " ").chars().take(110).collect();
+                let text = clip(&o.content, 110);
                 out.push_str(&format!("  {:<17} {text}\n", o.output_type.as_str()));
             }
         }

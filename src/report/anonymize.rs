@@ -54,6 +54,7 @@ impl Placeholders {
 pub fn anonymize(report: &mut LakeReport) {
     let mut names = Placeholders::default();
     let r = &mut report.report;
+    r.lake = None;
     for f in &mut r.findings {
         f.agent = names.of("agent", &f.agent);
         f.session = names.of("session", &f.session);

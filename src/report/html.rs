@@ -9,6 +9,7 @@ use super::LakeReport;
 use super::analysis::ReportFinding;
 use crate::classify::TranscriptEvent;
 use crate::classify::prompts::truncate;
+use crate::report::text::shell_word;
 
 const STYLE: &str = include_str!("report.css");
 const SCRIPT: &str = include_str!("report.js");
@@ -59,9 +60,13 @@ fn findings_table(page: &mut String, report: &LakeReport) {
     if r.stats.findings_not_listed > 0 {
         let _ = writeln!(
             page,
-            "<p>The {} most severe of {} findings; all are in the lake: <code>tracelake sql \"SELECT * FROM findings\"</code>, or <code>--max-findings</code> for more here.</p>",
+            "<p>The {} most severe of {} findings; all are in the lake: <code>{}</code>, or <code>--max-findings</code> for more here.</p>",
             r.findings.len(),
-            r.stats.findings_detected
+            r.stats.findings_detected,
+            escape(&match &r.lake {
+                Some(lake) => format!("tracelake sql --lake {} \"SELECT * FROM findings\"", shell_word(lake)),
+                None => "tracelake sql --lake LAKE \"SELECT * FROM findings\"".to_owned(),
+            })
         );
     }
     // Fixes come from classification; without it the column would be empty on every row.

@@ -5,6 +5,7 @@ pub mod analysis;
 pub mod anonymize;
 pub mod html;
 pub mod json;
+pub mod text;
 
 use std::collections::BTreeMap;
 
@@ -120,7 +121,7 @@ pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_f
         outputs,
         rule_effectiveness: rule_effectiveness(&ctx).await?,
     };
-    let report = AnalysisReport::assemble(parts);
+    let report = AnalysisReport::assemble(parts).at_lake(&lake.location());
     Ok(LakeReport {
         report,
         charts: Charts { findings_over_time: over_time, by_agent_severity: by_agent, failing_tools: tools, chain_lengths: lengths },

@@ -12,24 +12,40 @@
     return node;
   }
 
-  // Stacked bars: one bar per category, one segment per series.
+  // Width in pixels of a label of `n` characters at the charts' 11px, a little generous.
+  const textWidth = (n) => n * 6.6;
+  // Labels under the bars are turned this far, and so reach this far left and down.
+  const LABEL_ANGLE = 35 * Math.PI / 180;
+
+  // Stacked bars: one bar per category, one segment per series. The margins are sized to
+  // the labels: the widest tick on the left, the longest category label below.
   function stackedBars(container, categories, series, colorOf) {
-    const width = 560, height = 270, left = 44, bottom = 64, top = 10;
-    const svg = el("svg", { viewBox: `0 0 ${width} ${height + 24}`, role: "img" });
+    const width = 560, top = 10, plotHeight = 196;
+    const svg = el("svg", { viewBox: `0 0 ${width} ${plotHeight + 88}`, role: "img" });
     if (categories.length === 0) {
-      svg.appendChild(el("text", { x: width / 2, y: height / 2, "text-anchor": "middle", class: "empty" }, "no data"));
+      svg.appendChild(el("text", { x: width / 2, y: plotHeight / 2, "text-anchor": "middle", class: "empty" }, "no data"));
       container.appendChild(svg);
       return;
     }
     const totals = categories.map((_, i) => series.reduce((sum, s) => sum + (s.values[i] || 0), 0));
     const axis = niceAxis(Math.max(1, ...totals));
+    const labels = categories.map((cat) => shorten(String(cat), 18));
+    const longest = Math.max(...labels.map((l) => l.length));
+    const tickWidth = Math.max(...axis.ticks.map((t) => textWidth(compact(t).length)));
+    const firstReach = textWidth(labels[0].length) * Math.cos(LABEL_ANGLE);
+    const firstBand = (width - 10 - tickWidth) / categories.length;
+    const left = Math.ceil(Math.max(tickWidth + 10, firstReach + 4 - firstBand / 2));
+    const bottom = Math.ceil(20 + textWidth(longest) * Math.sin(LABEL_ANGLE));
+    const height = top + plotHeight + bottom;
     const band = (width - left - 10) / categories.length;
     const barWidth = Math.max(2, band * 0.7);
     const scale = (v) => (v / axis.max) * (height - bottom - top);
     for (const tick of axis.ticks) {
       const y = height - bottom - scale(tick);
       svg.appendChild(el("line", { x1: left, y1: y, x2: width - 10, y2: y, stroke: tick === 0 ? "#99a" : "#e4e7ee" }));
-      svg.appendChild(el("text", { x: left - 6, y: y + 4, "text-anchor": "end", class: "tick" }, tick.toLocaleString("en-US")));
+      const label = el("text", { x: left - 6, y: y + 4, "text-anchor": "end", class: "tick" }, compact(tick));
+      label.appendChild(el("title", {}, tick.toLocaleString("en-US")));
+      svg.appendChild(label);
     }
     categories.forEach((cat, i) => {
       let y = height - bottom;
@@ -45,7 +61,7 @@
       });
       if (categories.length <= 16 || i % Math.ceil(categories.length / 16) === 0) {
         const label = el("text", { x: x + barWidth / 2, y: height - bottom + 14, "text-anchor": "end",
-          transform: `rotate(-35 ${x + barWidth / 2} ${height - bottom + 14})` }, shorten(String(cat), 18));
+          transform: `rotate(-35 ${x + barWidth / 2} ${height - bottom + 14})` }, labels[i]);
         label.appendChild(el("title", {}, String(cat)));
         svg.appendChild(label);
       }
@@ -79,6 +95,14 @@
     return { max, ticks };
   }
 
+  // 150000 → 150k, 2500000 → 2.5M: a tick label stays short at any size.
+  function compact(n) {
+    const short = (v, unit) => `${Number(v.toFixed(1))}${unit}`;
+    if (n >= 1e6) return short(n / 1e6, "M");
+    if (n >= 1e4) return short(n / 1e3, "k");
+    return n.toLocaleString("en-US");
+  }
+
   // A label cut to `max` characters ends in an ellipsis; the whole label is its tooltip.
   function shorten(text, max) {
     return text.length <= max ? text : text.slice(0, max - 1) + "\u2026";
@@ -86,7 +110,8 @@
 
   // One horizontal bar per label, for long labels such as tool names.
   function horizontalBars(container, labels, values, color) {
-    const width = 560, left = 190, right = 50, row = 22, top = 6;
+    const width = 560, left = 190, row = 22, top = 6;
+    const right = Math.ceil(Math.max(24, ...values.map((v) => textWidth(v.toLocaleString("en-US").length) + 8)));
     const height = top + Math.max(1, labels.length) * row + 24;
     const svg = el("svg", { viewBox: `0 0 ${width} ${height}`, role: "img" });
     if (labels.length === 0) {
@@ -101,7 +126,9 @@
     for (const tick of axis.ticks) {
       const x = left + (tick / axis.max) * plot;
       svg.appendChild(el("line", { x1: x, y1: top, x2: x, y2: bottom, stroke: tick === 0 ? "#99a" : "#e4e7ee" }));
-      svg.appendChild(el("text", { x, y: bottom + 14, "text-anchor": "middle", class: "tick" }, tick.toLocaleString("en-US")));
+      const label = el("text", { x, y: bottom + 14, "text-anchor": "middle", class: "tick" }, compact(tick));
+      label.appendChild(el("title", {}, tick.toLocaleString("en-US")));
+      svg.appendChild(label);
     }
     labels.forEach((name, i) => {
       const y = top + i * row;

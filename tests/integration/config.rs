@@ -55,6 +55,11 @@ fn config_prints_each_setting_and_where_it_came_from() {
     assert!(line("traceAnalyzer.output.maxFindings").contains(" 40 ") && line("traceAnalyzer.output.maxFindings").ends_with(&config));
     assert!(line("traceAnalyzer.chainGapMinutes").contains(" 30 ") && line("traceAnalyzer.chainGapMinutes").ends_with("default"));
     assert!(line("traceAnalyzer.signals.SIG-DOOM-LOOP.severity").contains("\"low\""));
+    // A default that applies shows as its value, not as null.
+    let tool_fail = tracelake::model::signal::signal("SIG-TOOL-FAIL").unwrap().severity.as_str();
+    let severity = line("traceAnalyzer.signals.SIG-TOOL-FAIL.severity");
+    assert!(severity.contains(&format!("\"{tool_fail}\"")) && severity.ends_with("default"), "{severity}");
+    assert!(line("traceAnalyzer.llm.timeoutMs").contains(" 30000 "), "{text}");
     assert!(line("traceAnalyzer.llm.endpoint").ends_with(&config), "from the top-level llm: {text}");
     assert!(line("patterns.language").contains("[\"fr\"]"));
     assert!(!text.contains("sk-top-secret-123") && line("traceAnalyzer.llm.apiKey").contains("(set)"), "{text}");

@@ -38,7 +38,12 @@ fn a_lake_without_its_manifest_is_reported_and_never_swept() {
         vec!["import", "--lake", &lake, realworld("tau-airline.events.jsonl").to_str().unwrap()],
     ] {
         let err = stderr_of(&args);
-        assert!(err.contains("damaged") && err.contains("no _state/manifest.json") && err.contains("tracelake repair"), "{args:?}: {err}");
+        assert!(
+            err.contains("damaged")
+                && err.contains("no _state/manifest.json")
+                && err.contains(&format!("`tracelake repair --lake {lake}`")),
+            "{args:?}: {err}"
+        );
     }
     assert_eq!(parquet_files(&dir.path().join("lake")), files, "no file was deleted");
 

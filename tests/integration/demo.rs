@@ -43,3 +43,39 @@ fn the_demo_makes_a_new_lake_and_may_run_again_in_it() {
     tracelake_ok(&["demo", "--lake", lake]);
     assert_eq!(count(lake), events, "the sample is imported once");
 }
+
+/// The commands `text` prints for the user to run next (lines that hold `tracelake …`).
+fn printed_commands(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.find("tracelake sql --lake ").or_else(|| l.find("tracelake report --lake ")).map(|at| l[at..].to_owned()))
+        .collect()
+}
+
+/// Runs a printed command as a shell would, with this build's binary.
+fn run_printed(command: &str) -> std::process::Output {
+    let command = command.replacen("tracelake", env!("CARGO_BIN_EXE_tracelake"), 1);
+    Command::new("sh").arg("-c").arg(&command).env_remove("TRACELAKE_LAKE").output().unwrap()
+}
+
+#[test]
+fn the_commands_the_demo_and_analyze_print_work_when_pasted() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("my demo");
+    let out = tracelake_ok(&["demo", "--lake", lake.to_str().unwrap()]);
+    let commands = printed_commands(&out);
+    assert!(commands.len() >= 3, "the findings, explore and report hints: {out}");
+    for command in commands {
+        let command = command.replace("report.html", &dir.path().join("report.html").display().to_string());
+        let ran = run_printed(&command);
+        assert!(ran.status.success(), "{command}: {}", String::from_utf8_lossy(&ran.stderr));
+    }
+    assert!(dir.path().join("report.html").exists());
+
+    let temporary = tracelake_ok(&["demo"]);
+    let temporary_lake = temporary.split("lake at ").nth(1).and_then(|rest| rest.lines().next()).expect("the lake is named");
+    let commands = printed_commands(&temporary);
+    assert!(commands.iter().all(|c| !c.contains(temporary_lake)), "no command points at the temporary lake: {commands:?}");
+    let rows = temporary.split("Events by type and schema:").nth(1).unwrap().split("Failing tools").next().unwrap();
+    let shown = rows.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| type")).count();
+    assert!(rows.contains(&format!("{shown} rows")), "the count is of the rows shown: {rows}");
+}

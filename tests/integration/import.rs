@@ -55,6 +55,54 @@ fn realworld_traces_import_one_row_per_line() {
 }
 
 #[test]
+fn ctrl_c_during_an_import_says_what_it_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = lake_arg(dir.path());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tracelake"))
+        .args(["import", "--lake", &lake, "-"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let line =
+        json!({"id": "e1", "ts": 1_767_225_600_000_i64, "agent": "main", "session": "s", "type": "msg.in", "payload": {"content": "hi"}});
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{line}").unwrap();
+    // The import waits for more input; once it reads, the handler is in place.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !dir.path().join("lake/_state").exists() {
+        assert!(std::time::Instant::now() < deadline, "the import never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let killed = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("nothing committed from standard input; run the command again"), "{stderr}");
+    assert!(sql_rows(&lake, "SELECT id FROM events").is_empty());
+}
+
+#[test]
+fn times_as_text_or_epoch_seconds_land_in_their_own_date() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = lake_arg(dir.path());
+    let input = dir.path().join("times.jsonl");
+    let line = |id: &str, ts: Value| {
+        json!({"id": id, "ts": ts, "agent": "main", "session": "s", "type": "msg.in", "payload": {"content": "hi"}}).to_string()
+    };
+    write_lines(&input, &[line("text", json!("2026-01-05T10:00:00Z")), line("seconds", json!(1_767_607_203)), line("old", json!(1_000))]);
+    let out = tracelake_ok(&["import", "--lake", &lake, input.to_str().unwrap()]);
+    assert!(out.contains("2 events, 1 quarantined") && out.contains("invalid_timestamp 1"), "{out}");
+    let rows = sql_rows(&lake, "SELECT id, CAST(date AS VARCHAR) AS date FROM events ORDER BY id");
+    assert_eq!(rows, vec![json!({"id": "seconds", "date": "2026-01-05"}), json!({"id": "text", "date": "2026-01-05"})]);
+    assert!(parquet_files(&dir.path().join("lake/events")).iter().all(|f| f.to_string_lossy().contains("date=2026-01-05")));
+}
+
+#[test]
 fn files_are_partitioned_by_date_and_sorted_by_agent_session_time() {
     let dir = tempfile::tempdir().unwrap();
     let lake = lake_arg(dir.path());
@@ -90,7 +138,7 @@ fn bad_lines_are_quarantined_counted_and_nothing_valid_is_lost() {
     let mut lines = vec![good(1), "{not json".into(), "[1,2,3]".into(), good(2)];
     lines.push(json!({"type": "msg.in"}).to_string());
     lines.push(json!({"ts": -3, "type": "msg.in"}).to_string());
-    lines.push(json!({"ts": 5}).to_string());
+    lines.push(json!({"ts": 1_767_225_600}).to_string());
     lines.push(format!("{{\"ts\": 1, \"type\": \"msg.in\", \"payload\": {{\"content\": \"{}\"}}}}", "x".repeat(3000)));
     lines.push(String::new());
     lines.push(good(3));

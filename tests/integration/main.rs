@@ -22,6 +22,7 @@ mod object_storage;
 mod otel;
 mod outputs;
 mod privacy;
+mod prompt;
 mod redaction;
 mod report;
 mod s3_server;

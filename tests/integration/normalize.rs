@@ -268,6 +268,31 @@ fn no_event_without_timestamp_or_type() {
 }
 
 #[test]
+fn times_are_read_in_the_forms_agents_write_them() {
+    let at = |ts: Value| event(json!({"ts": ts, "type": "msg.in", "payload": {"content": "x"}})).ts;
+    let jan_5 = 1_767_607_203_000_i64;
+    assert_eq!(at(json!("2026-01-05T10:00:03Z")), jan_5, "RFC 3339");
+    assert_eq!(at(json!("2026-01-05T11:00:03+01:00")), jan_5, "RFC 3339 with an offset");
+    assert_eq!(at(json!(1_767_607_203)), jan_5, "epoch seconds");
+    assert_eq!(at(json!(1_767_607_203.5)), jan_5 + 500, "epoch seconds with a fraction");
+    assert_eq!(at(json!(jan_5)), jan_5, "epoch milliseconds");
+    assert_eq!(at(json!(jan_5 * 1000)), jan_5, "epoch microseconds");
+    assert_eq!(at(json!("1767607203")), jan_5, "epoch seconds as text");
+    let b = event(json!({"timestamp": "2026-01-05T10:00:03.000Z", "type": "conversation.message.in", "payload": {}}));
+    assert_eq!((b.ts, b.schema), (jan_5, Schema::B));
+}
+
+#[test]
+fn an_implausible_time_is_quarantined_not_written_as_1970() {
+    assert_eq!(reason(json!({"ts": 20_000_000, "type": "msg.in"})), QuarantineReason::InvalidTimestamp, "1970 in seconds");
+    assert_eq!(reason(json!({"ts": "1999-12-31T23:59:59Z", "type": "msg.in"})), QuarantineReason::InvalidTimestamp);
+    let next_week = chrono::Utc::now().timestamp_millis() + 7 * 86_400_000;
+    assert_eq!(reason(json!({"ts": next_week, "type": "msg.in"})), QuarantineReason::InvalidTimestamp, "a week ahead");
+    let quarantined = decode(json!({"ts": 5, "type": "msg.in"})).expect_err("1970");
+    assert!(quarantined.detail.contains("before 2000"), "{}", quarantined.detail);
+}
+
+#[test]
 fn every_quarantine_reason_is_reported_with_its_position() {
     let d = decoder();
     let q = |bytes: &[u8]| d.decode(bytes, "f.jsonl", 7, None).expect_err("quarantined");
@@ -276,7 +301,7 @@ fn every_quarantine_reason_is_reported_with_its_position() {
     assert_eq!(q(b"[1,2]").reason, QuarantineReason::NotAnObject);
     assert_eq!(q(b"{\"type\":\"msg.in\"}").reason, QuarantineReason::MissingTimestamp);
     assert_eq!(q(b"{\"ts\":-1,\"type\":\"msg.in\"}").reason, QuarantineReason::InvalidTimestamp);
-    assert_eq!(q(b"{\"ts\":5}").reason, QuarantineReason::MissingType);
+    assert_eq!(q(b"{\"ts\":1767607203}").reason, QuarantineReason::MissingType);
     let too_large = d.decode_line(Line::TooLong { prefix: b"{\"ts\"".to_vec(), len: 99 }, "f.jsonl", 8).expect_err("quarantined");
     assert_eq!((too_large.reason, too_large.raw_bytes, too_large.position), (QuarantineReason::TooLarge, 99, 8));
     let bad = q(b"{\"ts\": 1,");

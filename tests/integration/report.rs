@@ -426,14 +426,75 @@ fn two_tools_trace() -> String {
     jsonl("e", "a", "s", 1000, &events)
 }
 
-/// The values of the ticks drawn in a rendered chart.
+/// The labels of the ticks drawn in a rendered chart.
+fn tick_labels(chart: &str) -> Vec<String> {
+    chart.split("class=\"tick\"").skip(1).map(|rest| rest[rest.find('>').unwrap() + 1..rest.find('<').unwrap()].to_owned()).collect()
+}
+
+/// The values of the ticks drawn in a rendered chart (`150k` is 150000).
 fn ticks(chart: &str) -> Vec<f64> {
-    chart
-        .split("class=\"tick\"")
-        .skip(1)
-        .map(|rest| rest[rest.find('>').unwrap() + 1..rest.find('<').unwrap()].replace(',', ""))
-        .map(|t| t.parse().unwrap())
+    tick_labels(chart)
+        .iter()
+        .map(|label| {
+            let label = label.replace(',', "");
+            match label.strip_suffix('k').map(|n| (n, 1e3)).or_else(|| label.strip_suffix('M').map(|n| (n, 1e6))) {
+                Some((n, unit)) => n.parse::<f64>().unwrap() * unit,
+                None => label.parse().unwrap(),
+            }
+        })
         .collect()
+}
+
+/// The chart texts that reach outside their chart, measured by Chromium after layout.
+const OVERFLOW_CHECK: &str = r#"<script>
+document.body.dataset.overflow = JSON.stringify([...document.querySelectorAll(".chart svg")].flatMap((svg) => {
+  const box = svg.getBoundingClientRect();
+  return [...svg.querySelectorAll("text")].map((t) => [t.textContent, t.getBoundingClientRect()])
+    .filter(([, r]) => r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1)
+    .map(([text]) => text);
+}));
+</script></body>"#;
+
+/// Every count in the report's chart data times `factor`.
+fn scaled_page(html: &str, factor: f64) -> String {
+    let (start, end) = ("id=\"report-data\">", "</script>");
+    let from = html.find(start).unwrap() + start.len();
+    let to = from + html[from..].find(end).unwrap();
+    let mut data: Value = serde_json::from_str(&html[from..to]).unwrap();
+    for rows in data["charts"].as_object_mut().unwrap().values_mut() {
+        for row in rows.as_array_mut().into_iter().flatten() {
+            for key in ["count", "chains", "failures"] {
+                if let Some(n) = row.get(key).and_then(Value::as_f64) {
+                    row[key] = json!((n * factor).round());
+                }
+            }
+        }
+    }
+    let data = data.to_string().replace("</", "<\\/");
+    format!("{}{data}{}", &html[..from], &html[to..]).replacen("</body>", OVERFLOW_CHECK, 1)
+}
+
+/// The charts' labels fit in the charts at any size of data: compact tick labels (150k),
+/// margins sized to the labels, the first date under the bars whole.
+#[test]
+fn chart_labels_fit_at_every_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = analyzed_sample_lake(dir.path());
+    let page = dir.path().join("report.html");
+    tracelake_ok(&["report", "--lake", &lake, "--format", "html", "--output", page.to_str().unwrap()]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    for factor in [1.0, 37.0, 1_500.0, 48_000.0, 2_000_000.0] {
+        let scaled = dir.path().join(format!("scaled-{factor}.html"));
+        std::fs::write(&scaled, scaled_page(&html, factor)).unwrap();
+        let (dom, console) = chromium_render(&scaled);
+        assert!(console.is_empty(), "{console:#?}");
+        let at = dom.find("data-overflow=\"").expect("the check ran") + "data-overflow=\"".len();
+        let overflow = &dom[at..at + dom[at..].find('"').unwrap()];
+        assert_eq!(overflow, "[]", "×{factor}: labels outside their chart");
+        let at = dom.find("id=\"chart-chain-lengths\"").unwrap();
+        let labels = tick_labels(&dom[at..at + dom[at..].find("</figure>").unwrap()]);
+        assert!(labels.iter().all(|l| l.len() <= 5), "×{factor}: compact tick labels: {labels:?}");
+    }
 }
 
 #[test]

@@ -126,7 +126,8 @@ fn score_without_outcomes_says_how_to_load_them() {
     let (_dir, lake) = sample_lake();
     let out = tracelake(&["score", "--lake", &lake]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("tracelake outcomes import FILE"));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains(&format!("`tracelake outcomes import --lake {lake} FILE`")), "the hint names the lake: {said}");
 }
 
 #[test]

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use crate::common::{realworld, tracelake, tracelake_ok};
 
-fn imported_lake() -> (tempfile::TempDir, String) {
+pub fn imported_lake() -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     let lake = dir.path().join("lake").display().to_string();
     tracelake_ok(&["import", "--lake", &lake, realworld("tau-retail.events.jsonl").to_str().unwrap()]);
@@ -69,18 +69,49 @@ fn reads_sql_from_standard_input() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "n\n3160\n");
 }
 
+/// Backslash commands work from an argument and from standard input, as in psql.
+#[test]
+fn meta_commands_work_outside_the_prompt() {
+    let (_dir, lake) = imported_lake();
+    let columns = tracelake_ok(&["sql", "--lake", &lake, "\\d events"]);
+    assert!(columns.contains("| tool_params ") && columns.contains("| column "), "{columns}");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tracelake"))
+        .args(["sql", "--lake", &lake])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"\\dt\nSELECT 40 + 2\n  AS answer;\n\\dv\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (tables, views) = (shown.find("| events ").unwrap(), shown.rfind("| chain_events ").unwrap());
+    let answer = shown.find("| 42 ").expect("the SQL between the commands ran");
+    assert!(tables < answer && answer < views, "in the order given: {shown}");
+}
+
 #[test]
 fn errors_are_clear_and_exit_1() {
     let (dir, lake) = imported_lake();
     let bad = tracelake(&["sql", "--lake", &lake, "SELEC nonsense"]);
     assert_eq!(bad.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&bad.stderr).starts_with("error: "), "{bad:?}");
+    let said = String::from_utf8_lossy(&bad.stderr);
+    assert!(said.starts_with("error: SQL syntax error: ") && said.contains("Line: 1, Column: 1"), "{said}");
+    assert_eq!((said.lines().count(), said.matches("SELEC").count()), (1, 1), "one line, the text once: {said}");
+
+    let precedence = tracelake(&["sql", "--lake", &lake, "SELECT count(*) FROM events WHERE tool_params->>'order_id' IS NOT NULL"]);
+    let said = String::from_utf8_lossy(&precedence.stderr);
+    assert!(said.contains("hint: `->` and `->>` bind more loosely") && said.contains("(tool_params->>'order_id') IS NOT NULL"), "{said}");
 
     let missing = tracelake(&["sql", "--lake", dir.path().join("nope").to_str().unwrap(), "SELECT 1"]);
     assert_eq!(missing.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("does not exist: make a lake with `tracelake import"), "{missing:?}");
 
+    let traces = realworld("tau-retail.events.jsonl").display().to_string();
     for (args, said) in [
+        (vec!["status", "--lake", &traces], "is a file: --lake names the directory a lake is kept in"),
+        (vec!["import", "--lake", &traces, &traces], "to make one of this file, `tracelake import --lake DIR "),
         (vec!["sql", "--lake", &lake, "SELECT * FROM event"], "not found"),
         (vec!["sql", "--lake", &lake, "SELECT * FROM 'no/such/traces.parquet'"], "no table, view or file named no/such/traces.parquet"),
         (vec!["sql", "--lake", &lake, "SELECT nonexistent FROM events"], "Valid fields are"),
@@ -281,74 +312,4 @@ fn maxrows_limits_the_rows_a_table_shows() {
     let bad = tracelake(&["sql", "--lake", &lake, "--maxrows", "many", sql]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("`many` is not a number of rows"));
-}
-
-/// The interactive prompt on a terminal (`script` gives it one), as a user types into it.
-#[test]
-fn the_prompt_lists_describes_completes_and_remembers() {
-    let (dir, lake) = imported_lake();
-    let home = dir.path().join("home");
-    std::fs::create_dir(&home).unwrap();
-    let typed = [
-        "\\d",
-        "\\d tool_attempts",
-        "SELECT count(*) AS n FROM chain_ev\t;",
-        "\\timing off",
-        "SELECT 41 + 1 AS answer;",
-        "\\nonsense",
-        "\\q",
-    ];
-    let command = format!("{} sql --lake {lake}", env!("CARGO_BIN_EXE_tracelake"));
-    let mut child = std::process::Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .env("HOME", &home)
-        .env_remove("TRACELAKE_LAKE")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("script (util-linux) runs a command on a terminal");
-    let shown = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
-    let reader = std::thread::spawn({
-        let shown = std::sync::Arc::clone(&shown);
-        let mut stdout = child.stdout.take().unwrap();
-        move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n @ 1..) = std::io::Read::read(&mut stdout, &mut buf) {
-                shown.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-        }
-    });
-    // A line editor drops what was typed ahead of its prompt, so each line waits for one
-    // (a completion redraws the line, and with it the prompt).
-    let mut stdin = child.stdin.take().unwrap();
-    let mut prompts = 0;
-    for line in typed {
-        prompts += 1;
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while String::from_utf8_lossy(&shown.lock().unwrap()).matches("tracelake> ").count() < prompts {
-            assert!(std::time::Instant::now() < deadline, "no prompt for {line:?}: {}", String::from_utf8_lossy(&shown.lock().unwrap()));
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
-        prompts += line.matches('\t').count();
-    }
-    drop(stdin);
-    let status = child.wait().unwrap();
-    reader.join().unwrap();
-    let screen = String::from_utf8_lossy(&shown.lock().unwrap()).into_owned();
-    assert!(status.success(), "{screen}");
-    assert!(screen.contains("views:") && screen.contains("tool_attempts") && screen.contains("events"), "banner: {screen}");
-    assert!(screen.contains("| chain_events ") && screen.contains("| view "), "\\d: {screen}");
-    assert!(screen.contains("| tool_name ") && screen.contains("| column "), "\\d tool_attempts: {screen}");
-    let events = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", "SELECT count(*) AS n FROM chain_events"]);
-    let n = events.lines().nth(1).unwrap();
-    assert!(screen.contains(&format!("| {n} ")), "chain_ev completed to chain_events: {screen}");
-    assert!(screen.contains("1 row in "), "a query's time is told: {screen}");
-    assert!(screen.contains("Timing is off.") && screen.contains("| 42 "), "{screen}");
-    let answer_count = screen.rfind("| 42 ").unwrap();
-    assert!(screen[answer_count..].contains("1 row\r\n"), "timing off: {screen}");
-    assert!(screen.contains("unknown command `\\nonsense`"), "{screen}");
-    let history = std::fs::read_to_string(home.join(".tracelake_history")).expect("history kept");
-    assert!(history.contains("SELECT 41 + 1 AS answer;") && history.contains("\\d tool_attempts"), "{history}");
 }

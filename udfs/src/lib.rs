@@ -6,6 +6,7 @@
 
 pub mod chain_id;
 pub mod chain_position;
+pub mod clip;
 pub mod dedup_key;
 mod digest;
 pub mod docs;
@@ -43,6 +44,7 @@ pub use redact::{RedactUdf, Redactor, RedactorError};
 pub fn register_all(ctx: &SessionContext, redactor: Redactor, patterns: Arc<Patterns>) {
     ctx.register_udf(ScalarUDF::from(RedactUdf::new(redactor)));
     ctx.register_udf(ScalarUDF::from(ChainIdUdf::new()));
+    ctx.register_udf(ScalarUDF::from(clip::ClipUdf::new()));
     ctx.register_udf(ScalarUDF::from(fail_fingerprint::FailFingerprintUdf::new()));
     ctx.register_udf(ScalarUDF::from(json_object::JsonObjectUdf::new()));
     ctx.register_udf(ScalarUDF::from(key_hash::KeyHashUdf::new()));

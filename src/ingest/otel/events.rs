@@ -25,6 +25,15 @@ pub struct Candidate {
     pub once: Option<u64>,
     /// The conversation the span names, if it names one.
     pub conversation: Option<String>,
+    /// Whether the span names its agent (`gen_ai.agent.name`, `agent.name`), rather than
+    /// the agent being its service's name.
+    pub names_agent: bool,
+}
+
+impl Candidate {
+    fn new(event: Event, once: Option<u64>) -> Self {
+        Self { event, once, conversation: None, names_agent: false }
+    }
 }
 
 /// Attributes naming the conversation (session) a span belongs to.
@@ -41,7 +50,8 @@ pub fn span_events(span: &Span) -> Vec<Candidate> {
     if messages.as_ref().is_some_and(|(input, output)| input.is_empty() && output.is_empty() && !is_model_call(span)) {
         return Vec::new();
     }
-    let agent = span.text(&["gen_ai.agent.name", "agent.name", "service.name"]).unwrap_or("unknown").to_owned();
+    let named_agent = span.text(&["gen_ai.agent.name", "agent.name"]);
+    let agent = named_agent.or_else(|| span.text(&["service.name"])).unwrap_or("unknown").to_owned();
     let conversation = span.text(CONVERSATION_KEYS).map(str::to_owned);
     let base = {
         let mut e = Event::new(0, String::new(), span.start_ms, agent, String::new(), "msg.in", Schema::Otlp);
@@ -61,6 +71,7 @@ pub fn span_events(span: &Span) -> Vec<Candidate> {
     for (n, candidate) in out.iter_mut().enumerate() {
         candidate.event.id = format!("{}.{n}", span.span_id);
         candidate.conversation.clone_from(&conversation);
+        candidate.names_agent = named_agent.is_some();
     }
     out
 }
@@ -131,8 +142,8 @@ fn tool_events(span: &Span, base: &Event, out: &mut Vec<Candidate>) {
         }
     }
     let key = |kind: &str| call_id.as_ref().map(|id| key_of(&(kind, id)));
-    out.push(Candidate { event: call, once: key("tool.call"), conversation: None });
-    out.push(Candidate { event: done, once: key("tool.result"), conversation: None });
+    out.push(Candidate::new(call, key("tool.call")));
+    out.push(Candidate::new(done, key("tool.result")));
 }
 
 fn agent_events(span: &Span, base: &Event, out: &mut Vec<Candidate>) {
@@ -153,8 +164,8 @@ fn agent_events(span: &Span, base: &Event, out: &mut Vec<Candidate>) {
             end.success = Some(true);
         }
     }
-    out.push(Candidate { event: start, once: None, conversation: None });
-    out.push(Candidate { event: end, once: None, conversation: None });
+    out.push(Candidate::new(start, None));
+    out.push(Candidate::new(end, None));
 }
 
 fn model_events(span: &Span, input: &[Message], output: &[Message], base: &Event, out: &mut Vec<Candidate>) {
@@ -184,7 +195,7 @@ fn model_events(span: &Span, input: &[Message], output: &[Message], base: &Event
                         model_usage(span, &mut event);
                     }
                 }
-                out.push(Candidate { event, once: Some(key), conversation: None });
+                out.push(Candidate::new(event, Some(key)));
             }
         }
     }

@@ -4,7 +4,11 @@
 //!
 //! The session of a span is the conversation it names (`gen_ai.conversation.id`,
 //! `session.id`), else its trace; the spans of one trace always share a session: the first
-//! span of a trace that is read decides it.
+//! span of a trace that is read decides it. The agent of a span is the one the nearest
+//! span above it names (`gen_ai.agent.name`, `agent.name`; the agent span of the run),
+//! else the first one its trace names, else its service: a trace viewer shows a tool call
+//! under the agent that made it, whatever service it ran in. Spans read in an earlier
+//! batch than the agent span above them keep their service's name.
 
 pub mod events;
 pub mod messages;
@@ -16,8 +20,22 @@ use std::collections::{HashMap, HashSet};
 pub use events::{Candidate, span_events};
 pub use span::{Span, is_traces, spans_from_json};
 
-use super::sequence_in_line;
+use super::{sequence_in_line, time};
 use crate::model::Event;
+
+/// Refuses spans of which one starts at a time that is not plausible (before 2000, more
+/// than a day ahead, or missing), saying which.
+pub fn check_times(spans: &[Span], now_ms: i64) -> Result<(), String> {
+    match spans.iter().find(|s| !time::is_plausible(s.start_ms, now_ms)) {
+        Some(span) => Err(format!(
+            "span `{}` ({}) starts at {}: before 2000 or more than a day ahead (startTimeUnixNano counts nanoseconds)",
+            span.name,
+            span.span_id,
+            time::display(span.start_ms)
+        )),
+        None => Ok(()),
+    }
+}
 
 /// How many traces and event keys are remembered, per generation: a long-running receiver
 /// forgets the older generation past this (traces still under way are far fewer).
@@ -30,14 +48,42 @@ pub struct Assembler {
     /// The session of each trace, by the trace's key.
     sessions: Generations<HashMap<u64, String>>,
     seen: Generations<HashSet<(u64, u64)>>,
+    /// Each span's parent and the agent it names, by the span's key.
+    spans: Generations<HashMap<u64, (Option<u64>, Option<String>)>>,
+    /// The first agent each trace names, by the trace's key.
+    agents: Generations<HashMap<u64, String>>,
 }
 
 impl Assembler {
     /// The events of `candidates` (of the line or request at `position`) not seen before,
     /// with their sessions and their sequences in the line.
     pub fn add(&mut self, position: u64, candidates: Vec<Candidate>) -> Vec<Event> {
+        // Children often end, and so arrive, before the agent span above them: every span
+        // of the batch is known before any takes its agent.
+        for c in &candidates {
+            let named = c.names_agent.then(|| c.event.agent.clone());
+            let span = c.event.span_id.as_deref().map(events::key_of);
+            let parent = c.event.parent_span_id.as_deref().map(events::key_of);
+            if let Some(span) = span {
+                let entry = self.spans.current.entry(span).or_insert((parent, None));
+                if named.is_some() {
+                    entry.1.clone_from(&named);
+                }
+            }
+            if let Some(agent) = named {
+                let trace = events::key_of(c.event.trace_id.as_deref().unwrap_or_default());
+                if self.agents.find(|m| m.get(&trace).map(drop)).is_none() {
+                    self.agents.current.insert(trace, agent);
+                }
+            }
+        }
+        self.spans.age(HashMap::len);
+        self.agents.age(HashMap::len);
         let mut events = Vec::with_capacity(candidates.len());
-        for (n, Candidate { mut event, once, conversation }) in candidates.into_iter().enumerate() {
+        for (n, Candidate { mut event, once, conversation, names_agent }) in candidates.into_iter().enumerate() {
+            if !names_agent && let Some(agent) = self.agent_above(&event) {
+                event.agent = agent;
+            }
             event.stream_seq = sequence_in_line(position, n as u64);
             let trace = event.trace_id.clone().unwrap_or_default();
             let trace_key = events::key_of(&trace);
@@ -62,6 +108,21 @@ impl Assembler {
             events.push(event);
         }
         events
+    }
+
+    /// The agent the nearest span above `event`'s names, else the first its trace names.
+    fn agent_above(&self, event: &Event) -> Option<String> {
+        let mut parent = event.parent_span_id.as_deref().map(events::key_of);
+        // Bounded: span ids come from the input, and a cycle is possible.
+        for _ in 0..64 {
+            let Some((above, agent)) = parent.and_then(|p| self.spans.find(|m| m.get(&p).cloned())) else { break };
+            if agent.is_some() {
+                return agent;
+            }
+            parent = above;
+        }
+        let trace = events::key_of(event.trace_id.as_deref().unwrap_or_default());
+        self.agents.find(|m| m.get(&trace).cloned())
     }
 }
 
@@ -125,5 +186,34 @@ mod tests {
         let other = events(&mut a, chat("1af7651916cd43dd8448eb211c80319c", "00f067aa0ba902b9", None, &["hi"], "hello"));
         assert_eq!(other.len(), 2, "another trace is another session");
         assert_eq!(other[0].session, "1af7651916cd43dd8448eb211c80319c");
+    }
+
+    fn span(trace: &str, id: &str, parent: Option<&str>, attributes: &[(&str, &str)]) -> serde_json::Value {
+        let attributes: Vec<_> = attributes.iter().map(|(k, v)| serde_json::json!({"key": k, "value": {"stringValue": v}})).collect();
+        serde_json::json!({"traceId": trace, "spanId": id, "parentSpanId": parent.unwrap_or(""), "name": id,
+            "startTimeUnixNano": "1767225600000000000", "endTimeUnixNano": "1767225601000000000", "attributes": attributes})
+    }
+
+    #[test]
+    fn spans_take_the_agent_of_the_agent_span_above_them() {
+        let (t, other) = ("0af7651916cd43dd8448eb211c80319c", "2af7651916cd43dd8448eb211c80319c");
+        let tool = [("gen_ai.operation.name", "execute_tool"), ("gen_ai.tool.name", "refund")];
+        // The tool call ends, and is exported, before the agent span above it.
+        let spans = [
+            span(t, "00f067aa0ba902b2", Some("00f067aa0ba902b1"), &tool),
+            span(t, "00f067aa0ba902b1", None, &[("gen_ai.operation.name", "invoke_agent"), ("gen_ai.agent.name", "billing")]),
+            span(other, "00f067aa0ba902b3", None, &tool),
+        ];
+        let batch = serde_json::json!({"resourceSpans": [{
+            "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "billing-agent"}}]},
+            "scopeSpans": [{"spans": spans}]}]});
+        let mut a = Assembler::default();
+        let all = events(&mut a, batch);
+        let agents =
+            |trace: &str| all.iter().filter(|e| e.trace_id.as_deref() == Some(trace)).map(|e| e.agent.as_str()).collect::<HashSet<_>>();
+        assert_eq!(agents(t), HashSet::from(["billing"]), "one trace, one agent: {all:?}");
+        assert_eq!(agents(other), HashSet::from(["billing-agent"]), "a trace that names no agent keeps its service");
+        let later = serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": [span(t, "00f067aa0ba902b4", Some("00f067aa0ba902b2"), &tool)]}]}]});
+        assert!(events(&mut a, later).iter().all(|e| e.agent == "billing"), "a later batch of the trace too");
     }
 }
