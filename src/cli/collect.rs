@@ -25,7 +25,7 @@ pub async fn run(ctx: &Ctx, args: CollectArgs) -> anyhow::Result<ExitCode> {
     let lake = ctx.lake_to_write()?;
     let decoder = ctx.decoder(&lake)?;
     let opts = CollectOptions { listen: args.listen, commit_interval: Duration::from_millis(args.commit_ms), ..CollectOptions::default() };
-    let interrupted = super::on_interrupt()?;
+    let interrupted = super::interrupt::on_interrupt()?;
     let mut terminated = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let ready = |addr: SocketAddr| {
         eprintln!("collecting OTLP traces on http://{addr}/v1/traces into {} (Ctrl-C or SIGTERM stops)", lake.location())

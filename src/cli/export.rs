@@ -61,7 +61,7 @@ pub async fn run(ctx: &Ctx, args: ExportArgs) -> anyhow::Result<ExitCode> {
 
     let stop = Arc::new(AtomicBool::new(false));
     let stopper = Arc::clone(&stop);
-    let interrupted = super::on_interrupt()?;
+    let interrupted = super::interrupt::on_interrupt()?;
     tokio::spawn(async move {
         interrupted.await;
         eprintln!("stopping after the current batch…");

@@ -32,7 +32,7 @@ pub fn run(ctx: &Ctx, args: ImportArgs) -> anyhow::Result<ExitCode> {
     let opts = ImportOptions { force: args.force, max_event_bytes: args.max_event_bytes, ..ImportOptions::default() };
     let files = input_files(&args.files)?;
     let importing = Arc::new(Mutex::new(None::<String>));
-    super::exit_on_interrupt({
+    super::interrupt::exit_on_interrupt({
         let importing = Arc::clone(&importing);
         move || match importing.lock().unwrap_or_else(PoisonError::into_inner).as_deref() {
             Some(file) => {

@@ -8,6 +8,7 @@ mod export;
 mod functions;
 mod generate;
 mod import;
+mod interrupt;
 mod listen_addr;
 mod outcomes;
 mod progress;
@@ -296,41 +297,6 @@ fn block_on<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(future: F
         .build()
         .context("starting the async runtime")?
         .block_on(future)
-}
-
-/// Completes on Ctrl-C. The handler is in place when this returns, so a Ctrl-C that
-/// comes before the future is first polled is not lost (nor kills the process).
-pub fn on_interrupt() -> anyhow::Result<impl std::future::Future<Output = ()>> {
-    let mut signal = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).context("installing the Ctrl-C handler")?;
-    Ok(async move {
-        signal.recv().await;
-    })
-}
-
-/// For a command that runs without an async runtime and commits atomically: on Ctrl-C,
-/// prints what `what_is_left` says and exits with 130, as a shell reports an interrupt.
-pub fn exit_on_interrupt(what_is_left: impl Fn() -> String + Send + 'static) -> anyhow::Result<()> {
-    let (ready, installed) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let listen = || -> anyhow::Result<_> {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-            let interrupted = {
-                let _inside = runtime.enter();
-                on_interrupt()?
-            };
-            Ok((runtime, interrupted))
-        };
-        match listen() {
-            Ok((runtime, interrupted)) => {
-                let _ = ready.send(Ok(()));
-                runtime.block_on(interrupted);
-                eprintln!("\n{}", what_is_left());
-                std::process::exit(130);
-            }
-            Err(e) => drop(ready.send(Err(e))),
-        }
-    });
-    installed.recv().context("installing the Ctrl-C handler")?
 }
 
 /// `3 quarantined (invalid_json 2, too_large 1)`, or `0 quarantined`.

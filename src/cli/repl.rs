@@ -18,6 +18,8 @@ use rustyline::{Context, Editor, Helper};
 use tracelake::engine::{PrintFormat, PrintOptions, print_statements, query_json};
 use tracelake::lake::Lake;
 
+use super::interrupt::{Cancel, Run};
+
 const HELP: &str = "\
 \\d               list tables and views (\\dt tables, \\dv views)
 \\d NAME          the columns of a table or view
@@ -93,6 +95,15 @@ const KEYWORDS: &[&str] = &[
     "window",
 ];
 
+/// How the prompt ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ended {
+    Quietly,
+    /// With a cancelled statement whose plan still holds the engine's threads: the
+    /// process must exit without waiting for them.
+    Stuck,
+}
+
 /// What the prompt does after an input.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Flow {
@@ -113,7 +124,7 @@ impl Repl {
         Self { session, lake, options, history }
     }
 
-    pub async fn run(mut self) -> anyhow::Result<()> {
+    pub async fn run(mut self) -> anyhow::Result<Ended> {
         let mut editor: Editor<Completion, DefaultHistory> = Editor::new().context("starting the interactive prompt")?;
         editor.set_helper(Some(Completion { words: self.names().await? }));
         if let Some(path) = &self.history {
@@ -121,6 +132,7 @@ impl Repl {
             let _ = editor.load_history(path);
         }
         println!("{}", self.banner().await?);
+        let cancel = Cancel::install()?;
         let mut buffer = String::new();
         let mut buffer_before_meta = String::new();
         loop {
@@ -150,25 +162,29 @@ impl Repl {
             if let Some(path) = &self.history {
                 let _ = editor.save_history(path);
             }
-            let interrupted = super::on_interrupt()?;
             let stdout = std::io::stdout();
             let mut out = stdout.lock();
-            let flow = tokio::select! {
-                flow = self.handle(input, &mut out) => flow,
-                () = interrupted => writeln!(out, "Query cancelled").map(|()| Flow::Continue).map_err(anyhow::Error::from),
-            };
-            drop(out);
+            let run = cancel.run(self.handle(input, &mut out)).await;
             buffer = std::mem::take(&mut buffer_before_meta);
-            match flow {
-                Ok(Flow::Quit) => break,
-                Ok(Flow::Continue) => {}
-                Err(e) => eprintln!("error: {}", super::message(&e)),
+            match run {
+                Run::Done(Ok(Flow::Quit)) => break,
+                Run::Done(Ok(Flow::Continue)) => {}
+                Run::Done(Err(e)) => eprintln!("error: {}", super::message(&e)),
+                Run::Cancelled => {
+                    writeln!(out, "Query cancelled")?;
+                    continue;
+                }
+                Run::Stuck => {
+                    writeln!(out, "Query cancelled, but its plan does not yield and keeps every thread of the engine: quitting")?;
+                    return Ok(Ended::Stuck);
+                }
             }
+            drop(out);
             if let Some(helper) = editor.helper_mut() {
                 helper.words = self.names().await?;
             }
         }
-        Ok(())
+        Ok(Ended::Quietly)
     }
 
     /// Runs a script given at once (an argument, a file, standard input): each line that

@@ -12,7 +12,7 @@ use tracelake::engine::session::lakeless_session;
 use tracelake::engine::{PrintFormat, PrintOptions, open_session};
 
 use super::Ctx;
-use super::repl::Repl;
+use super::repl::{Ended, Repl};
 
 #[derive(Debug, Args)]
 pub struct SqlArgs {
@@ -52,7 +52,10 @@ pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
         (Some(q), _) => q.clone(),
         (None, Some(path)) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
         (None, None) if std::io::stdin().is_terminal() => {
-            Repl::new(session, lake, PrintOptions { timing: true, ..options }).run().await?;
+            if Repl::new(session, lake, PrintOptions { timing: true, ..options }).run().await? == Ended::Stuck {
+                std::io::stdout().flush()?;
+                std::process::exit(0);
+            }
             return Ok(ExitCode::SUCCESS);
         }
         (None, None) => {

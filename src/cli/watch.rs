@@ -53,7 +53,7 @@ pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<ExitCode> {
         state_file,
     };
     eprintln!("watching stream {} at {} (Ctrl-C to stop)", nats.stream, nats.url);
-    let stop = super::on_interrupt()?;
+    let stop = super::interrupt::on_interrupt()?;
     let stats = watch(&nats, &ctx.config, ctx.redactor()?, &opts, stop, |f| {
         eprintln!("alert: [{}] {} {}@{}: {}", f.severity, f.signal, f.agent, f.session, f.summary);
     })

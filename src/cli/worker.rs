@@ -37,7 +37,7 @@ fn memory_size(text: &str) -> Result<usize, String> {
 
 pub async fn run(ctx: &Ctx, args: WorkerArgs) -> anyhow::Result<ExitCode> {
     let engine = tracelake::engine::EngineOptions { memory_limit_bytes: args.memory_limit, ..ctx.engine()? };
-    let interrupted = super::on_interrupt()?;
+    let interrupted = super::interrupt::on_interrupt()?;
     let mut terminated = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let stop = async {
         tokio::select! {

@@ -31,6 +31,7 @@
     const axis = niceAxis(Math.max(1, ...totals));
     const labels = categories.map((cat) => shorten(String(cat), 18));
     const longest = Math.max(...labels.map((l) => l.length));
+    const compact = compactFor(axis.max);
     const tickWidth = Math.max(...axis.ticks.map((t) => textWidth(compact(t).length)));
     const firstReach = textWidth(labels[0].length) * Math.cos(LABEL_ANGLE);
     const firstBand = (width - 10 - tickWidth) / categories.length;
@@ -95,12 +96,13 @@
     return { max, ticks };
   }
 
-  // 150000 → 150k, 2500000 → 2.5M: a tick label stays short at any size.
-  function compact(n) {
+  // 150000 → 150k, 2500000 → 2.5M: a tick label stays short at any size. All ticks of an
+  // axis take the unit of its largest (0, 5k, 10k rather than 0, 5,000, 10k).
+  function compactFor(largest) {
     const short = (v, unit) => `${Number(v.toFixed(1))}${unit}`;
-    if (n >= 1e6) return short(n / 1e6, "M");
-    if (n >= 1e4) return short(n / 1e3, "k");
-    return n.toLocaleString("en-US");
+    if (largest >= 1e6) return (n) => (n === 0 ? "0" : short(n / 1e6, "M"));
+    if (largest >= 1e4) return (n) => (n === 0 ? "0" : short(n / 1e3, "k"));
+    return (n) => n.toLocaleString("en-US");
   }
 
   // A label cut to `max` characters ends in an ellipsis; the whole label is its tooltip.
@@ -121,6 +123,7 @@
       return;
     }
     const axis = niceAxis(Math.max(1, ...values));
+    const compact = compactFor(axis.max);
     const plot = width - left - right;
     const bottom = top + labels.length * row;
     for (const tick of axis.ticks) {

@@ -147,7 +147,7 @@ fn every_finding_is_kept_in_the_lake_and_the_report_says_how_many_it_does_not_li
     assert_eq!(stored.trim(), format!("n,ids\n{detected},{detected}"));
 
     let table = tracelake_ok(&["analyze", "--lake", &lake, "--config", &config, "--full"]);
-    assert!(table.contains(&format!("… {} more, all in the lake's findings: tracelake sql", detected - 5)), "{table}");
+    assert!(table.contains(&format!("… {} more, all in tracelake sql --lake {lake} ", detected - 5)), "{table}");
     let html = dir.path().join("report.html");
     tracelake_ok(&["report", "--lake", &lake, "--format", "html", "--max-findings", "5", "--output", html.to_str().unwrap()]);
     let page = std::fs::read_to_string(&html).unwrap();
