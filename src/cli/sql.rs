@@ -53,8 +53,9 @@ pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
         (None, Some(path)) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
         (None, None) if std::io::stdin().is_terminal() => {
             if Repl::new(session, lake, PrintOptions { timing: true, ..options }).run().await? == Ended::Stuck {
+                // The engine's threads would never be joined: end here, as an interrupt does.
                 std::io::stdout().flush()?;
-                std::process::exit(0);
+                std::process::exit(130);
             }
             return Ok(ExitCode::SUCCESS);
         }

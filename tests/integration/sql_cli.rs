@@ -55,17 +55,23 @@ fn runs_several_statements_from_a_file() {
     );
 }
 
+/// `tracelake ARGS` with `input` on its standard input.
+fn with_input(args: &[&str], input: &[u8]) -> std::process::Output {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tracelake"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
 #[test]
 fn reads_sql_from_standard_input() {
     let (_dir, lake) = imported_lake();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tracelake"))
-        .args(["sql", "--lake", &lake, "--format", "csv"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(b"SELECT count(*) AS n FROM events;").unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = with_input(&["sql", "--lake", &lake, "--format", "csv"], b"SELECT count(*) AS n FROM events;");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "n\n3160\n");
 }
 
@@ -75,15 +81,7 @@ fn meta_commands_work_outside_the_prompt() {
     let (_dir, lake) = imported_lake();
     let columns = tracelake_ok(&["sql", "--lake", &lake, "\\d events"]);
     assert!(columns.contains("| tool_params ") && columns.contains("| column "), "{columns}");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tracelake"))
-        .args(["sql", "--lake", &lake])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(b"\\dt\nSELECT 40 + 2\n  AS answer;\n\\dv\n").unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = with_input(&["sql", "--lake", &lake], b"\\dt\nSELECT 40 + 2\n  AS answer;\n\\dv\n");
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let (tables, views) = (shown.find("| events ").unwrap(), shown.rfind("| chain_events ").unwrap());

@@ -41,6 +41,9 @@ pub fn check_times(spans: &[Span], now_ms: i64) -> Result<(), String> {
 /// forgets the older generation past this (traces still under way are far fewer).
 const REMEMBERED: usize = 1 << 17;
 
+/// A span's parent (by its key) and the agent it names, if it names one.
+type SpanAgent = (Option<u64>, Option<String>);
+
 /// Gives span events their session and drops repeats, across the batches spans arrive in.
 /// Batches must be added in the order they were received.
 #[derive(Default)]
@@ -48,8 +51,7 @@ pub struct Assembler {
     /// The session of each trace, by the trace's key.
     sessions: Generations<HashMap<u64, String>>,
     seen: Generations<HashSet<(u64, u64)>>,
-    /// Each span's parent and the agent it names, by the span's key.
-    spans: Generations<HashMap<u64, (Option<u64>, Option<String>)>>,
+    spans: Generations<HashMap<u64, SpanAgent>>,
     /// The first agent each trace names, by the trace's key.
     agents: Generations<HashMap<u64, String>>,
 }
