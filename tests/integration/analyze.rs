@@ -141,6 +141,18 @@ fn incremental_runs_report_each_finding_once() {
     let stored =
         tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", "SELECT count(*) AS n, count(DISTINCT finding_id) AS ids FROM findings"]);
     assert_eq!(stored, format!("n,ids\n{0},{0}\n", all.len()));
+
+    // A window analyzed again says its findings were reported, and where they are; one
+    // that holds no events says what times the lake holds.
+    let again = tracelake(&["analyze", "--lake", &lake, "--config", &config, "--since", "2026-01-01"]);
+    let said = String::from_utf8_lossy(&again.stderr);
+    let (count, rest) = said.split_once(" finding(s) in these sessions were reported by earlier runs").expect(&said);
+    let count: usize = count.rsplit('\n').next().unwrap().parse().unwrap();
+    assert!(count > 0 && count <= all.len(), "{said}");
+    assert!(rest.contains(&format!("`tracelake report --lake {lake}` lists them")), "{said}");
+    let empty = tracelake(&["analyze", "--lake", &lake, "--config", &config, "--since", "1h"]);
+    let said = String::from_utf8_lossy(&empty.stderr);
+    assert!(said.contains("no events since") && said.contains("the lake's events run from 2026-01-05"), "{said}");
 }
 
 #[test]

@@ -310,6 +310,11 @@ fn every_quarantine_reason_is_reported_with_its_position() {
     let bad_spans = d.decode_events(Line::Complete(spans.to_vec()), "f.jsonl", 9).expect_err("quarantined");
     assert_eq!((bad_spans.reason, bad_spans.position), (QuarantineReason::InvalidSpans, 9));
     assert!(bad_spans.detail.contains("not-an-id"), "{}", bad_spans.detail);
+    // A span without its start time (or one in 1970) would be an event of 1970.
+    let spans = br#"{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "eee19b7ec3c1b174", "name": "chat m"}]}]}]}"#;
+    let no_start = d.decode_events(Line::Complete(spans.to_vec()), "f.jsonl", 10).expect_err("quarantined");
+    assert_eq!(no_start.reason, QuarantineReason::InvalidTimestamp);
+    assert!(no_start.detail.contains("span `chat m` (eee19b7ec3c1b174) starts at 1970-01-01"), "{}", no_start.detail);
     assert_eq!(QuarantineReason::ALL.len(), 8, "a new reason needs a case above");
 }
 

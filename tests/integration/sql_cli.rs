@@ -79,6 +79,8 @@ fn reads_sql_from_standard_input() {
 #[test]
 fn meta_commands_work_outside_the_prompt() {
     let (_dir, lake) = imported_lake();
+    let help = tracelake_ok(&["sql", "--lake", &lake, "\\?"]);
+    assert!(help.contains("(tool_params->>'order_id') IS NOT NULL"), "the example uses real columns: {help}");
     let columns = tracelake_ok(&["sql", "--lake", &lake, "\\d events"]);
     assert!(columns.contains("| tool_params ") && columns.contains("| column "), "{columns}");
     let out = with_input(&["sql", "--lake", &lake], b"\\dt\nSELECT 40 + 2\n  AS answer;\n\\dv\n");
