@@ -5,6 +5,7 @@ mod collect;
 mod config;
 mod demo;
 mod export;
+mod factors;
 mod functions;
 mod generate;
 mod import;
@@ -71,6 +72,8 @@ enum Command {
     Outcomes(outcomes::OutcomesArgs),
     /// Show which signals separate failed sessions from successful ones (needs outcomes).
     Score(score::ScoreArgs),
+    /// Show which conditions (agent, model, tools, size, errors, time …) go with failure (needs outcomes).
+    Factors(factors::FactorsArgs),
     /// Write a report of the lake's findings (HTML with charts, Markdown or JSON).
     Report(report::ReportArgs),
     /// Run SQL over the lake, and over files named by path (no query: an interactive prompt).
@@ -275,6 +278,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Analyze(args) => block_on(analyze::run(&ctx, args)),
         Command::Outcomes(args) => outcomes::run(&ctx, args),
         Command::Score(args) => block_on(score::run(&ctx, args)),
+        Command::Factors(args) => block_on(factors::run(&ctx, args)),
         Command::Functions(args) => functions::run(&ctx, args),
         Command::Report(args) => block_on(report::run(&ctx, args)),
         Command::Sql(args) => block_on(sql::run(&ctx, args)),

@@ -13,6 +13,10 @@ pub const RULE_EFFECTIVENESS: &str = include_str!("../../sql/outputs/rule_effect
 /// from successful ones.
 pub const SIGNAL_SCORES: &str = include_str!("../../sql/outputs/signal_scores.sql");
 
+/// `session_features`, `session_factors`: the conditions each session ran under, for
+/// `tracelake factors`.
+pub const SESSION_FACTORS: &str = include_str!("../../sql/outputs/session_factors.sql");
+
 /// `tracelake score --folds K`: per signal and fold of tasks, the sessions flagged (a query
 /// over `session_outcomes`, with `${group}` and `${folds}` to fill in).
 pub const FOLD_SCORES: &str = include_str!("../../sql/outputs/fold_scores.sql");

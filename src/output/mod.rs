@@ -2,11 +2,13 @@
 //! and cortex patterns; their files; and how well earlier rules worked.
 
 pub mod effectiveness;
+pub mod factors;
 pub mod files;
 pub mod patterns;
 pub mod policy;
 pub mod score;
 pub mod soul;
+pub mod stats;
 pub mod table;
 
 use serde::Serialize;

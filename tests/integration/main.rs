@@ -9,6 +9,7 @@ mod config;
 mod damage;
 mod demo;
 mod export;
+mod factors;
 mod fuzz;
 mod generate;
 mod hostile_input;

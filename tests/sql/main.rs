@@ -7,7 +7,7 @@
 //! optional); whenever `trace` is created, `events` is rebuilt from it, and the chain
 //! views and a view per built-in detector (`sig_correction`, `sig_tool_fail`, …) are
 //! defined over it anew. Whenever one of the tables behind `rule_effectiveness` and
-//! `signal_scores` is created (`runs`, `outputs`, `findings`, `outcomes`; with `CREATE OR
+//! `signal_scores` (and `session_factors`) is created (`runs`, `outputs`, `findings`, `outcomes`; with `CREATE OR
 //! REPLACE TABLE`, as the session has them, empty), those views are defined anew.
 
 use std::path::{Path, PathBuf};
@@ -23,7 +23,7 @@ use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
 use tracelake::detect::builtin_detectors;
 use tracelake::engine::run_statements;
 use tracelake::engine::session::{EngineOptions, memory_session};
-use tracelake::engine::sql::{CHAIN_VIEWS, CHAINS, RULE_EFFECTIVENESS, SIGNAL_SCORES};
+use tracelake::engine::sql::{CHAIN_VIEWS, CHAINS, RULE_EFFECTIVENESS, SESSION_FACTORS, SIGNAL_SCORES};
 
 fn main() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sql");
@@ -70,7 +70,7 @@ fn err(e: impl std::fmt::Display) -> SqlError {
 }
 
 /// The columns `events` needs from `trace`, with what stands in for a missing one.
-const EVENT_COLUMNS: [(&str, &str); 14] = [
+const EVENT_COLUMNS: [(&str, &str); 17] = [
     ("stream_seq", "CAST(n AS BIGINT UNSIGNED)"),
     ("id", "'e' || CAST(n AS VARCHAR)"),
     ("ts", "to_timestamp_millis(CAST(1767225600000 + n * 1000 AS BIGINT))"),
@@ -84,6 +84,9 @@ const EVENT_COLUMNS: [(&str, &str); 14] = [
     ("tool_result", "CAST(NULL AS VARCHAR)"),
     ("tool_error", "CAST(NULL AS VARCHAR)"),
     ("tool_is_error", "CAST(NULL AS BOOLEAN)"),
+    ("model", "CAST(NULL AS VARCHAR)"),
+    ("provider", "CAST(NULL AS VARCHAR)"),
+    ("channel", "CAST(NULL AS VARCHAR)"),
     ("n", "n"),
 ];
 
@@ -119,7 +122,7 @@ impl Tracelake {
 
     /// `rule_effectiveness` and `signal_scores` over the tables as they are now.
     async fn define_output_views(&self) -> Result<(), SqlError> {
-        for sql in [RULE_EFFECTIVENESS, SIGNAL_SCORES] {
+        for sql in [RULE_EFFECTIVENESS, SIGNAL_SCORES, SESSION_FACTORS] {
             run_statements(&self.ctx, sql, |_, _| Ok(())).await.map_err(err)?;
         }
         Ok(())

@@ -1,0 +1,86 @@
+-- The conditions each session ran under, to be set against its outcome (`tracelake
+-- factors`): `session_features`, one row per session in numbers, and `session_factors`,
+-- one row per session and factor with the factor's value as text, sizes bucketed.
+
+-- One row per session: the most frequent agent, model, provider and channel; its size
+-- (user turns, tool calls, distinct tools, seconds from first to last event); its process
+-- (failed tool results, where the first came as a share of the session's events, calls
+-- that repeat the call before them, tool and params); when it started.
+CREATE OR REPLACE VIEW session_features AS
+WITH ordered AS (
+    SELECT session, type, ts, tool_name,
+        type = 'tool.result' AND (tool_error IS NOT NULL OR coalesce(tool_is_error, false)) AS failed_result,
+        type = 'tool.call'
+            AND tool_name = lag(tool_name) OVER (PARTITION BY session, type = 'tool.call' ORDER BY ts, stream_seq)
+            AND tool_params IS NOT DISTINCT FROM lag(tool_params) OVER (PARTITION BY session, type = 'tool.call' ORDER BY ts, stream_seq)
+            AS retry,
+        row_number() OVER (PARTITION BY session ORDER BY ts, stream_seq) AS nth
+    FROM events
+),
+attributes AS (
+    SELECT session, 'agent' AS name, agent AS value FROM events
+    UNION ALL SELECT session, 'model', model FROM events WHERE model IS NOT NULL
+    UNION ALL SELECT session, 'provider', provider FROM events WHERE provider IS NOT NULL
+    UNION ALL SELECT session, 'channel', channel FROM events WHERE channel IS NOT NULL
+),
+most_frequent AS (
+    SELECT session,
+        max(value) FILTER (WHERE name = 'agent') AS agent,
+        max(value) FILTER (WHERE name = 'model') AS model,
+        max(value) FILTER (WHERE name = 'provider') AS provider,
+        max(value) FILTER (WHERE name = 'channel') AS channel
+    FROM (
+        SELECT session, name, value,
+            row_number() OVER (PARTITION BY session, name ORDER BY count(*) DESC, value) AS rank
+        FROM attributes
+        GROUP BY session, name, value
+    )
+    WHERE rank = 1
+    GROUP BY session
+),
+sizes AS (
+    SELECT session,
+        count(*) FILTER (WHERE type = 'msg.in') AS user_turns,
+        count(*) FILTER (WHERE type = 'tool.call') AS tool_calls,
+        count(DISTINCT tool_name) FILTER (WHERE type = 'tool.call') AS distinct_tools,
+        CAST(CAST(max(ts) AS BIGINT) - CAST(min(ts) AS BIGINT) AS DOUBLE) / 1000 AS duration_s,
+        count(*) FILTER (WHERE failed_result) AS tool_errors,
+        CAST(min(nth) FILTER (WHERE failed_result) AS DOUBLE) / count(*) AS first_error_at,
+        count(*) FILTER (WHERE retry) AS retries,
+        min(ts) AS started_at
+    FROM ordered
+    GROUP BY session
+)
+SELECT s.session, m.agent, m.model, m.provider, m.channel, s.user_turns, s.tool_calls, s.distinct_tools,
+    s.duration_s, s.tool_errors, s.first_error_at, s.retries, s.started_at
+FROM sizes s JOIN most_frequent m ON m.session = s.session;
+
+-- One row per session and factor. Sizes are `small`, `medium` or `large`: user turns up
+-- to 2, 3 to 6, 7 or more; tool calls up to 2, 3 to 10, 11 or more; distinct tools 1 or
+-- none, 2 or 3, 4 or more; duration under a minute, under ten, ten or more. Tool errors
+-- are `0`, `1` or `2+`; the first error `early` (in the first half of the session's
+-- events), `late` or `none`; retries `0` or `1+`; the start's `hour` (UTC, `00`–`23`)
+-- and `weekday` (`Mon`–`Sun`). Each tool a session called is a factor `tool:NAME` with
+-- the value `used`, each signal with a finding in it `signal:ID` with the value `fired`.
+CREATE OR REPLACE VIEW session_factors AS
+WITH f AS (SELECT * FROM session_features)
+SELECT session, 'agent' AS factor, agent AS value FROM f
+UNION ALL SELECT session, 'model', model FROM f WHERE model IS NOT NULL
+UNION ALL SELECT session, 'provider', provider FROM f WHERE provider IS NOT NULL
+UNION ALL SELECT session, 'channel', channel FROM f WHERE channel IS NOT NULL
+UNION ALL SELECT session, 'user_turns',
+    CASE WHEN user_turns <= 2 THEN 'small' WHEN user_turns <= 6 THEN 'medium' ELSE 'large' END FROM f
+UNION ALL SELECT session, 'tool_calls',
+    CASE WHEN tool_calls <= 2 THEN 'small' WHEN tool_calls <= 10 THEN 'medium' ELSE 'large' END FROM f
+UNION ALL SELECT session, 'distinct_tools',
+    CASE WHEN distinct_tools <= 1 THEN 'small' WHEN distinct_tools <= 3 THEN 'medium' ELSE 'large' END FROM f
+UNION ALL SELECT session, 'duration',
+    CASE WHEN duration_s < 60 THEN 'small' WHEN duration_s < 600 THEN 'medium' ELSE 'large' END FROM f
+UNION ALL SELECT session, 'tool_errors', CASE WHEN tool_errors = 0 THEN '0' WHEN tool_errors = 1 THEN '1' ELSE '2+' END FROM f
+UNION ALL SELECT session, 'first_error',
+    CASE WHEN first_error_at IS NULL THEN 'none' WHEN first_error_at <= 0.5 THEN 'early' ELSE 'late' END FROM f
+UNION ALL SELECT session, 'retries', CASE WHEN retries = 0 THEN '0' ELSE '1+' END FROM f
+UNION ALL SELECT session, 'hour', lpad(CAST(date_part('hour', started_at) AS VARCHAR), 2, '0') FROM f
+UNION ALL SELECT session, 'weekday', to_char(started_at, '%a') FROM f
+UNION ALL SELECT DISTINCT session, 'tool:' || tool_name, 'used' FROM events WHERE type = 'tool.call' AND tool_name IS NOT NULL
+UNION ALL SELECT DISTINCT session, 'signal:' || signal, 'fired' FROM findings;

@@ -1,0 +1,102 @@
+//! `tracelake factors`: which conditions go with failure in the lake's traffic, over the
+//! outcomes loaded with `tracelake outcomes import`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Args, ValueEnum};
+use datafusion::prelude::SessionContext;
+use tracelake::engine::{open_session, query_json};
+use tracelake::output::factors::factor_scores;
+use tracelake::report::text::with_lake;
+
+use super::Ctx;
+
+#[derive(Debug, Args)]
+pub struct FactorsArgs {
+    /// Output format.
+    #[arg(long, value_enum, env = "TRACELAKE_FACTORS_FORMAT", default_value_t = FactorsFormat::Table)]
+    format: FactorsFormat,
+    /// Factor values held by fewer scored sessions than this are not tested.
+    #[arg(long, env = "TRACELAKE_FACTORS_MIN_SUPPORT", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    min_support: u64,
+    /// A directory of factor files: each `.sql` file one query returning `session`,
+    /// `factor` and `value`.
+    #[arg(long, env = "TRACELAKE_FACTORS")]
+    factors: Option<PathBuf>,
+    /// List the factors and their values (with how many sessions hold each) instead of
+    /// scoring them.
+    #[arg(long)]
+    list: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum FactorsFormat {
+    Table,
+    Json,
+    Csv,
+}
+
+pub async fn run(ctx: &Ctx, args: FactorsArgs) -> anyhow::Result<ExitCode> {
+    let lake = ctx.existing_lake()?;
+    let session = open_session(&lake, ctx.redactor()?, &ctx.engine()?).await?;
+    let extra = match &args.factors {
+        Some(dir) => factor_files(&session, dir).await?,
+        None => Vec::new(),
+    };
+    let mut out = std::io::stdout().lock();
+    if args.list {
+        let all = std::iter::once("SELECT session, factor, value FROM session_factors".to_owned())
+            .chain(extra.iter().map(|sql| format!("SELECT session, factor, value FROM ({sql})")))
+            .collect::<Vec<_>>()
+            .join(" UNION ALL ");
+        let sql = format!(
+            "SELECT factor, count(DISTINCT value) AS \"values\", count(DISTINCT session) AS sessions FROM ({all}) GROUP BY factor ORDER BY factor"
+        );
+        for row in query_json(&session, &sql).await? {
+            writeln!(
+                out,
+                "{:<40} {:>6} values  {:>8} sessions",
+                row["factor"].as_str().unwrap_or_default(),
+                row["values"],
+                row["sessions"]
+            )?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let report = factor_scores(&session, &extra, args.min_support)
+        .await
+        .map_err(|e| anyhow::anyhow!(with_lake(&e.to_string(), &lake.location())))?;
+    match args.format {
+        FactorsFormat::Table => write!(out, "{}", report.to_terminal())?,
+        FactorsFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
+        FactorsFormat::Csv => write!(out, "{}", report.to_csv())?,
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The queries of the `.sql` files in `dir`, in name order, each checked to plan and to
+/// return `session`, `factor` and `value`.
+async fn factor_files(session: &SessionContext, dir: &Path) -> anyhow::Result<Vec<String>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading the factors directory {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "sql") && p.is_file())
+        .collect();
+    paths.sort();
+    let mut queries = Vec::new();
+    for path in paths {
+        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let sql = text.trim().trim_end_matches(';').to_owned();
+        let check = format!("SELECT session, factor, value FROM ({sql}) LIMIT 0");
+        session
+            .sql_with_options(&check, tracelake::engine::sql::query_only())
+            .await
+            .with_context(|| format!("{}: a factor file is one query returning session, factor and value", path.display()))?;
+        queries.push(sql);
+    }
+    Ok(queries)
+}

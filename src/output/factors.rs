@@ -1,0 +1,178 @@
+//! `tracelake factors`: for every value of every factor (`session_factors`, and the user's
+//! factor files), how the scored sessions with it fared against the others: sessions,
+//! failure rate with its 95 % Wilson interval, lift against the rest, Fisher's exact
+//! p-value and its Benjamini–Hochberg q-value across every value tested.
+
+use datafusion::prelude::SessionContext;
+use serde::Serialize;
+
+use super::score::ScoreError;
+use super::stats::{benjamini_hochberg, fisher_exact, wilson_interval};
+use crate::engine::query_json;
+
+/// One value of one factor against the other scored sessions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FactorScore {
+    pub factor: String,
+    pub value: String,
+    /// Scored sessions with this value, and how many of them failed.
+    pub sessions: u64,
+    pub failed: u64,
+    pub failure_rate: f64,
+    /// The 95 % Wilson interval of the failure rate.
+    pub ci_low: f64,
+    pub ci_high: f64,
+    /// The failure rate over that of the other scored sessions; `None` when none of
+    /// those failed.
+    pub lift: Option<f64>,
+    pub p_value: f64,
+    /// The Benjamini–Hochberg adjusted p-value across every value tested.
+    pub q_value: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FactorReport {
+    pub sessions_scored: u64,
+    pub failed: u64,
+    /// Values at or above the support, most telling first.
+    pub factors: Vec<FactorScore>,
+    /// Values held by fewer scored sessions than the support, or by all of them, which
+    /// were not tested.
+    pub not_tested: u64,
+    pub min_support: u64,
+}
+
+/// The scored sessions: those with a known outcome and events in the lake.
+const SCORED: &str = "SELECT session, outcome = 'failure' AS failed FROM session_outcomes WHERE session IN (SELECT session FROM events)";
+
+/// Scores every factor value held by at least `min_support` scored sessions; `extra` are
+/// the user's factor queries (each `session, factor, value`).
+pub async fn factor_scores(ctx: &SessionContext, extra: &[String], min_support: u64) -> Result<FactorReport, ScoreError> {
+    let totals = query_json(ctx, &format!("SELECT count(*) AS n, count(*) FILTER (WHERE failed) AS failed FROM ({SCORED})")).await?;
+    let total = |key: &str| totals.first().and_then(|r| r[key].as_u64()).unwrap_or(0);
+    let (scored, failed_total) = (total("n"), total("failed"));
+    if scored == 0 {
+        return Err(ScoreError::NoOutcomes);
+    }
+    let factors = std::iter::once("SELECT session, factor, value FROM session_factors".to_owned())
+        .chain(extra.iter().map(|sql| format!("SELECT CAST(session AS VARCHAR) AS session, CAST(factor AS VARCHAR) AS factor, CAST(value AS VARCHAR) AS value FROM ({sql})")))
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ");
+    let counts = query_json(
+        ctx,
+        &format!(
+            "WITH scored AS ({SCORED}), factors AS ({factors}) \
+             SELECT f.factor, f.value, count(DISTINCT f.session) AS sessions, count(DISTINCT f.session) FILTER (WHERE s.failed) AS failed \
+             FROM factors f JOIN scored s ON s.session = f.session WHERE f.value IS NOT NULL GROUP BY f.factor, f.value"
+        ),
+    )
+    .await?;
+    let mut not_tested = 0;
+    let mut tested = Vec::new();
+    for row in counts {
+        let (n, k) = (row["sessions"].as_u64().unwrap_or(0), row["failed"].as_u64().unwrap_or(0));
+        if n < min_support || n == scored {
+            not_tested += 1;
+            continue;
+        }
+        let (rest, rest_failed) = (scored - n, failed_total - k);
+        let (ci_low, ci_high) = wilson_interval(k, n, 0.95);
+        let rate = k as f64 / n as f64;
+        let rest_rate = rest_failed as f64 / rest as f64;
+        tested.push(FactorScore {
+            factor: row["factor"].as_str().unwrap_or_default().to_owned(),
+            value: row["value"].as_str().unwrap_or_default().to_owned(),
+            sessions: n,
+            failed: k,
+            failure_rate: rate,
+            ci_low,
+            ci_high,
+            lift: (rest_rate > 0.0).then(|| rate / rest_rate),
+            p_value: fisher_exact([[k, n - k], [rest_failed, rest - rest_failed]]),
+            q_value: 1.0,
+        });
+    }
+    let q = benjamini_hochberg(&tested.iter().map(|f| f.p_value).collect::<Vec<_>>());
+    for (score, q) in tested.iter_mut().zip(q) {
+        score.q_value = q;
+    }
+    tested.sort_by(|a, b| {
+        let lift = |f: &FactorScore| f.lift.unwrap_or(f64::INFINITY);
+        a.q_value
+            .total_cmp(&b.q_value)
+            .then(a.p_value.total_cmp(&b.p_value))
+            .then(lift(b).total_cmp(&lift(a)))
+            .then(a.factor.cmp(&b.factor))
+    });
+    Ok(FactorReport { sessions_scored: scored, failed: failed_total, factors: tested, not_tested, min_support })
+}
+
+impl FactorReport {
+    /// The report as a table for the terminal.
+    pub fn to_terminal(&self) -> String {
+        let mut out = format!(
+            "{} sessions with a known outcome, {} failed ({:.1} %); factor values held by at least {} of them, most telling first\n\n",
+            self.sessions_scored,
+            self.failed,
+            100.0 * self.failed as f64 / self.sessions_scored as f64,
+            self.min_support
+        );
+        let width = self.factors.iter().map(|f| f.factor.len() + f.value.len() + 3).max().unwrap_or(10).max(12);
+        out.push_str(&format!(
+            "{:<width$} {:>8}  {:>24}  {:>6}  {:>9}  {:>9}\n",
+            "factor = value", "sessions", "failure rate (95 % CI)", "lift", "p", "q"
+        ));
+        for f in &self.factors {
+            let lift = f.lift.map_or("∞".to_owned(), |l| format!("{l:.2}"));
+            out.push_str(&format!(
+                "{:<width$} {:>8}  {:>5.1} % ({:>4.1}–{:>5.1} %)  {lift:>6}  {:>9}  {:>9}\n",
+                format!("{} = {}", f.factor, f.value),
+                f.sessions,
+                100.0 * f.failure_rate,
+                100.0 * f.ci_low,
+                100.0 * f.ci_high,
+                p_text(f.p_value),
+                p_text(f.q_value),
+            ));
+        }
+        if self.not_tested > 0 {
+            out.push_str(&format!(
+                "\n{} values held by fewer than {} scored sessions, or by all, were not tested (--min-support)\n",
+                self.not_tested, self.min_support
+            ));
+        }
+        out
+    }
+
+    /// The report as CSV with a header.
+    pub fn to_csv(&self) -> String {
+        let mut out = String::from("factor,value,sessions,failed,failure_rate,ci_low,ci_high,lift,p_value,q_value\n");
+        for f in &self.factors {
+            out.push_str(&format!(
+                "{},{},{},{},{},{},{},{},{},{}\n",
+                csv_field(&f.factor),
+                csv_field(&f.value),
+                f.sessions,
+                f.failed,
+                f.failure_rate,
+                f.ci_low,
+                f.ci_high,
+                f.lift.map_or(String::new(), |l| l.to_string()),
+                f.p_value,
+                f.q_value
+            ));
+        }
+        out
+    }
+}
+
+/// `0.0123`, or `1.2e-5` for the small ones.
+fn p_text(p: f64) -> String {
+    if p >= 0.001 { format!("{p:.4}") } else { format!("{p:.1e}") }
+}
+
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n']) { format!("\"{}\"", text.replace('"', "\"\"")) } else { text.to_owned() }
+}

@@ -1,0 +1,97 @@
+//! The statistics of `tracelake factors`: a proportion's Wilson interval, Fisher's exact
+//! test of a 2×2 table, and the Benjamini–Hochberg adjustment of many p-values. The
+//! distributions come from `statrs`; the tests check each against scipy's values.
+
+use statrs::distribution::{ContinuousCDF, Discrete, Hypergeometric, Normal};
+
+/// The Wilson score interval of the proportion `k` of `n` at `confidence` (0.95 for
+/// 95 %): unlike the normal approximation, it stays inside 0..1 and is sound for small
+/// counts. `(0, 1)` for no observations.
+pub fn wilson_interval(k: u64, n: u64, confidence: f64) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let z = Normal::standard().inverse_cdf(1.0 - (1.0 - confidence) / 2.0);
+    let (n, p) = (n as f64, k as f64 / n as f64);
+    let denominator = 1.0 + z * z / n;
+    let center = (p + z * z / (2.0 * n)) / denominator;
+    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denominator;
+    ((center - half).max(0.0), (center + half).min(1.0))
+}
+
+/// The two-sided p-value of Fisher's exact test for `[[a, b], [c, d]]`: the probability,
+/// with the margins fixed, of every table at most as likely as this one (as scipy sums it,
+/// with a relative tolerance of 1e-7 for ties).
+pub fn fisher_exact(table: [[u64; 2]; 2]) -> f64 {
+    let [[a, b], [c, d]] = table;
+    let (total, successes, draws) = (a + b + c + d, a + c, a + b);
+    let Ok(hypergeometric) = Hypergeometric::new(total, successes, draws) else {
+        return 1.0;
+    };
+    let observed = hypergeometric.pmf(a);
+    let low = (draws + successes).saturating_sub(total);
+    let high = draws.min(successes);
+    let p: f64 = (low..=high).map(|x| hypergeometric.pmf(x)).filter(|&p| p <= observed * (1.0 + 1e-7)).sum();
+    p.min(1.0)
+}
+
+/// Benjamini–Hochberg adjusted p-values (q-values), in the order given: the false
+/// discovery rate at which each would be called significant among all tested.
+pub fn benjamini_hochberg(p_values: &[f64]) -> Vec<f64> {
+    let m = p_values.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&i, &j| p_values[i].total_cmp(&p_values[j]));
+    let mut q = vec![1.0; m];
+    let mut smallest_after = 1.0_f64;
+    for (rank, &i) in order.iter().enumerate().rev() {
+        smallest_after = smallest_after.min(p_values[i] * m as f64 / (rank + 1) as f64);
+        q[i] = smallest_after;
+    }
+    q
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * b.abs().max(1e-12)
+    }
+
+    /// `scipy.stats.fisher_exact(table, alternative='two-sided').pvalue` (scipy 1.17).
+    #[test]
+    fn fisher_matches_scipy() {
+        for (table, scipy) in [
+            ([[8, 2], [1, 5]], 0.034965034965034975),
+            ([[3, 17], [40, 140]], 0.5755870895953576),
+            ([[0, 10], [12, 3]], 0.00010768609503297887),
+            ([[25, 5], [91, 79]], 0.002323577163046672),
+        ] {
+            assert!(close(fisher_exact(table), scipy), "{table:?}: {} against {scipy}", fisher_exact(table));
+        }
+        assert_eq!(fisher_exact([[0, 0], [0, 0]]), 1.0);
+    }
+
+    /// `scipy.stats.binomtest(k, n).proportion_ci(0.95, method='wilson')`.
+    #[test]
+    fn wilson_matches_scipy() {
+        for (k, n, low, high) in [
+            (7, 10, 0.39677814746114526, 0.892208732593699),
+            (0, 12, 0.0, 0.24249400665524085),
+            (48, 116, 0.32833485328047207, 0.5047779926677415),
+            (20, 20, 0.8388748419471808, 1.0),
+        ] {
+            let (l, h) = wilson_interval(k, n, 0.95);
+            assert!((l - low).abs() < 1e-9 && (h - high).abs() < 1e-9, "{k}/{n}: ({l}, {h}) against ({low}, {high})");
+        }
+    }
+
+    /// `scipy.stats.false_discovery_control(p, method='bh')`.
+    #[test]
+    fn benjamini_hochberg_matches_scipy() {
+        let q = benjamini_hochberg(&[0.01, 0.04, 0.03, 0.5, 0.001]);
+        for (got, scipy) in q.iter().zip([0.025, 0.05, 0.05, 0.5, 0.005]) {
+            assert!(close(*got, scipy), "{q:?}");
+        }
+    }
+}
