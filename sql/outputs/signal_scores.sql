@@ -1,14 +1,5 @@
--- Known session outcomes (`tracelake outcomes import`) against the findings: which signals
+-- Known session outcomes (`session_outcomes`) against the findings: which signals
 -- separate the sessions that failed from those that went well (`tracelake score`).
-
--- The latest outcome imported for each session.
-CREATE OR REPLACE VIEW session_outcomes AS
-SELECT session, outcome, score, source, imported_at
-FROM (
-    SELECT *, row_number() OVER (PARTITION BY session ORDER BY imported_at DESC, source DESC) AS nth
-    FROM outcomes
-)
-WHERE nth = 1;
 
 -- Per signal, and for all signals together (`(any)`), among the sessions with a known
 -- outcome and events in the lake: how many failed and how many successful ones have a

@@ -10,12 +10,19 @@ use clap::{Args, ValueEnum};
 use datafusion::prelude::SessionContext;
 use tracelake::engine::{open_session, query_json};
 use tracelake::output::factors::factor_scores;
+use tracelake::output::outcome_source::use_outcomes;
 use tracelake::report::text::with_lake;
 
 use super::Ctx;
+use super::outcomes::Outcomes;
 
 #[derive(Debug, Args)]
 pub struct FactorsArgs {
+    /// The outcomes to score against: `imported` (`tracelake outcomes import`), or
+    /// `inferred`: also those read from what the users said next, for the sessions with
+    /// none imported.
+    #[arg(long, value_enum, default_value_t = Outcomes::Imported)]
+    outcomes: Outcomes,
     /// Output format.
     #[arg(long, value_enum, env = "TRACELAKE_FACTORS_FORMAT", default_value_t = FactorsFormat::Table)]
     format: FactorsFormat,
@@ -42,6 +49,7 @@ enum FactorsFormat {
 pub async fn run(ctx: &Ctx, args: FactorsArgs) -> anyhow::Result<ExitCode> {
     let lake = ctx.existing_lake()?;
     let session = open_session(&lake, ctx.redactor()?, &ctx.engine()?).await?;
+    use_outcomes(&session, args.outcomes.into()).await?;
     let extra = match &args.factors {
         Some(dir) => factor_files(&session, dir).await?,
         None => Vec::new(),

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use tracelake::lake::outcomes::{OutcomeImport, import_outcomes};
+use tracelake::output::outcome_source::OutcomeSource;
 
 use super::Ctx;
 
@@ -88,5 +89,21 @@ fn print_rejected(rejected: &[tracelake::ingest::outcomes::BadOutcome]) {
     }
     if rejected.len() > SHOWN_REJECTS {
         eprintln!("… and {} more lines rejected", rejected.len() - SHOWN_REJECTS);
+    }
+}
+
+/// `--outcomes` of `score` and `factors`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Outcomes {
+    Imported,
+    Inferred,
+}
+
+impl From<Outcomes> for OutcomeSource {
+    fn from(outcomes: Outcomes) -> Self {
+        match outcomes {
+            Outcomes::Imported => OutcomeSource::Imported,
+            Outcomes::Inferred => OutcomeSource::Inferred,
+        }
     }
 }

@@ -6,13 +6,20 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use tracelake::engine::open_session;
+use tracelake::output::outcome_source::{agreement, use_outcomes};
 use tracelake::output::score::{fold_scores, signal_scores};
 use tracelake::report::text::with_lake;
 
 use super::Ctx;
+use super::outcomes::Outcomes;
 
 #[derive(Debug, Args)]
 pub struct ScoreArgs {
+    /// The outcomes to score against: `imported` (`tracelake outcomes import`), or
+    /// `inferred`: also those read from what the users said next, for the sessions with
+    /// none imported.
+    #[arg(long, value_enum, default_value_t = Outcomes::Imported)]
+    outcomes: Outcomes,
     /// Output format.
     #[arg(long, value_enum, env = "TRACELAKE_SCORE_FORMAT", default_value_t = ScoreFormat::Table)]
     format: ScoreFormat,
@@ -35,7 +42,9 @@ enum ScoreFormat {
 pub async fn run(ctx: &Ctx, args: ScoreArgs) -> anyhow::Result<ExitCode> {
     let lake = ctx.existing_lake()?;
     let session = open_session(&lake, ctx.redactor()?, &ctx.engine()?).await?;
+    use_outcomes(&session, args.outcomes.into()).await?;
     let scores = signal_scores(&session).await?;
+    let agreement = agreement(&session).await?;
     let folded = match args.folds {
         Some(k) => Some(fold_scores(&session, k, args.group_by.as_deref(), &scores).await?),
         None => None,
@@ -44,6 +53,9 @@ pub async fn run(ctx: &Ctx, args: ScoreArgs) -> anyhow::Result<ExitCode> {
     match args.format {
         ScoreFormat::Table => {
             write!(out, "{}", with_lake(&scores.to_terminal(), &lake.location()))?;
+            if let Some(agreement) = &agreement {
+                write!(out, "\n{}", agreement.to_terminal())?;
+            }
             if let Some(folded) = &folded {
                 write!(out, "{}", folded.to_terminal())?;
             }
@@ -52,6 +64,9 @@ pub async fn run(ctx: &Ctx, args: ScoreArgs) -> anyhow::Result<ExitCode> {
             let mut json = serde_json::to_value(&scores)?;
             if let Some(folded) = &folded {
                 json["folds"] = serde_json::to_value(folded)?;
+            }
+            if let Some(agreement) = &agreement {
+                json["inferredAgreement"] = serde_json::to_value(agreement)?;
             }
             writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
         }

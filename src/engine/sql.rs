@@ -9,8 +9,19 @@ pub const CHAIN_VIEWS: &str = include_str!("../../sql/chain_views.sql");
 /// `rule_effectiveness`: each generated rule's failures before and after it (R-040–R-042).
 pub const RULE_EFFECTIVENESS: &str = include_str!("../../sql/outputs/rule_effectiveness.sql");
 
-/// `session_outcomes`, `signal_scores`: how well each signal separates failed sessions
-/// from successful ones.
+/// `imported_outcomes`, `session_outcomes`: the outcome of each session.
+pub const SESSION_OUTCOMES: &str = include_str!("../../sql/outputs/session_outcomes.sql");
+
+/// `inferred_outcomes`, `inferred_session_outcomes`: outcomes read from the users' words.
+pub const INFERRED_OUTCOMES: &str = include_str!("../../sql/outputs/inferred_outcomes.sql");
+
+/// `session_outcomes` with the inferred outcomes of the sessions that have no imported one.
+pub const OUTCOMES_WITH_INFERRED: &str = "CREATE OR REPLACE VIEW session_outcomes AS \
+    SELECT session, outcome, score, source, imported_at FROM imported_outcomes \
+    UNION ALL SELECT session, outcome, CAST(NULL AS DOUBLE), 'inferred', NULL FROM inferred_session_outcomes \
+    WHERE session NOT IN (SELECT session FROM imported_outcomes)";
+
+/// `signal_scores`: how well each signal separates failed sessions from successful ones.
 pub const SIGNAL_SCORES: &str = include_str!("../../sql/outputs/signal_scores.sql");
 
 /// `session_features`, `session_factors`: the conditions each session ran under, for

@@ -4,6 +4,7 @@
 pub mod effectiveness;
 pub mod factors;
 pub mod files;
+pub mod outcome_source;
 pub mod patterns;
 pub mod policy;
 pub mod score;

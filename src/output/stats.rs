@@ -50,6 +50,17 @@ pub fn benjamini_hochberg(p_values: &[f64]) -> Vec<f64> {
     q
 }
 
+/// Cohen's kappa of two raters' yes/no verdicts, from how often they said (yes, yes),
+/// (yes, no), (no, yes) and (no, no): their agreement beyond what chance gives. `None`
+/// when chance alone agrees always (both always said the same one thing).
+pub fn cohen_kappa(both_yes: u64, yes_no: u64, no_yes: u64, both_no: u64) -> Option<f64> {
+    let n = (both_yes + yes_no + no_yes + both_no) as f64;
+    let observed = (both_yes + both_no) as f64 / n;
+    let (first_yes, second_yes) = ((both_yes + yes_no) as f64 / n, (both_yes + no_yes) as f64 / n);
+    let chance = first_yes * second_yes + (1.0 - first_yes) * (1.0 - second_yes);
+    (chance < 1.0).then(|| (observed - chance) / (1.0 - chance))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,6 +95,16 @@ mod tests {
             let (l, h) = wilson_interval(k, n, 0.95);
             assert!((l - low).abs() < 1e-9 && (h - high).abs() < 1e-9, "{k}/{n}: ({l}, {h}) against ({low}, {high})");
         }
+    }
+
+    /// `sklearn.metrics.cohen_kappa_score` (scikit-learn 1.7) of the same verdicts.
+    #[test]
+    fn kappa_matches_scikit_learn() {
+        // [1,1,1,0,0,0,1,0,1,1] against [1,0,1,0,0,1,1,0,1,1].
+        assert!(close(cohen_kappa(5, 1, 1, 3).unwrap(), 0.5833333333333333));
+        // 30 yes and 20 no against 25 + 10 yes.
+        assert!(close(cohen_kappa(25, 5, 10, 10).unwrap(), 0.34782608695652173));
+        assert_eq!(cohen_kappa(4, 0, 0, 0), None);
     }
 
     /// `scipy.stats.false_discovery_control(p, method='bh')`.

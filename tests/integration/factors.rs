@@ -7,9 +7,18 @@ use serde_json::{Value, json};
 
 use crate::common::{tracelake, tracelake_ok};
 
+/// How the outcomes are known.
+#[derive(Clone, Copy, PartialEq)]
+enum Told {
+    /// An outcomes file, imported.
+    ByFile,
+    /// Only by what the user says after the agent's answer.
+    InWords,
+}
+
 /// 400 sessions; `planted` and `null_tool` are each called in about 30 % of them, at
 /// random; a session that calls `planted` fails with probability 0.45, any other with 0.15.
-fn planted_lake(dir: &std::path::Path) -> String {
+fn planted_lake(dir: &std::path::Path, told: Told) -> String {
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     let (mut events, mut outcomes) = (Vec::new(), Vec::new());
     for s in 0..400 {
@@ -31,6 +40,9 @@ fn planted_lake(dir: &std::path::Path) -> String {
         }
         push(n, "msg.out", json!({"content": "Here you are."}));
         let failed = rng.random_bool(if planted { 0.45 } else { 0.15 });
+        if told == Told::InWords {
+            push(n + 1, "msg.in", json!({"content": if failed { "That's wrong, not what I asked." } else { "Thanks, that's all!" }}));
+        }
         outcomes.push(json!({"session": session, "outcome": if failed { "failure" } else { "success" }}).to_string());
     }
     let (events_file, outcomes_file) = (dir.join("events.jsonl"), dir.join("outcomes.jsonl"));
@@ -38,7 +50,9 @@ fn planted_lake(dir: &std::path::Path) -> String {
     std::fs::write(&outcomes_file, outcomes.join("\n") + "\n").unwrap();
     let lake = dir.join("lake").display().to_string();
     tracelake_ok(&["import", "--lake", &lake, events_file.to_str().unwrap()]);
-    tracelake_ok(&["outcomes", "import", "--lake", &lake, outcomes_file.to_str().unwrap()]);
+    if told == Told::ByFile {
+        tracelake_ok(&["outcomes", "import", "--lake", &lake, outcomes_file.to_str().unwrap()]);
+    }
     lake
 }
 
@@ -49,7 +63,7 @@ fn factor<'a>(report: &'a Value, name: &str) -> &'a Value {
 #[test]
 fn a_planted_factor_ranks_first_and_a_null_one_is_not_significant() {
     let dir = tempfile::tempdir().unwrap();
-    let lake = planted_lake(dir.path());
+    let lake = planted_lake(dir.path(), Told::ByFile);
     let report: Value = serde_json::from_str(&tracelake_ok(&["factors", "--lake", &lake, "--format", "json"])).unwrap();
     let first = &report["factors"][0];
     assert_eq!((first["factor"].as_str(), first["value"].as_str()), (Some("tool:planted"), Some("used")), "{report:#}");
@@ -66,10 +80,28 @@ fn a_planted_factor_ranks_first_and_a_null_one_is_not_significant() {
     assert!(csv.starts_with("factor,value,sessions,failed,failure_rate,ci_low,ci_high,lift,p_value,q_value\ntool:planted,used,"), "{csv}");
 }
 
+/// The same traffic with its outcomes only in the users' last words.
+#[test]
+fn a_planted_factor_ranks_first_on_inferred_outcomes() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = planted_lake(dir.path(), Told::InWords);
+    let without = tracelake(&["factors", "--lake", &lake]);
+    assert!(String::from_utf8_lossy(&without.stderr).contains("the lake has no outcomes"), "imported ones only by default");
+    let report: Value =
+        serde_json::from_str(&tracelake_ok(&["factors", "--lake", &lake, "--outcomes", "inferred", "--format", "json"])).unwrap();
+    assert_eq!(report["sessionsScored"], 400, "every session's outcome is read from its words");
+    let first = &report["factors"][0];
+    assert_eq!((first["factor"].as_str(), first["value"].as_str()), (Some("tool:planted"), Some("used")), "{report:#}");
+    assert!(first["qValue"].as_f64().unwrap() < 0.01, "{first}");
+    assert!(factor(&report, "tool:null_tool")["qValue"].as_f64().unwrap() > 0.05);
+    let scores = tracelake_ok(&["score", "--lake", &lake, "--outcomes", "inferred"]);
+    assert!(scores.starts_with("400 sessions with a known outcome"), "{scores}");
+}
+
 #[test]
 fn factor_files_add_factors_and_a_broken_one_is_named() {
     let dir = tempfile::tempdir().unwrap();
-    let lake = planted_lake(dir.path());
+    let lake = planted_lake(dir.path(), Told::ByFile);
     let factors = dir.path().join("factors");
     std::fs::create_dir(&factors).unwrap();
     std::fs::write(

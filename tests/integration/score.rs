@@ -46,6 +46,13 @@ fn the_airline_development_set_is_scored_and_the_findings_separate_failure_from_
         (Some(200), Some(116), Some(84))
     );
     assert_eq!(scores["sessionsWithoutOutcome"], 0);
+    // Where a session has both, how the outcomes inferred from the users' words agree with
+    // the imported ones, counted over the same sessions.
+    let agreement = &scores["inferredAgreement"];
+    let (sessions, agreed) = (agreement["sessions"].as_u64().unwrap(), agreement["agreed"].as_u64().unwrap());
+    assert_eq!(sessions + agreement["notInferred"].as_u64().unwrap(), 200, "{agreement}");
+    assert!(agreed <= sessions && (agreement["accuracy"].as_f64().unwrap() - agreed as f64 / sessions as f64).abs() < 1e-12);
+    assert!(agreement["kappa"].as_f64().is_some_and(|k| (-1.0..=1.0).contains(&k)), "{agreement}");
     let signals = scores["signals"].as_array().unwrap();
     let any = &signals[0];
     assert_eq!(any["signal"], "(any)");

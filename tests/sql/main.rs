@@ -23,7 +23,9 @@ use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
 use tracelake::detect::builtin_detectors;
 use tracelake::engine::run_statements;
 use tracelake::engine::session::{EngineOptions, memory_session};
-use tracelake::engine::sql::{CHAIN_VIEWS, CHAINS, RULE_EFFECTIVENESS, SESSION_FACTORS, SIGNAL_SCORES};
+use tracelake::engine::sql::{
+    CHAIN_VIEWS, CHAINS, INFERRED_OUTCOMES, RULE_EFFECTIVENESS, SESSION_FACTORS, SESSION_OUTCOMES, SIGNAL_SCORES,
+};
 
 fn main() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sql");
@@ -122,7 +124,7 @@ impl Tracelake {
 
     /// `rule_effectiveness` and `signal_scores` over the tables as they are now.
     async fn define_output_views(&self) -> Result<(), SqlError> {
-        for sql in [RULE_EFFECTIVENESS, SIGNAL_SCORES, SESSION_FACTORS] {
+        for sql in [RULE_EFFECTIVENESS, SESSION_OUTCOMES, INFERRED_OUTCOMES, SIGNAL_SCORES, SESSION_FACTORS] {
             run_statements(&self.ctx, sql, |_, _| Ok(())).await.map_err(err)?;
         }
         Ok(())
