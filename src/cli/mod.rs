@@ -16,6 +16,7 @@ mod progress;
 mod repair;
 mod repl;
 mod report;
+mod risk;
 mod score;
 mod sql;
 mod status;
@@ -74,6 +75,8 @@ enum Command {
     Score(score::ScoreArgs),
     /// Show which conditions (agent, model, tools, size, errors, time …) go with failure (needs outcomes).
     Factors(factors::FactorsArgs),
+    /// Score each session's risk of failure from its factors and signals (needs outcomes).
+    Risk(risk::RiskArgs),
     /// Write a report of the lake's findings (HTML with charts, Markdown or JSON).
     Report(report::ReportArgs),
     /// Run SQL over the lake, and over files named by path (no query: an interactive prompt).
@@ -279,6 +282,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Outcomes(args) => outcomes::run(&ctx, args),
         Command::Score(args) => block_on(score::run(&ctx, args)),
         Command::Factors(args) => block_on(factors::run(&ctx, args)),
+        Command::Risk(args) => block_on(risk::run(&ctx, args)),
         Command::Functions(args) => functions::run(&ctx, args),
         Command::Report(args) => block_on(report::run(&ctx, args)),
         Command::Sql(args) => block_on(sql::run(&ctx, args)),

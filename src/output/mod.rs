@@ -7,6 +7,7 @@ pub mod files;
 pub mod outcome_source;
 pub mod patterns;
 pub mod policy;
+pub mod risk;
 pub mod score;
 pub mod soul;
 pub mod stats;

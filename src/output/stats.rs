@@ -61,6 +61,33 @@ pub fn cohen_kappa(both_yes: u64, yes_no: u64, no_yes: u64, both_no: u64) -> Opt
     (chance < 1.0).then(|| (observed - chance) / (1.0 - chance))
 }
 
+/// The area under the ROC curve of `scores` for the `positive` ones: the chance that a
+/// positive scores above a negative, ties counting half (the Mann–Whitney statistic).
+/// `None` without both kinds.
+pub fn roc_auc(scores: &[f64], positive: &[bool]) -> Option<f64> {
+    let mut order: Vec<usize> = (0..scores.len()).collect();
+    order.sort_by(|&i, &j| scores[i].total_cmp(&scores[j]));
+    // Ranks from 1, ties sharing their average rank.
+    let mut ranks = vec![0.0; scores.len()];
+    let mut start = 0;
+    while start < order.len() {
+        let mut end = start;
+        while end + 1 < order.len() && scores[order[end + 1]] == scores[order[start]] {
+            end += 1;
+        }
+        let rank = (start + end) as f64 / 2.0 + 1.0;
+        order[start..=end].iter().for_each(|&i| ranks[i] = rank);
+        start = end + 1;
+    }
+    let positives = positive.iter().filter(|&&p| p).count() as f64;
+    let negatives = positive.len() as f64 - positives;
+    if positives == 0.0 || negatives == 0.0 {
+        return None;
+    }
+    let positive_ranks: f64 = ranks.iter().zip(positive).filter(|(_, p)| **p).map(|(r, _)| r).sum();
+    Some((positive_ranks - positives * (positives + 1.0) / 2.0) / (positives * negatives))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,6 +132,16 @@ mod tests {
         // 30 yes and 20 no against 25 + 10 yes.
         assert!(close(cohen_kappa(25, 5, 10, 10).unwrap(), 0.34782608695652173));
         assert_eq!(cohen_kappa(4, 0, 0, 0), None);
+    }
+
+    /// `sklearn.metrics.roc_auc_score` of the same labels and scores.
+    #[test]
+    fn auc_matches_scikit_learn() {
+        let auc = roc_auc(&[0.9, 0.1, 0.4, 0.4, 0.8, 0.3], &[true, false, true, false, true, false]).unwrap();
+        assert!(close(auc, 0.9444444444444444), "{auc}");
+        let tied = roc_auc(&[0.5, 0.5, 0.5, 0.2, 0.7, 0.9, 0.1], &[true, true, false, false, true, false, false]).unwrap();
+        assert!(close(tied, 0.6666666666666666), "{tied}");
+        assert_eq!(roc_auc(&[0.1, 0.2], &[true, true]), None);
     }
 
     /// `scipy.stats.false_discovery_control(p, method='bh')`.

@@ -80,6 +80,26 @@ fn a_planted_factor_ranks_first_and_a_null_one_is_not_significant() {
     assert!(csv.starts_with("factor,value,sessions,failed,failure_rate,ci_low,ci_high,lift,p_value,q_value\ntool:planted,used,"), "{csv}");
 }
 
+/// The risk model learns the planted tool: on held-out tasks it ranks failures above
+/// successes better than chance, and its riskiest unflagged sessions called the tool.
+#[test]
+fn the_risk_model_ranks_held_out_failures_and_names_unflagged_risky_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = planted_lake(dir.path(), Told::ByFile);
+    let report: Value = serde_json::from_str(&tracelake_ok(&["risk", "--lake", &lake, "--format", "json", "--top", "5"])).unwrap();
+    let auc = report["crossValidatedAuc"].as_f64().unwrap();
+    assert!(auc > 0.6 && auc <= 1.0, "{report:#}");
+    assert_eq!((report["sessionsScored"].as_u64(), report["folds"].as_u64()), (Some(400), Some(5)));
+    let riskiest = report["riskiestWithoutFinding"].as_array().unwrap();
+    assert_eq!(riskiest.len(), 5);
+    let called: Vec<Value> = crate::common::sql_rows(&lake, "SELECT DISTINCT session FROM events WHERE tool_name = 'planted'");
+    for s in riskiest {
+        assert!(called.contains(&json!({"session": s["session"]})), "{s} did not call the planted tool");
+    }
+    let table = tracelake_ok(&["risk", "--lake", &lake]);
+    assert!(table.contains("cross-validated AUC over 5 folds by task: 0."), "{table}");
+}
+
 /// The same traffic with its outcomes only in the users' last words.
 #[test]
 fn a_planted_factor_ranks_first_on_inferred_outcomes() {
