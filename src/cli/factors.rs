@@ -8,13 +8,12 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use datafusion::prelude::SessionContext;
-use tracelake::engine::{open_session, query_json};
+use tracelake::engine::query_json;
 use tracelake::output::factors::factor_scores;
-use tracelake::output::outcome_source::use_outcomes;
 use tracelake::report::text::with_lake;
 
 use super::Ctx;
-use super::outcomes::Outcomes;
+use super::outcomes::{Outcomes, scored_session};
 
 #[derive(Debug, Args)]
 pub struct FactorsArgs {
@@ -47,9 +46,7 @@ enum FactorsFormat {
 }
 
 pub async fn run(ctx: &Ctx, args: FactorsArgs) -> anyhow::Result<ExitCode> {
-    let lake = ctx.existing_lake()?;
-    let session = open_session(&lake, ctx.redactor()?, &ctx.engine()?).await?;
-    use_outcomes(&session, args.outcomes.into()).await?;
+    let (lake, session) = scored_session(ctx, args.outcomes).await?;
     let extra = match &args.factors {
         Some(dir) => factor_files(&session, dir).await?,
         None => Vec::new(),

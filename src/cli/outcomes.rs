@@ -6,8 +6,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
+use datafusion::prelude::SessionContext;
+use tracelake::engine::open_session;
+use tracelake::lake::Lake;
 use tracelake::lake::outcomes::{OutcomeImport, import_outcomes};
-use tracelake::output::outcome_source::OutcomeSource;
+use tracelake::output::outcome_source::{OutcomeSource, use_outcomes};
 
 use super::Ctx;
 
@@ -106,4 +109,12 @@ impl From<Outcomes> for OutcomeSource {
             Outcomes::Inferred => OutcomeSource::Inferred,
         }
     }
+}
+
+/// The lake, and a session over it whose `session_outcomes` are those `outcomes` names.
+pub async fn scored_session(ctx: &Ctx, outcomes: Outcomes) -> anyhow::Result<(Lake, SessionContext)> {
+    let lake = ctx.existing_lake()?;
+    let session = open_session(&lake, ctx.redactor()?, &ctx.engine()?).await?;
+    use_outcomes(&session, outcomes.into()).await?;
+    Ok((lake, session))
 }

@@ -5,13 +5,11 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use tracelake::engine::open_session;
-use tracelake::output::outcome_source::use_outcomes;
 use tracelake::output::risk::session_risks;
 use tracelake::report::text::with_lake;
 
 use super::Ctx;
-use super::outcomes::Outcomes;
+use super::outcomes::{Outcomes, scored_session};
 
 #[derive(Debug, Args)]
 pub struct RiskArgs {
@@ -44,9 +42,7 @@ enum RiskFormat {
 }
 
 pub async fn run(ctx: &Ctx, args: RiskArgs) -> anyhow::Result<ExitCode> {
-    let lake = ctx.existing_lake()?;
-    let session = open_session(&lake, ctx.redactor()?, &ctx.engine()?).await?;
-    use_outcomes(&session, args.outcomes.into()).await?;
+    let (lake, session) = scored_session(ctx, args.outcomes).await?;
     let report = session_risks(&session, args.folds, args.group_by.as_deref(), args.min_support, args.top)
         .await
         .map_err(|e| anyhow::anyhow!(with_lake(&e.to_string(), &lake.location())))?;

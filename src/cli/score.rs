@@ -5,13 +5,12 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use tracelake::engine::open_session;
-use tracelake::output::outcome_source::{agreement, use_outcomes};
+use tracelake::output::outcome_source::agreement;
 use tracelake::output::score::{fold_scores, signal_scores};
 use tracelake::report::text::with_lake;
 
 use super::Ctx;
-use super::outcomes::Outcomes;
+use super::outcomes::{Outcomes, scored_session};
 
 #[derive(Debug, Args)]
 pub struct ScoreArgs {
@@ -40,9 +39,7 @@ enum ScoreFormat {
 }
 
 pub async fn run(ctx: &Ctx, args: ScoreArgs) -> anyhow::Result<ExitCode> {
-    let lake = ctx.existing_lake()?;
-    let session = open_session(&lake, ctx.redactor()?, &ctx.engine()?).await?;
-    use_outcomes(&session, args.outcomes.into()).await?;
+    let (lake, session) = scored_session(ctx, args.outcomes).await?;
     let scores = signal_scores(&session).await?;
     let agreement = agreement(&session).await?;
     let folded = match args.folds {
