@@ -1,20 +1,7 @@
--- `tracelake score --folds K`: the scored sessions split into K folds by task, and per
--- signal (and `(any)`) the failed and successful sessions flagged in each fold. Sessions
--- of one task (`${group}`, by default the session id without its trial suffix) fall in
--- one fold, so a signal that holds only on some tasks shows it. Tasks are dealt to the
--- folds in the order of their hash, so folds hold about as many tasks each.
-WITH scored AS (
-    SELECT session, outcome = 'failure' AS failed, ${group} AS task
-    FROM session_outcomes
-    WHERE session IN (SELECT session FROM events)
-),
-tasks AS (
-    SELECT task, CAST((row_number() OVER (ORDER BY key_hash(task), task) - 1) % ${folds} AS BIGINT) + 1 AS fold
-    FROM (SELECT DISTINCT task FROM scored)
-),
-folded AS (
-    SELECT s.session, s.failed, s.task, t.fold FROM scored s JOIN tasks t ON t.task IS NOT DISTINCT FROM s.task
-),
+-- `tracelake score --folds K`: per signal (and `(any)`) the failed and successful sessions
+-- flagged in each fold of tasks (the query of `task_folds.sql`): the sessions of one
+-- task fall in one fold, so a signal that holds only on some tasks shows it.
+WITH folded AS (${task_folds}),
 totals AS (
     SELECT fold, count(DISTINCT task) AS tasks,
         count(*) FILTER (WHERE failed) AS failed, count(*) FILTER (WHERE NOT failed) AS succeeded

@@ -1,17 +1,19 @@
 -- Known session outcomes (`session_outcomes`) against the findings: which signals
 -- separate the sessions that failed from those that went well (`tracelake score`).
 
+-- The sessions scored: those with an outcome and events in the lake.
+CREATE OR REPLACE VIEW scored_sessions AS
+SELECT session, outcome = 'failure' AS failed
+FROM session_outcomes
+WHERE session IN (SELECT session FROM events);
+
 -- Per signal, and for all signals together (`(any)`), among the sessions with a known
 -- outcome and events in the lake: how many failed and how many successful ones have a
 -- finding of it, the share of each (`failed_rate`, `succeeded_rate`), their ratio
 -- (`lift`: how much likelier a flagged session is one that failed), and its findings per
 -- scored session. A signal that fires only outside the scored sessions has a row of zeros.
 CREATE OR REPLACE VIEW signal_scores AS
-WITH scored AS (
-    SELECT session, outcome = 'failure' AS failed
-    FROM session_outcomes
-    WHERE session IN (SELECT session FROM events)
-),
+WITH scored AS (SELECT session, failed FROM scored_sessions),
 totals AS (
     SELECT count(*) FILTER (WHERE failed) AS failed, count(*) FILTER (WHERE NOT failed) AS succeeded FROM scored
 ),

@@ -8,9 +8,9 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use datafusion::prelude::SessionContext;
+use tracelake::detect::detectors::sql_files;
 use tracelake::engine::query_json;
-use tracelake::output::factors::factor_scores;
-use tracelake::report::text::with_lake;
+use tracelake::output::factors::{factor_scores, factors_query};
 
 use super::Ctx;
 use super::outcomes::{Outcomes, scored_session};
@@ -46,17 +46,14 @@ enum FactorsFormat {
 }
 
 pub async fn run(ctx: &Ctx, args: FactorsArgs) -> anyhow::Result<ExitCode> {
-    let (lake, session) = scored_session(ctx, args.outcomes).await?;
+    let (_, session) = scored_session(ctx, args.outcomes).await?;
     let extra = match &args.factors {
         Some(dir) => factor_files(&session, dir).await?,
         None => Vec::new(),
     };
     let mut out = std::io::stdout().lock();
     if args.list {
-        let all = std::iter::once("SELECT session, factor, value FROM session_factors".to_owned())
-            .chain(extra.iter().map(|sql| format!("SELECT session, factor, value FROM ({sql})")))
-            .collect::<Vec<_>>()
-            .join(" UNION ALL ");
+        let all = factors_query(&extra);
         let sql = format!(
             "SELECT factor, count(DISTINCT value) AS \"values\", count(DISTINCT session) AS sessions FROM ({all}) GROUP BY factor ORDER BY factor"
         );
@@ -71,9 +68,8 @@ pub async fn run(ctx: &Ctx, args: FactorsArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let report = factor_scores(&session, &extra, args.min_support)
-        .await
-        .map_err(|e| anyhow::anyhow!(with_lake(&e.to_string(), &lake.location())))?;
+    // A hint in an error names the lake where the error is printed.
+    let report = factor_scores(&session, &extra, args.min_support).await?;
     match args.format {
         FactorsFormat::Table => write!(out, "{}", report.to_terminal())?,
         FactorsFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
@@ -86,12 +82,7 @@ pub async fn run(ctx: &Ctx, args: FactorsArgs) -> anyhow::Result<ExitCode> {
 /// The queries of the `.sql` files in `dir`, in name order, each checked to plan and to
 /// return `session`, `factor` and `value`.
 async fn factor_files(session: &SessionContext, dir: &Path) -> anyhow::Result<Vec<String>> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading the factors directory {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "sql") && p.is_file())
-        .collect();
-    paths.sort();
+    let paths = sql_files(dir).with_context(|| format!("reading the factors directory {}", dir.display()))?;
     let mut queries = Vec::new();
     for path in paths {
         let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;

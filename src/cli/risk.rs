@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use tracelake::output::risk::session_risks;
-use tracelake::report::text::with_lake;
 
 use super::Ctx;
 use super::outcomes::{Outcomes, scored_session};
@@ -42,10 +41,8 @@ enum RiskFormat {
 }
 
 pub async fn run(ctx: &Ctx, args: RiskArgs) -> anyhow::Result<ExitCode> {
-    let (lake, session) = scored_session(ctx, args.outcomes).await?;
-    let report = session_risks(&session, args.folds, args.group_by.as_deref(), args.min_support, args.top)
-        .await
-        .map_err(|e| anyhow::anyhow!(with_lake(&e.to_string(), &lake.location())))?;
+    let (_, session) = scored_session(ctx, args.outcomes).await?;
+    let report = session_risks(&session, args.folds, args.group_by.as_deref(), args.min_support, args.top).await?;
     let mut out = std::io::stdout().lock();
     match args.format {
         RiskFormat::Table => write!(out, "{}", report.to_terminal())?,

@@ -39,15 +39,20 @@ pub enum UserDetectorError {
     },
 }
 
-/// Every `.sql` file in `dir`, sorted by name, that its header leaves enabled.
-pub fn user_detectors(dir: &Path) -> Result<Vec<Detector>, UserDetectorError> {
-    let unreadable = |source| UserDetectorError::Dir { path: dir.display().to_string(), source };
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(unreadable)?
+/// The `.sql` files in `dir`, in name order.
+pub fn sql_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "sql") && p.is_file())
         .collect();
     paths.sort();
+    Ok(paths)
+}
+
+/// Every `.sql` file in `dir`, sorted by name, that its header leaves enabled.
+pub fn user_detectors(dir: &Path) -> Result<Vec<Detector>, UserDetectorError> {
+    let unreadable = |source| UserDetectorError::Dir { path: dir.display().to_string(), source };
+    let paths = sql_files(dir).map_err(unreadable)?;
     let mut detectors = Vec::new();
     for path in paths {
         let sql = std::fs::read_to_string(&path).map_err(unreadable)?;

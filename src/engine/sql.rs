@@ -28,8 +28,12 @@ pub const SIGNAL_SCORES: &str = include_str!("../../sql/outputs/signal_scores.sq
 /// `tracelake factors`.
 pub const SESSION_FACTORS: &str = include_str!("../../sql/outputs/session_factors.sql");
 
+/// The scored sessions dealt into folds by task (a query with `${group}` and `${folds}`
+/// to fill in), for `score --folds` and `risk`.
+pub const TASK_FOLDS: &str = include_str!("../../sql/outputs/task_folds.sql");
+
 /// `tracelake score --folds K`: per signal and fold of tasks, the sessions flagged (a query
-/// over `session_outcomes`, with `${group}` and `${folds}` to fill in).
+/// with the folds, [`TASK_FOLDS`] filled in, as `${task_folds}`).
 pub const FOLD_SCORES: &str = include_str!("../../sql/outputs/fold_scores.sql");
 
 /// What a detector may do: read. No DDL, no writes (`INSERT`, `COPY … TO`), no `SET`.

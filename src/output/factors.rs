@@ -44,28 +44,35 @@ pub struct FactorReport {
     pub min_support: u64,
 }
 
-/// The scored sessions: those with a known outcome and events in the lake.
-const SCORED: &str = "SELECT session, outcome = 'failure' AS failed FROM session_outcomes WHERE session IN (SELECT session FROM events)";
+/// Every factor: `session_factors` and the user's factor queries (`session`, `factor`,
+/// `value` each), as one query.
+pub fn factors_query(extra: &[String]) -> String {
+    std::iter::once("SELECT session, factor, value FROM session_factors".to_owned())
+        .chain(extra.iter().map(|sql| {
+            format!(
+                "SELECT CAST(session AS VARCHAR) AS session, CAST(factor AS VARCHAR) AS factor, CAST(value AS VARCHAR) AS value FROM ({sql})"
+            )
+        }))
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ")
+}
 
 /// Scores every factor value held by at least `min_support` scored sessions; `extra` are
 /// the user's factor queries (each `session, factor, value`).
 pub async fn factor_scores(ctx: &SessionContext, extra: &[String], min_support: u64) -> Result<FactorReport, ScoreError> {
-    let totals = query_json(ctx, &format!("SELECT count(*) AS n, count(*) FILTER (WHERE failed) AS failed FROM ({SCORED})")).await?;
+    let totals = query_json(ctx, "SELECT count(*) AS n, count(*) FILTER (WHERE failed) AS failed FROM scored_sessions").await?;
     let total = |key: &str| totals.first().and_then(|r| r[key].as_u64()).unwrap_or(0);
     let (scored, failed_total) = (total("n"), total("failed"));
     if scored == 0 {
         return Err(ScoreError::NoOutcomes);
     }
-    let factors = std::iter::once("SELECT session, factor, value FROM session_factors".to_owned())
-        .chain(extra.iter().map(|sql| format!("SELECT CAST(session AS VARCHAR) AS session, CAST(factor AS VARCHAR) AS factor, CAST(value AS VARCHAR) AS value FROM ({sql})")))
-        .collect::<Vec<_>>()
-        .join(" UNION ALL ");
+    let factors = factors_query(extra);
     let counts = query_json(
         ctx,
         &format!(
-            "WITH scored AS ({SCORED}), factors AS ({factors}) \
+            "WITH factors AS ({factors}) \
              SELECT f.factor, f.value, count(DISTINCT f.session) AS sessions, count(DISTINCT f.session) FILTER (WHERE s.failed) AS failed \
-             FROM factors f JOIN scored s ON s.session = f.session WHERE f.value IS NOT NULL GROUP BY f.factor, f.value"
+             FROM factors f JOIN scored_sessions s ON s.session = f.session WHERE f.value IS NOT NULL GROUP BY f.factor, f.value"
         ),
     )
     .await?;

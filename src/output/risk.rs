@@ -11,7 +11,7 @@ use linfa_logistic::LogisticRegression;
 use ndarray::{Array1, Array2};
 use serde::Serialize;
 
-use super::score::{DEFAULT_TASK, ScoreError};
+use super::score::{DEFAULT_TASK, ScoreError, task_folds};
 use super::stats::roc_auc;
 use crate::engine::query_json;
 
@@ -54,14 +54,7 @@ pub async fn session_risks(
     top: usize,
 ) -> Result<RiskReport, ScoreError> {
     let task = task.unwrap_or(DEFAULT_TASK);
-    let scored_sql = format!(
-        "WITH scored AS (SELECT session, outcome = 'failure' AS failed, {task} AS task FROM session_outcomes \
-         WHERE session IN (SELECT session FROM events)), \
-         tasks AS (SELECT task, CAST((row_number() OVER (ORDER BY key_hash(task), task) - 1) % {folds} AS BIGINT) + 1 AS fold \
-         FROM (SELECT DISTINCT task FROM scored)) \
-         SELECT s.session, s.failed, t.fold FROM scored s JOIN tasks t ON t.task IS NOT DISTINCT FROM s.task"
-    );
-    let scored: HashMap<String, (bool, u64)> = query_json(ctx, &scored_sql)
+    let scored: HashMap<String, (bool, u64)> = query_json(ctx, &task_folds(task, folds))
         .await
         .map_err(|source| ScoreError::Task { task: task.to_owned(), source })?
         .into_iter()

@@ -134,6 +134,12 @@ impl Scores {
 /// `.run4`), so that trials of one task fall in one fold.
 pub const DEFAULT_TASK: &str = "regexp_replace(session, '[-_.](?:t|trial|try|run|attempt|rep)[0-9]+$', '')";
 
+/// The query of the scored sessions dealt into `folds` folds by `task` (a SQL expression
+/// over `session`): `session`, `failed`, `task`, `fold`.
+pub fn task_folds(task: &str, folds: u64) -> String {
+    crate::engine::sql::TASK_FOLDS.replace("${group}", task).replace("${folds}", &folds.max(1).to_string())
+}
+
 /// One fold's counts for one signal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all(serialize = "camelCase", deserialize = "snake_case"))]
@@ -182,7 +188,7 @@ pub struct FoldedScores {
 /// `session`; [`DEFAULT_TASK`] when none) and scores each signal in each.
 pub async fn fold_scores(ctx: &SessionContext, folds: u64, task: Option<&str>, order: &Scores) -> Result<FoldedScores, ScoreError> {
     let task = task.unwrap_or(DEFAULT_TASK);
-    let sql = crate::engine::sql::FOLD_SCORES.replace("${group}", task).replace("${folds}", &folds.max(1).to_string());
+    let sql = crate::engine::sql::FOLD_SCORES.replace("${task_folds}", &task_folds(task, folds));
     let rows = query_json(ctx, &sql).await.map_err(|source| ScoreError::Task { task: task.to_owned(), source })?;
     let mut signals: Vec<SignalFolds> = Vec::new();
     for row in rows {
