@@ -21,7 +21,9 @@ struct Prompt {
 
 impl Prompt {
     fn start(lake: &str, home: &std::path::Path) -> Self {
-        let command = format!("{} sql --lake {lake}", env!("CARGO_BIN_EXE_tracelake"));
+        // `exec`: no shell stays between the terminal and the prompt, to be interrupted by
+        // a Ctrl-C meant for the prompt (dash then exits with 130 once the prompt ends).
+        let command = format!("exec {} sql --lake {lake}", env!("CARGO_BIN_EXE_tracelake"));
         let mut child = Command::new("script")
             .args(["-qec", &command, "/dev/null"])
             .env("HOME", home)
@@ -63,13 +65,22 @@ impl Prompt {
         self.stdin.as_mut().unwrap().write_all(bytes.as_bytes()).unwrap();
     }
 
-    /// Closes the terminal's input and returns what was shown once the prompt ended.
+    /// Waits for the prompt to end (the input typed ends it), then closes the terminal and
+    /// returns what was shown. The terminal stays open until then: `script` hangs up on a
+    /// program still running when its input closes.
     fn finish(mut self) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "the prompt did not end: {}", self.screen());
+            std::thread::sleep(Duration::from_millis(20));
+        };
         drop(self.stdin.take());
-        let status = self.child.wait().unwrap();
         self.reader.take().unwrap().join().unwrap();
         let screen = self.screen();
-        assert!(status.success(), "{screen}");
+        assert!(status.success(), "{status}: {screen}");
         screen
     }
 }
