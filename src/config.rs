@@ -181,6 +181,99 @@ impl Default for PiiConfig {
     }
 }
 
+/// `factors`: how `session_factors` buckets session sizes. Each size has two edges
+/// `[small, medium]`: a session with at most `small` is `small`, with at most `medium`
+/// `medium`, with more `large`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct FactorsConfig {
+    pub user_turns: [f64; 2],
+    pub tool_calls: [f64; 2],
+    pub distinct_tools: [f64; 2],
+    pub duration_seconds: [f64; 2],
+}
+
+impl Default for FactorsConfig {
+    fn default() -> Self {
+        Self { user_turns: [2.0, 6.0], tool_calls: [2.0, 10.0], distinct_tools: [1.0, 3.0], duration_seconds: [60.0, 600.0] }
+    }
+}
+
+impl FactorsConfig {
+    /// Each size by its key, with its edges.
+    pub fn sizes(&self) -> [(&'static str, [f64; 2]); 4] {
+        [
+            ("userTurns", self.user_turns),
+            ("toolCalls", self.tool_calls),
+            ("distinctTools", self.distinct_tools),
+            ("durationSeconds", self.duration_seconds),
+        ]
+    }
+
+    fn check(&self, prefix: &str) -> Result<(), ConfigError> {
+        for (key, [small, medium]) in self.sizes() {
+            if !(small.is_finite() && medium.is_finite() && 0.0 <= small && small < medium) {
+                return Err(ConfigError::Invalid {
+                    key: format!("{prefix}factors.{key}"),
+                    message: format!("the edges [small, medium] must be two numbers, 0 ≤ small < medium; got [{small}, {medium}]"),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `cortex`: threads, decisions and the boot context (`tracelake brief`), as the cortex
+/// plugin's `threadTracker`, `decisionTracker` and `bootContext` set them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct CortexConfig {
+    /// Closed threads whose last activity is more than this many days before the agent's
+    /// latest event drop out.
+    pub prune_days: u32,
+    /// Threads kept per agent at most, the oldest closed ones dropped first.
+    pub max_threads: u32,
+    /// The same decision within this many hours is kept once.
+    pub dedupe_window_hours: u32,
+    /// Words that make a decision's impact `high`.
+    pub high_impact_keywords: Vec<String>,
+    /// The character budget of `tracelake brief`.
+    pub max_chars: u32,
+}
+
+impl Default for CortexConfig {
+    fn default() -> Self {
+        let keywords = [
+            "architecture",
+            "architektur",
+            "security",
+            "sicherheit",
+            "migration",
+            "delete",
+            "löschen",
+            "production",
+            "produktion",
+            "deploy",
+            "breaking",
+            "major",
+            "critical",
+            "kritisch",
+            "strategy",
+            "strategie",
+            "budget",
+            "contract",
+            "vertrag",
+        ];
+        Self {
+            prune_days: 7,
+            max_threads: 50,
+            dedupe_window_hours: 24,
+            high_impact_keywords: keywords.iter().map(|k| (*k).to_owned()).collect(),
+            max_chars: 16_000,
+        }
+    }
+}
+
 /// `storage`: how a lake on object storage (`--lake s3://…`, `gs://…`, `az://…`) is
 /// reached, beyond what the environment says (`AWS_*`, `GOOGLE_*`, `AZURE_*`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -211,6 +304,8 @@ struct AnalyzerEntry {
     storage: StorageConfig,
     workers: Vec<String>,
     worker_scan_bytes: u64,
+    factors: FactorsConfig,
+    cortex: CortexConfig,
 }
 
 impl Default for AnalyzerEntry {
@@ -231,6 +326,8 @@ impl Default for AnalyzerEntry {
             storage: StorageConfig::default(),
             workers: Vec::new(),
             worker_scan_bytes: 16 << 20,
+            factors: FactorsConfig::default(),
+            cortex: CortexConfig::default(),
         }
     }
 }
@@ -274,6 +371,10 @@ pub struct Config {
     /// Bytes of Parquet each task of a scan on the workers reads (`workerScanBytes`):
     /// fewer bytes, more tasks.
     pub worker_scan_bytes: u64,
+    /// The bucket edges of the size factors (`factors`).
+    pub factors: FactorsConfig,
+    /// Threads, decisions and the boot context (`cortex`).
+    pub cortex: CortexConfig,
 }
 
 impl Default for Config {
@@ -317,6 +418,7 @@ impl Config {
             None => LlmEntry::default(),
         };
         let patterns = root.get("patterns").cloned().unwrap_or(Value::Null);
+        analyzer.factors.check(form.prefix())?;
         Ok(Config {
             enabled: analyzer.enabled,
             nats: analyzer.nats,
@@ -334,6 +436,8 @@ impl Config {
             storage: analyzer.storage,
             workers: analyzer.workers,
             worker_scan_bytes: analyzer.worker_scan_bytes,
+            factors: analyzer.factors,
+            cortex: analyzer.cortex,
         })
     }
 }
@@ -468,7 +572,7 @@ impl Form {
 }
 
 impl AnalyzerEntry {
-    const KEYS: [&str; 17] = [
+    const KEYS: [&str; 19] = [
         "enabled",
         "nats",
         "schedule",
@@ -484,6 +588,8 @@ impl AnalyzerEntry {
         "storage",
         "workers",
         "workerScanBytes",
+        "factors",
+        "cortex",
         "fetchBatchSize",
         "maxEventsPerRun",
     ];

@@ -2,10 +2,11 @@
 -- factors`): `session_features`, one row per session in numbers, and `session_factors`,
 -- one row per session and factor with the factor's value as text, sizes bucketed.
 
--- One row per session: the most frequent agent, model, provider and channel; its size
--- (user turns, tool calls, distinct tools, seconds from first to last event); its process
--- (failed tool results, where the first came as a share of the session's events, calls
--- that repeat the call before them, tool and params); when it started.
+-- One row per session: the most frequent agent, model, provider and channel; the language
+-- of the user's messages (NULL when it cannot be told); its size (user turns, tool calls,
+-- distinct tools, seconds from first to last event); its process (failed tool results,
+-- where the first came as a share of the session's events, calls that repeat the call
+-- before them, tool and params); when it started.
 CREATE OR REPLACE VIEW session_features AS
 WITH ordered AS (
     SELECT session, type, ts, tool_name,
@@ -38,6 +39,12 @@ most_frequent AS (
     WHERE rank = 1
     GROUP BY session
 ),
+languages AS (
+    SELECT session, language(substr(string_agg(content, ' ' ORDER BY ts, stream_seq), 1, 4000)) AS language
+    FROM events
+    WHERE type = 'msg.in' AND content IS NOT NULL
+    GROUP BY session
+),
 sizes AS (
     SELECT session,
         count(*) FILTER (WHERE type = 'msg.in') AS user_turns,
@@ -51,31 +58,33 @@ sizes AS (
     FROM ordered
     GROUP BY session
 )
-SELECT s.session, m.agent, m.model, m.provider, m.channel, s.user_turns, s.tool_calls, s.distinct_tools,
+SELECT s.session, m.agent, m.model, m.provider, m.channel, l.language, s.user_turns, s.tool_calls, s.distinct_tools,
     s.duration_s, s.tool_errors, s.first_error_at, s.retries, s.started_at
-FROM sizes s JOIN most_frequent m ON m.session = s.session;
+FROM sizes s JOIN most_frequent m ON m.session = s.session LEFT JOIN languages l ON l.session = s.session;
 
--- One row per session and factor. Sizes are `small`, `medium` or `large`: user turns up
--- to 2, 3 to 6, 7 or more; tool calls up to 2, 3 to 10, 11 or more; distinct tools 1 or
--- none, 2 or 3, 4 or more; duration under a minute, under ten, ten or more. Tool errors
--- are `0`, `1` or `2+`; the first error `early` (in the first half of the session's
--- events), `late` or `none`; retries `0` or `1+`; the start's `hour` (UTC, `00`–`23`)
--- and `weekday` (`Mon`–`Sun`). Each tool a session called is a factor `tool:NAME` with
--- the value `used`, each signal with a finding in it `signal:ID` with the value `fired`.
+-- One row per session and factor. Sizes are `small`, `medium` or `large`, split at the
+-- edges of the config's `factors` (by default user turns up to 2, up to 6, more; tool calls
+-- up to 2, up to 10, more; distinct tools up to 1, up to 3, more; seconds up to 60, up to
+-- 600, more). Tool errors are `0`, `1` or `2+`; the first error `early` (in the first half
+-- of the session's events), `late` or `none`; retries `0` or `1+`; the start's `hour`
+-- (UTC, `00`–`23`) and `weekday` (`Mon`–`Sun`). Each tool a session called is a factor
+-- `tool:NAME` with the value `used`, each signal with a finding in it `signal:ID` with
+-- the value `fired`.
 CREATE OR REPLACE VIEW session_factors AS
 WITH f AS (SELECT * FROM session_features)
 SELECT session, 'agent' AS factor, agent AS value FROM f
 UNION ALL SELECT session, 'model', model FROM f WHERE model IS NOT NULL
 UNION ALL SELECT session, 'provider', provider FROM f WHERE provider IS NOT NULL
 UNION ALL SELECT session, 'channel', channel FROM f WHERE channel IS NOT NULL
+UNION ALL SELECT session, 'language', language FROM f WHERE language IS NOT NULL
 UNION ALL SELECT session, 'user_turns',
-    CASE WHEN user_turns <= 2 THEN 'small' WHEN user_turns <= 6 THEN 'medium' ELSE 'large' END FROM f
+    CASE WHEN user_turns <= ${userTurns.small} THEN 'small' WHEN user_turns <= ${userTurns.medium} THEN 'medium' ELSE 'large' END FROM f
 UNION ALL SELECT session, 'tool_calls',
-    CASE WHEN tool_calls <= 2 THEN 'small' WHEN tool_calls <= 10 THEN 'medium' ELSE 'large' END FROM f
+    CASE WHEN tool_calls <= ${toolCalls.small} THEN 'small' WHEN tool_calls <= ${toolCalls.medium} THEN 'medium' ELSE 'large' END FROM f
 UNION ALL SELECT session, 'distinct_tools',
-    CASE WHEN distinct_tools <= 1 THEN 'small' WHEN distinct_tools <= 3 THEN 'medium' ELSE 'large' END FROM f
+    CASE WHEN distinct_tools <= ${distinctTools.small} THEN 'small' WHEN distinct_tools <= ${distinctTools.medium} THEN 'medium' ELSE 'large' END FROM f
 UNION ALL SELECT session, 'duration',
-    CASE WHEN duration_s < 60 THEN 'small' WHEN duration_s < 600 THEN 'medium' ELSE 'large' END FROM f
+    CASE WHEN duration_s <= ${durationSeconds.small} THEN 'small' WHEN duration_s <= ${durationSeconds.medium} THEN 'medium' ELSE 'large' END FROM f
 UNION ALL SELECT session, 'tool_errors', CASE WHEN tool_errors = 0 THEN '0' WHEN tool_errors = 1 THEN '1' ELSE '2+' END FROM f
 UNION ALL SELECT session, 'first_error',
     CASE WHEN first_error_at IS NULL THEN 'none' WHEN first_error_at <= 0.5 THEN 'early' ELSE 'late' END FROM f

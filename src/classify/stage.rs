@@ -18,25 +18,54 @@ pub async fn chain_transcripts(
     ctx: &SessionContext,
     findings: &[Finding],
 ) -> Result<HashMap<String, Vec<TranscriptEvent>>, datafusion::error::DataFusionError> {
-    let mut chain_ids: Vec<&str> = findings.iter().map(|f| f.chain_id.as_str()).collect();
-    chain_ids.sort_unstable();
-    chain_ids.dedup();
-    let mut chains: HashMap<String, Vec<TranscriptEvent>> = HashMap::new();
-    if chain_ids.is_empty() {
-        return Ok(chains);
-    }
-    let list: Vec<String> = chain_ids.iter().map(|id| format!("'{}'", id.replace('\'', "''"))).collect();
+    let chain_ids: Vec<&str> = findings.iter().map(|f| f.chain_id.as_str()).collect();
+    let Some(list) = sql_list(&chain_ids) else {
+        return Ok(HashMap::new());
+    };
     let sql = format!(
-        "SELECT c.chain_id, c.ts_ms, c.type, c.content, c.tool_name, c.tool_params, c.tool_error, r.tool_result \
+        "SELECT c.chain_id AS key, c.ts_ms, c.type, c.content, c.tool_name, c.tool_params, c.tool_error, r.tool_result \
          FROM chain_events c \
          LEFT JOIN (SELECT id, stream_seq, tool_result FROM analysis_events WHERE type = 'tool.result') r \
            ON c.type = 'tool.result' AND r.id = c.id AND r.stream_seq = c.stream_seq \
-         WHERE c.chain_id IN ({}) ORDER BY c.chain_id, c.idx",
-        list.join(", ")
+         WHERE c.chain_id IN ({list}) ORDER BY c.chain_id, c.idx"
     );
-    for batch in ctx.sql(&sql).await?.collect().await? {
+    transcripts(ctx, &sql).await
+}
+
+/// The first `max_events` events of each of `sessions` (by session), in time order.
+pub async fn session_transcripts(
+    ctx: &SessionContext,
+    sessions: &[&str],
+    max_events: usize,
+) -> Result<HashMap<String, Vec<TranscriptEvent>>, datafusion::error::DataFusionError> {
+    let Some(list) = sql_list(sessions) else {
+        return Ok(HashMap::new());
+    };
+    let sql = format!(
+        "SELECT key, ts_ms, type, content, tool_name, tool_params, tool_error, tool_result FROM \
+         (SELECT session AS key, CAST(ts AS BIGINT) AS ts_ms, type, content, tool_name, tool_params, tool_error, tool_result, \
+            row_number() OVER (PARTITION BY session ORDER BY ts, stream_seq) AS n \
+          FROM events WHERE session IN ({list})) \
+         WHERE n <= {max_events} ORDER BY key, n"
+    );
+    transcripts(ctx, &sql).await
+}
+
+/// `'a', 'b'`: the distinct `values` as a SQL list, `None` when there are none.
+fn sql_list(values: &[&str]) -> Option<String> {
+    let mut values = values.to_vec();
+    values.sort_unstable();
+    values.dedup();
+    let quoted: Vec<String> = values.iter().map(|v| format!("'{}'", v.replace('\'', "''"))).collect();
+    (!quoted.is_empty()).then(|| quoted.join(", "))
+}
+
+/// The rows of `sql` (`key`, `ts_ms`, then the event's columns) as transcripts by key.
+async fn transcripts(ctx: &SessionContext, sql: &str) -> Result<HashMap<String, Vec<TranscriptEvent>>, datafusion::error::DataFusionError> {
+    let mut by_key: HashMap<String, Vec<TranscriptEvent>> = HashMap::new();
+    for batch in ctx.sql(sql).await?.collect().await? {
         let column = |name: &str| batch.column_by_name(name).expect("a column of the transcript query");
-        let text: Vec<ArrayRef> = ["chain_id", "type", "content", "tool_name", "tool_params", "tool_error", "tool_result"]
+        let text: Vec<ArrayRef> = ["key", "type", "content", "tool_name", "tool_params", "tool_error", "tool_result"]
             .iter()
             .map(|name| cast(column(name), &DataType::Utf8))
             .collect::<Result<_, _>>()?;
@@ -45,7 +74,7 @@ pub async fn chain_transcripts(
         let ts = ts.as_primitive::<Int64Type>();
         let opt = |a: &StringArray, i: usize| (!a.is_null(i)).then(|| a.value(i).to_owned());
         for i in 0..batch.num_rows() {
-            chains.entry(t[0].value(i).to_owned()).or_default().push(TranscriptEvent {
+            by_key.entry(t[0].value(i).to_owned()).or_default().push(TranscriptEvent {
                 ts_ms: ts.value(i),
                 event_type: t[1].value(i).to_owned(),
                 content: opt(t[2], i),
@@ -56,7 +85,7 @@ pub async fn chain_transcripts(
             });
         }
     }
-    Ok(chains)
+    Ok(by_key)
 }
 
 /// Applies triage: severities adjusted, false positives removed from `findings`.

@@ -81,7 +81,7 @@ pub async fn run(ctx: &Ctx, args: FactorsArgs) -> anyhow::Result<ExitCode> {
 
 /// The queries of the `.sql` files in `dir`, in name order, each checked to plan and to
 /// return `session`, `factor` and `value`.
-async fn factor_files(session: &SessionContext, dir: &Path) -> anyhow::Result<Vec<String>> {
+pub async fn factor_files(session: &SessionContext, dir: &Path) -> anyhow::Result<Vec<String>> {
     let paths = sql_files(dir).with_context(|| format!("reading the factors directory {}", dir.display()))?;
     let mut queries = Vec::new();
     for path in paths {

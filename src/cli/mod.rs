@@ -1,6 +1,7 @@
 //! The command line: argument parsing and one module per command.
 
 mod analyze;
+mod brief;
 mod collect;
 mod config;
 mod demo;
@@ -77,6 +78,8 @@ enum Command {
     Factors(factors::FactorsArgs),
     /// Score each session's risk of failure from its factors and signals (needs outcomes).
     Risk(risk::RiskArgs),
+    /// Write the boot context an agent loads when it starts: threads, decisions, mood, rules.
+    Brief(brief::BriefArgs),
     /// Write a report of the lake's findings (HTML with charts, Markdown or JSON).
     Report(report::ReportArgs),
     /// Run SQL over the lake, and over files named by path (no query: an interactive prompt).
@@ -283,6 +286,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Score(args) => block_on(score::run(&ctx, args)),
         Command::Factors(args) => block_on(factors::run(&ctx, args)),
         Command::Risk(args) => block_on(risk::run(&ctx, args)),
+        Command::Brief(args) => block_on(brief::run(&ctx, args)),
         Command::Functions(args) => functions::run(&ctx, args),
         Command::Report(args) => block_on(report::run(&ctx, args)),
         Command::Sql(args) => block_on(sql::run(&ctx, args)),

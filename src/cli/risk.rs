@@ -2,12 +2,15 @@
 //! ranks failures on tasks it never saw, and the riskiest sessions no signal flagged.
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use tracelake::lake::risk::write_session_risks;
 use tracelake::output::risk::session_risks;
 
 use super::Ctx;
+use super::factors::factor_files;
 use super::outcomes::{Outcomes, scored_session};
 
 #[derive(Debug, Args)]
@@ -26,6 +29,10 @@ pub struct RiskArgs {
     /// Factor values held by fewer scored sessions than this are left out of the model.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
     min_support: u64,
+    /// A directory of factor files (as for `tracelake factors`) whose factors the model
+    /// weighs too.
+    #[arg(long, env = "TRACELAKE_FACTORS")]
+    factors: Option<PathBuf>,
     /// How many of the riskiest sessions without a finding to show.
     #[arg(long, default_value_t = 10)]
     top: usize,
@@ -41,13 +48,22 @@ enum RiskFormat {
 }
 
 pub async fn run(ctx: &Ctx, args: RiskArgs) -> anyhow::Result<ExitCode> {
-    let (_, session) = scored_session(ctx, args.outcomes).await?;
-    let report = session_risks(&session, args.folds, args.group_by.as_deref(), args.min_support, args.top).await?;
+    let (lake, session) = scored_session(ctx, args.outcomes).await?;
+    let extra = match &args.factors {
+        Some(dir) => factor_files(&session, dir).await?,
+        None => Vec::new(),
+    };
+    let report = session_risks(&session, &extra, args.folds, args.group_by.as_deref(), args.min_support, args.top).await?;
+    let outcomes = args.outcomes.to_possible_value().map(|v| v.get_name().to_owned()).unwrap_or_default();
+    write_session_risks(&lake, &report.risks, &outcomes, report.cross_validated_auc)?;
     let mut out = std::io::stdout().lock();
     match args.format {
         RiskFormat::Table => write!(out, "{}", report.to_terminal())?,
         RiskFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
     }
     out.flush()?;
+    if args.format == RiskFormat::Table {
+        eprintln!("wrote the risk of {} sessions to the table session_risk", report.risks.len());
+    }
     Ok(ExitCode::SUCCESS)
 }

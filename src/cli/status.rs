@@ -22,6 +22,17 @@ pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
     let lake = ctx.existing_lake()?;
     let session = open_session(&lake, ctx.redactor()?, &ctx.engine()?).await?;
     print!("{}", describe(&session).await?);
+    let cortex = query_json(
+        &session,
+        "SELECT (SELECT count(*) FROM threads WHERE status = 'open') AS open, (SELECT count(*) FROM threads) AS threads, \
+         (SELECT count(*) FROM decisions) AS decisions",
+    )
+    .await?
+    .swap_remove(0);
+    println!(
+        "cortex:      {} open of {} threads, {} decisions (`threads`, `decisions`, `moods`)",
+        cortex["open"], cortex["threads"], cortex["decisions"]
+    );
     let manifest = Manifest::load(&lake)?;
     if let Some(export) = &manifest.export {
         let nats = NatsConfig {

@@ -19,7 +19,9 @@ use super::EngineError;
 use super::committed::CommittedFiles;
 use super::distributed::{distribute, explain_distributed, worker_urls};
 use super::print::{PrintFormat, PrintOptions};
-use super::sql::{CHAIN_VIEWS, CHAINS, INFERRED_OUTCOMES, RULE_EFFECTIVENESS, SESSION_FACTORS, SESSION_OUTCOMES, SIGNAL_SCORES, SqlParams};
+use super::sql::{
+    CHAIN_VIEWS, CHAINS, CORTEX, INFERRED_OUTCOMES, RULE_EFFECTIVENESS, SESSION_FACTORS, SESSION_OUTCOMES, SIGNAL_SCORES, SqlParams,
+};
 use super::window_memory::AccountWindowInputs;
 use crate::lake::schema::{PARTITION_COLUMN, file_schema};
 use crate::lake::state::{AnalysisRecord, Manifest};
@@ -225,7 +227,7 @@ pub const FAILURE_COLUMNS: &str =
 async fn define_chain_views(ctx: &SessionContext, params: &SqlParams) -> Result<(), EngineError> {
     ctx.sql("CREATE VIEW analysis_events AS SELECT * FROM events").await?.collect().await?;
     ctx.sql(&format!("CREATE VIEW failure_history AS SELECT {FAILURE_COLUMNS} FROM failures")).await?.collect().await?;
-    for sql in [CHAINS, CHAIN_VIEWS, RULE_EFFECTIVENESS, SESSION_OUTCOMES, INFERRED_OUTCOMES, SIGNAL_SCORES, SESSION_FACTORS] {
+    for sql in [CHAINS, CHAIN_VIEWS, RULE_EFFECTIVENESS, SESSION_OUTCOMES, INFERRED_OUTCOMES, SIGNAL_SCORES, SESSION_FACTORS, CORTEX] {
         run_statements(ctx, &params.fill(sql), |_, _| Ok(())).await?;
     }
     Ok(())

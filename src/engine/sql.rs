@@ -28,6 +28,10 @@ pub const SIGNAL_SCORES: &str = include_str!("../../sql/outputs/signal_scores.sq
 /// `tracelake factors`.
 pub const SESSION_FACTORS: &str = include_str!("../../sql/outputs/session_factors.sql");
 
+/// `cortex_messages`, `moods`, `decisions`, `cortex_signals`, `threads`: what the
+/// conversations decide, wait for and turn to, and their mood.
+pub const CORTEX: &str = include_str!("../../sql/outputs/cortex.sql");
+
 /// The scored sessions dealt into folds by task (a query with `${group}` and `${folds}`
 /// to fill in), for `score --folds` and `risk`.
 pub const TASK_FOLDS: &str = include_str!("../../sql/outputs/task_folds.sql");
@@ -36,31 +40,60 @@ pub const TASK_FOLDS: &str = include_str!("../../sql/outputs/task_folds.sql");
 /// with the folds, [`TASK_FOLDS`] filled in, as `${task_folds}`).
 pub const FOLD_SCORES: &str = include_str!("../../sql/outputs/fold_scores.sql");
 
+use crate::config::{CortexConfig, FactorsConfig};
+
 /// What a detector may do: read. No DDL, no writes (`INSERT`, `COPY … TO`), no `SET`.
 pub fn query_only() -> datafusion::execution::context::SQLOptions {
     datafusion::execution::context::SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false)
 }
 
 /// Settings filled into the SQL templates.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct SqlParams {
     pub chain_gap_ms: i64,
     pub max_chain_events: i64,
+    /// The size factors' bucket edges (`factors`).
+    pub factor_buckets: FactorsConfig,
+    /// Threads' and decisions' settings (`cortex`).
+    pub cortex: CortexConfig,
 }
 
 impl Default for SqlParams {
     fn default() -> Self {
-        Self { chain_gap_ms: 30 * 60_000, max_chain_events: 1000 }
+        Self {
+            chain_gap_ms: 30 * 60_000,
+            max_chain_events: 1000,
+            factor_buckets: FactorsConfig::default(),
+            cortex: CortexConfig::default(),
+        }
     }
 }
 
 impl SqlParams {
-    /// The settings of `config` (`chainGapMinutes`).
+    /// The settings of `config` (`chainGapMinutes`, `factors`, `cortex`).
     pub fn from_config(config: &crate::config::Config) -> Self {
-        Self { chain_gap_ms: config.chain_gap_minutes.max(0) * 60_000, ..Self::default() }
+        Self {
+            chain_gap_ms: config.chain_gap_minutes.max(0) * 60_000,
+            factor_buckets: config.factors,
+            cortex: config.cortex.clone(),
+            ..Self::default()
+        }
     }
 
     pub fn fill(&self, sql: &str) -> String {
-        sql.replace("${chain_gap_ms}", &self.chain_gap_ms.to_string()).replace("${max_chain_events}", &self.max_chain_events.to_string())
+        let mut sql = sql
+            .replace("${chain_gap_ms}", &self.chain_gap_ms.to_string())
+            .replace("${max_chain_events}", &self.max_chain_events.to_string());
+        for (key, [small, medium]) in self.factor_buckets.sizes() {
+            sql = sql.replace(&format!("${{{key}.small}}"), &small.to_string()).replace(&format!("${{{key}.medium}}"), &medium.to_string());
+        }
+        let cortex = &self.cortex;
+        let keywords: Vec<String> = cortex.high_impact_keywords.iter().map(|k| regex::escape(k)).collect();
+        // Without keywords, a pattern that matches nothing (a boundary that is none).
+        let high_impact = if keywords.is_empty() { "\\b\\B".to_owned() } else { format!("\\b(?:{})", keywords.join("|")) };
+        sql.replace("${prune_days}", &cortex.prune_days.to_string())
+            .replace("${max_threads}", &cortex.max_threads.to_string())
+            .replace("${dedupe_window_ms}", &(i64::from(cortex.dedupe_window_hours) * 3_600_000).to_string())
+            .replace("${high_impact}", &high_impact.replace('\'', "''"))
     }
 }

@@ -29,10 +29,11 @@ pub enum Run {
     Analyze,
     Outcomes,
     Collect,
+    Risk,
 }
 
 impl Run {
-    pub const ALL: [Run; 5] = [Run::Import, Run::Export, Run::Analyze, Run::Outcomes, Run::Collect];
+    pub const ALL: [Run; 6] = [Run::Import, Run::Export, Run::Analyze, Run::Outcomes, Run::Collect, Run::Risk];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -41,6 +42,7 @@ impl Run {
             Run::Analyze => "analyze",
             Run::Outcomes => "outcomes import",
             Run::Collect => "collect",
+            Run::Risk => "risk",
         }
     }
 
@@ -51,6 +53,7 @@ impl Run {
             Run::Analyze => "analyze.lock",
             Run::Outcomes => "outcomes.lock",
             Run::Collect => "collect.lock",
+            Run::Risk => "risk.lock",
         }
     }
 }

@@ -22,11 +22,20 @@ pub enum Table {
     Classifications,
     Outputs,
     Outcomes,
+    SessionRisk,
 }
 
 impl Table {
-    pub const ALL: [Table; 7] =
-        [Table::Events, Table::Quarantine, Table::Findings, Table::Failures, Table::Classifications, Table::Outputs, Table::Outcomes];
+    pub const ALL: [Table; 8] = [
+        Table::Events,
+        Table::Quarantine,
+        Table::Findings,
+        Table::Failures,
+        Table::Classifications,
+        Table::Outputs,
+        Table::Outcomes,
+        Table::SessionRisk,
+    ];
 
     pub fn dir_name(self) -> &'static str {
         match self {
@@ -37,6 +46,7 @@ impl Table {
             Table::Classifications => "classifications",
             Table::Outputs => "outputs",
             Table::Outcomes => "outcomes",
+            Table::SessionRisk => "session_risk",
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod outcomes;
 pub mod pipeline;
 pub mod remote;
 pub mod repair;
+pub mod risk;
 pub mod schema;
 pub mod secret;
 pub mod state;

@@ -73,6 +73,10 @@ pub fn plan_repair(lake: &Lake) -> Result<(Manifest, RepairPlan), LakeError> {
                 }
                 continue;
             }
+            if table == Table::SessionRisk {
+                // An uncommitted fit's risks are not adopted: `tracelake risk` makes them again.
+                continue;
+            }
             match read_file(&path, table) {
                 Ok((rows, exported_up_to)) => {
                     let writer = writer_of(&relative).unwrap_or("unknown").to_owned();
@@ -141,6 +145,9 @@ pub fn apply_repair(lake: &Lake, mut manifest: Manifest, plan: &RepairPlan, stre
     manifest.imports.iter_mut().for_each(|r| keep(&mut r.files));
     manifest.analyses.iter_mut().for_each(|r| keep(&mut r.files));
     manifest.outcome_imports.iter_mut().for_each(|r| keep(&mut r.files));
+    if let Some(fit) = manifest.risk_fit.as_mut() {
+        keep(&mut fit.files);
+    }
     if let Some(export) = manifest.export.as_mut() {
         keep(&mut export.files);
     }

@@ -3,11 +3,12 @@
 
 use std::sync::{Arc, LazyLock};
 
-use datafusion::arrow::array::{ArrayRef, Float64Array, RecordBatch, StringArray, TimestampMillisecondArray, UInt64Array};
+use datafusion::arrow::array::{ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray, TimestampMillisecondArray, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::arrow::error::ArrowError;
 
 use super::layout::Table;
+use super::risk::SessionRisk;
 use crate::ingest::QuarantinedLine;
 use crate::ingest::outcomes::Outcome;
 use crate::model::event::EVENTS_SCHEMA;
@@ -99,6 +100,19 @@ pub static OUTCOMES_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     ]))
 });
 
+/// Columns of `session_risk`: each session's risk of failure, from the latest fit of
+/// `tracelake risk`.
+pub static SESSION_RISK_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        Field::new("session", DataType::Utf8, false),
+        Field::new("risk", DataType::Float64, false),
+        Field::new("failed", DataType::Boolean, true),
+        Field::new("flagged", DataType::Boolean, false),
+        Field::new("outcomes", DataType::Utf8, false),
+        Field::new("fitted_at", ts_type(), false),
+    ]))
+});
+
 /// The columns of `table` as stored in its files.
 pub fn file_schema(table: Table) -> SchemaRef {
     match table {
@@ -109,6 +123,7 @@ pub fn file_schema(table: Table) -> SchemaRef {
         Table::Classifications => CLASSIFICATIONS_SCHEMA.clone(),
         Table::Outputs => OUTPUTS_SCHEMA.clone(),
         Table::Outcomes => OUTCOMES_SCHEMA.clone(),
+        Table::SessionRisk => SESSION_RISK_SCHEMA.clone(),
     }
 }
 
@@ -123,6 +138,21 @@ pub fn outcomes_batch(outcomes: &[Outcome], imported_at: i64) -> Result<RecordBa
             Arc::new(outcomes.iter().map(|o| o.score).collect::<Float64Array>()),
             text(&|o| &o.source),
             Arc::new(TimestampMillisecondArray::from_iter_values(outcomes.iter().map(|_| imported_at)).with_timezone("UTC")),
+        ],
+    )
+}
+
+/// Session risks fitted against `outcomes` at `fitted_at` (ms) as one record batch.
+pub fn session_risk_batch(risks: &[SessionRisk], outcomes: &str, fitted_at: i64) -> Result<RecordBatch, ArrowError> {
+    RecordBatch::try_new(
+        SESSION_RISK_SCHEMA.clone(),
+        vec![
+            Arc::new(risks.iter().map(|r| Some(r.session.as_str())).collect::<StringArray>()),
+            Arc::new(risks.iter().map(|r| r.risk).collect::<Float64Array>()),
+            Arc::new(risks.iter().map(|r| r.failed).collect::<BooleanArray>()),
+            Arc::new(risks.iter().map(|r| Some(r.flagged)).collect::<BooleanArray>()),
+            Arc::new(StringArray::from_iter_values(risks.iter().map(|_| outcomes))),
+            Arc::new(TimestampMillisecondArray::from_iter_values(risks.iter().map(|_| fitted_at)).with_timezone("UTC")),
         ],
     )
 }

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::layout::{Lake, Table};
 use super::remote::{MANIFEST_KEY, ManifestVersion, Remote, block_on};
+use super::risk::RiskFitRecord;
 use super::writer::sync_dir;
 use super::{Damage, LakeError};
 
@@ -144,6 +145,9 @@ pub struct Manifest {
     pub outcome_imports: Vec<OutcomeImportRecord>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collect: Option<CollectState>,
+    /// The latest `tracelake risk` fit, whose risks `session_risk` holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk_fit: Option<RiskFitRecord>,
     /// Whether this was read from a file (a new lake has none yet).
     #[serde(skip)]
     pub exists: bool,
@@ -227,6 +231,7 @@ impl Manifest {
         let analysed = self.analyses.iter().flat_map(|a| a.files.iter().map(String::as_str));
         let outcomes = self.outcome_imports.iter().flat_map(|o| o.files.iter().map(String::as_str));
         let collected = self.collect.iter().flat_map(|c| c.files.iter().map(String::as_str));
+        let risks = self.risk_fit.iter().flat_map(|r| r.files.iter().map(String::as_str));
         self.imports
             .iter()
             .flat_map(|r| r.files.iter().map(String::as_str))
@@ -234,6 +239,7 @@ impl Manifest {
             .chain(analysed)
             .chain(outcomes)
             .chain(collected)
+            .chain(risks)
             .collect()
     }
 }
@@ -245,7 +251,8 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), Lak
 
 /// Writes `bytes` to `path` atomically (temp file, fsync, rename, fsync dir).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LakeError> {
-    let dir = path.parent().expect("files live in a directory");
+    // A bare file name lives in the working directory.
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     fs::create_dir_all(dir).map_err(|e| LakeError::io(dir, e))?;
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");

@@ -26,6 +26,10 @@ pub struct FactorScore {
     /// The failure rate over that of the other scored sessions; `None` when none of
     /// those failed.
     pub lift: Option<f64>,
+    /// The failure rate's interval over the others' rate: the lift's interval, the
+    /// others' rate taken as known.
+    pub lift_low: Option<f64>,
+    pub lift_high: Option<f64>,
     pub p_value: f64,
     /// The Benjamini–Hochberg adjusted p-value across every value tested.
     pub q_value: f64,
@@ -97,6 +101,8 @@ pub async fn factor_scores(ctx: &SessionContext, extra: &[String], min_support: 
             ci_low,
             ci_high,
             lift: (rest_rate > 0.0).then(|| rate / rest_rate),
+            lift_low: (rest_rate > 0.0).then(|| ci_low / rest_rate),
+            lift_high: (rest_rate > 0.0).then(|| ci_high / rest_rate),
             p_value: fisher_exact([[k, n - k], [rest_failed, rest - rest_failed]]),
             q_value: 1.0,
         });

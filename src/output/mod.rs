@@ -1,6 +1,7 @@
 //! Fix artifacts from classified findings (spec §10): SOUL.md rules, governance policies
 //! and cortex patterns; their files; and how well earlier rules worked.
 
+pub mod brief;
 pub mod effectiveness;
 pub mod factors;
 pub mod files;

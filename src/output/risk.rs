@@ -11,22 +11,14 @@ use linfa_logistic::LogisticRegression;
 use ndarray::{Array1, Array2};
 use serde::Serialize;
 
+use super::factors::factors_query;
 use super::score::{DEFAULT_TASK, ScoreError, task_folds};
 use super::stats::roc_auc;
 use crate::engine::query_json;
+use crate::lake::risk::SessionRisk;
 
 /// The L2 penalty: strong enough that a factor held by a few sessions cannot decide alone.
 const ALPHA: f64 = 1.0;
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionRisk {
-    pub session: String,
-    /// The model's probability that the session failed, fitted on every scored session.
-    pub risk: f64,
-    /// Its known outcome, if it has one.
-    pub failed: Option<bool>,
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -42,12 +34,17 @@ pub struct RiskReport {
     /// The riskiest sessions without a finding, riskiest first: the failures the signals
     /// may miss.
     pub riskiest_without_finding: Vec<SessionRisk>,
+    /// Every session's risk, riskiest first (what `session_risk` holds).
+    #[serde(skip)]
+    pub risks: Vec<SessionRisk>,
 }
 
-/// Fits the model and scores every session; `task` is the SQL expression over `session`
-/// naming a session's task.
+/// Fits the model and scores every session; `extra` are the user's factor queries (each
+/// `session, factor, value`), `task` is the SQL expression over `session` naming a
+/// session's task.
 pub async fn session_risks(
     ctx: &SessionContext,
+    extra: &[String],
     folds: u64,
     task: Option<&str>,
     min_support: u64,
@@ -63,7 +60,9 @@ pub async fn session_risks(
     if scored.is_empty() {
         return Err(ScoreError::NoOutcomes);
     }
-    let rows = query_json(ctx, "SELECT session, factor || '=' || value AS feature FROM session_factors WHERE value IS NOT NULL").await?;
+    let factors = factors_query(extra);
+    let rows =
+        query_json(ctx, &format!("SELECT session, factor || '=' || value AS feature FROM ({factors}) WHERE value IS NOT NULL")).await?;
     let mut features_of: HashMap<String, BTreeSet<String>> = HashMap::new();
     for row in rows {
         let session = row["session"].as_str().unwrap_or_default().to_owned();
@@ -119,20 +118,25 @@ pub async fn session_risks(
         .into_iter()
         .filter_map(|r| r["session"].as_str().map(str::to_owned))
         .collect();
-    let mut riskiest: Vec<SessionRisk> = sessions
+    let mut risks: Vec<SessionRisk> = sessions
         .iter()
         .zip(all_risks)
-        .filter(|(s, _)| !flagged.contains(s.as_str()))
-        .map(|(s, risk)| SessionRisk { session: (*s).clone(), risk, failed: scored.get(*s).map(|(f, _)| *f) })
+        .map(|(s, risk)| SessionRisk {
+            session: (*s).clone(),
+            risk,
+            failed: scored.get(*s).map(|(f, _)| *f),
+            flagged: flagged.contains(s.as_str()),
+        })
         .collect();
-    riskiest.sort_by(|a, b| b.risk.total_cmp(&a.risk).then(a.session.cmp(&b.session)));
-    riskiest.truncate(top);
+    risks.sort_by(|a, b| b.risk.total_cmp(&a.risk).then(a.session.cmp(&b.session)));
+    let riskiest = risks.iter().filter(|r| !r.flagged).take(top).cloned().collect();
     Ok(RiskReport {
         sessions_scored: scored.len() as u64,
         features: columns.len(),
         folds,
         cross_validated_auc: roc_auc(&oof_risk, &oof_failed),
         riskiest_without_finding: riskiest,
+        risks,
     })
 }
 
@@ -157,14 +161,18 @@ impl RiskReport {
         if !self.riskiest_without_finding.is_empty() {
             out.push_str("\nriskiest sessions without a finding:\n");
             for s in &self.riskiest_without_finding {
-                let known = match s.failed {
-                    Some(true) => "failed",
-                    Some(false) => "succeeded",
-                    None => "no outcome",
-                };
-                out.push_str(&format!("  {:>5.1} %  {}  ({known})\n", 100.0 * s.risk, s.session));
+                out.push_str(&format!("  {:>5.1} %  {}  ({})\n", 100.0 * s.risk, s.session, known_outcome(s.failed)));
             }
         }
         out
+    }
+}
+
+/// A session's known outcome in a word.
+pub fn known_outcome(failed: Option<bool>) -> &'static str {
+    match failed {
+        Some(true) => "failed",
+        Some(false) => "succeeded",
+        None => "no outcome",
     }
 }

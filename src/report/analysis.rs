@@ -10,6 +10,7 @@ use crate::lake::state::ProcessingState;
 use crate::model::{Finding, Severity};
 use crate::output::GeneratedOutput;
 use crate::output::effectiveness::RuleEffectiveness;
+use crate::report::factors::FactorSection;
 use crate::report::text::{clip, shell_word};
 
 #[derive(Debug, Clone, Serialize)]
@@ -25,6 +26,9 @@ pub struct AnalysisReport {
     pub generated_outputs: Vec<GeneratedOutput>,
     pub rule_effectiveness: Vec<RuleEffectiveness>,
     pub processing_state: ProcessingState,
+    /// What goes with failure, when some sessions have a known outcome (a lake report).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub factors: Option<FactorSection>,
     /// The lake, for the commands printed as hints; `None` when it will not outlive the
     /// report (a temporary lake) or must not be named (an anonymized one).
     #[serde(skip)]
@@ -155,6 +159,7 @@ impl AnalysisReport {
             generated_outputs: analysis.outputs,
             rule_effectiveness: analysis.rule_effectiveness,
             processing_state: analysis.processing_state,
+            factors: None,
             lake: None,
         }
     }
@@ -222,6 +227,9 @@ impl AnalysisReport {
                     e.rule_id, e.signal, e.failures_before, e.failures_after, e.runs_after, e.status
                 ));
             }
+        }
+        if let Some(factors) = &self.factors {
+            md.push_str(&factors.to_markdown());
         }
         md
     }

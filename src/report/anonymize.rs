@@ -15,6 +15,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::LakeReport;
+use crate::classify::TranscriptEvent;
 use crate::privacy::{Pii, PiiAction, PiiKind};
 
 const REMOVED: &str = "[removed]";
@@ -86,10 +87,36 @@ pub fn anonymize(report: &mut LakeReport) {
             row["agent"] = Value::String(names.of("agent", agent));
         }
     }
-    let transcripts = std::mem::take(&mut report.transcripts);
-    report.transcripts = transcripts
+    if let Some(section) = &mut r.factors {
+        for f in &mut section.factors {
+            f.value = if f.factor == "agent" { names.of("agent", &f.value) } else { kept_name(&f.value) };
+            f.factor = kept_name(&f.factor);
+        }
+        for s in &mut section.risk.riskiest_without_finding {
+            s.session = names.of("session", &s.session);
+        }
+        section.risk.risks.clear();
+    }
+    // Threads and decisions are free text.
+    report.cortex.clear();
+    report.transcripts = anonymized_transcripts(std::mem::take(&mut report.transcripts), "chain", &mut names);
+    report.session_transcripts = anonymized_transcripts(std::mem::take(&mut report.session_transcripts), "session", &mut names);
+    for row in &mut report.charts.failing_tools {
+        if let Some(tool) = row["tool"].as_str() {
+            row["tool"] = Value::String(kept_name(tool));
+        }
+    }
+}
+
+/// Transcripts under placeholders of `kind`, tool names kept, every text removed.
+fn anonymized_transcripts(
+    transcripts: BTreeMap<String, Vec<TranscriptEvent>>,
+    kind: &'static str,
+    names: &mut Placeholders,
+) -> BTreeMap<String, Vec<TranscriptEvent>> {
+    transcripts
         .into_iter()
-        .map(|(chain_id, mut events)| {
+        .map(|(key, mut events)| {
             for e in &mut events {
                 e.tool_name = e.tool_name.as_deref().map(kept_name);
                 for text in [&mut e.content, &mut e.tool_params, &mut e.tool_result, &mut e.tool_error] {
@@ -98,14 +125,9 @@ pub fn anonymize(report: &mut LakeReport) {
                     }
                 }
             }
-            (names.of("chain", &chain_id), events)
+            (names.of(kind, &key), events)
         })
-        .collect::<BTreeMap<_, _>>();
-    for row in &mut report.charts.failing_tools {
-        if let Some(tool) = row["tool"].as_str() {
-            row["tool"] = Value::String(kept_name(tool));
-        }
-    }
+        .collect()
 }
 
 /// The tool a finding's evidence names, if any.

@@ -7,8 +7,10 @@ use serde_json::{Value, json};
 
 use super::LakeReport;
 use super::analysis::ReportFinding;
+use super::factors::{FactorSection, q_text};
 use crate::classify::TranscriptEvent;
 use crate::classify::prompts::truncate;
+use crate::output::risk::known_outcome;
 use crate::report::text::shell_word;
 
 const STYLE: &str = include_str!("report.css");
@@ -16,7 +18,8 @@ const SCRIPT: &str = include_str!("report.js");
 
 pub fn render(report: &LakeReport) -> String {
     let r = &report.report;
-    let data = json!({ "charts": report.charts, "signals": r.signal_stats });
+    let moods: Vec<&Vec<Value>> = report.cortex.iter().map(|a| &a.moods).collect();
+    let data = json!({ "charts": report.charts, "signals": r.signal_stats, "factors": forest_rows(r.factors.as_ref()), "moods": moods });
     // `</` inside a script element would end it early.
     let data = serde_json::to_string(&data).expect("report data serializes").replace("</", "<\\/");
     let mut page = String::new();
@@ -42,9 +45,12 @@ pub fn render(report: &LakeReport) -> String {
         let _ = writeln!(page, "<figure><figcaption>{title}</figcaption><div class=\"chart\" id=\"chart-{id}\"></div></figure>");
     }
     page.push_str("</section>\n");
+    factors_section(&mut page, report);
     findings_table(&mut page, report);
     outputs_section(&mut page, report);
+    cortex_section(&mut page, report);
     transcripts_section(&mut page, report);
+    session_transcripts_section(&mut page, report);
     let _ =
         write!(page, "<script type=\"application/json\" id=\"report-data\">{data}</script>\n<script>{SCRIPT}</script>\n</body></html>\n");
     page
@@ -104,6 +110,124 @@ fn findings_table(page: &mut String, report: &LakeReport) {
     page.push_str("</tbody></table></section>\n");
 }
 
+/// The forest plot's rows: each factor value's lift with its interval (values whose
+/// lift is unbounded, no other session having failed, are left out).
+fn forest_rows(section: Option<&FactorSection>) -> Vec<Value> {
+    let factors = section.map(|s| s.factors.as_slice()).unwrap_or_default();
+    factors
+        .iter()
+        .filter_map(|f| {
+            let label = format!("{} = {}", f.factor, f.value);
+            Some(json!({ "label": label, "lift": f.lift?, "low": f.lift_low?, "high": f.lift_high?, "sessions": f.sessions, "q": f.q_value }))
+        })
+        .collect()
+}
+
+fn factors_section(page: &mut String, report: &LakeReport) {
+    let Some(section) = &report.report.factors else {
+        return;
+    };
+    let _ = writeln!(
+        page,
+        "<section id=\"factors\"><h2>What goes with failure</h2>\n<p>{}. The {} most telling of {} factor values held by at least {} of them: \
+         how much more often sessions with the value failed than the others (lift), with its 95 % interval; at lift 1 they fail as often. \
+         <code>tracelake factors</code> lists every value.</p>",
+        escape(&section.scored()),
+        section.factors.len(),
+        section.tested,
+        section.min_support
+    );
+    page.push_str("<figure class=\"forest\"><figcaption>Failure-rate lift by factor value (log scale)</figcaption><div class=\"chart\" id=\"chart-factors\"></div></figure>\n");
+    page.push_str("<table class=\"factors\"><thead><tr><th>factor = value</th><th>sessions</th><th>failure rate (95 % CI)</th><th>lift</th><th>q</th></tr></thead><tbody>\n");
+    for f in &section.factors {
+        let _ = writeln!(
+            page,
+            "<tr><td>{} = {}</td><td>{}</td><td>{:.1} % ({:.1}–{:.1} %)</td><td>{}</td><td>{}</td></tr>",
+            escape(&f.factor),
+            escape(&f.value),
+            f.sessions,
+            100.0 * f.failure_rate,
+            100.0 * f.ci_low,
+            100.0 * f.ci_high,
+            f.lift.map_or("∞".to_owned(), |l| format!("{l:.2}")),
+            q_text(f.q_value)
+        );
+    }
+    page.push_str("</tbody></table>\n");
+    let risk = &section.risk;
+    let _ = writeln!(
+        page,
+        "<h3>Riskiest sessions without a finding</h3>\n<p>A risk model (logistic regression on {} factor values and signals) ranks a failed session \
+         above a successful one of a task it never saw with a cross-validated AUC of {}. These sessions got no finding: \
+         the failures the signals may miss. <code>tracelake risk</code> writes every session's risk into <code>session_risk</code>.</p>",
+        risk.features,
+        escape(&section.auc())
+    );
+    if risk.riskiest_without_finding.is_empty() {
+        page.push_str("<p>Every session has a finding.</p></section>\n");
+        return;
+    }
+    page.push_str("<table class=\"risk\"><thead><tr><th>risk</th><th>session</th><th>known outcome</th></tr></thead><tbody>\n");
+    for s in &risk.riskiest_without_finding {
+        let session = if report.session_transcripts.contains_key(&s.session) {
+            format!("<a href=\"#session-{0}\">{0}</a>", escape(&s.session))
+        } else {
+            escape(&s.session)
+        };
+        let _ = writeln!(page, "<tr><td>{:.1} %</td><td>{session}</td><td>{}</td></tr>", 100.0 * s.risk, known_outcome(s.failed));
+    }
+    page.push_str("</tbody></table></section>\n");
+}
+
+/// Per agent: its open threads, recent decisions and mood over time.
+fn cortex_section(page: &mut String, report: &LakeReport) {
+    if report.cortex.is_empty() {
+        return;
+    }
+    page.push_str("<section id=\"cortex\"><h2>Threads, decisions and mood</h2>\n<p class=\"hint\">What each agent's conversations are about, read by the cortex patterns: the views <code>threads</code>, <code>decisions</code> and <code>moods</code>, and <code>tracelake brief</code>.</p>\n");
+    for (i, agent) in report.cortex.iter().enumerate() {
+        let _ = writeln!(page, "<h3>{}</h3>", escape(&agent.agent));
+        if !agent.open_threads.is_empty() {
+            page.push_str("<table class=\"threads\"><thead><tr><th>open thread</th><th>priority</th><th>waiting for</th><th>mood</th><th>last activity</th></tr></thead><tbody>\n");
+            for t in &agent.open_threads {
+                let text = |k: &str| escape(t[k].as_str().unwrap_or(""));
+                let _ = writeln!(
+                    page,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    text("title"),
+                    text("priority"),
+                    text("waitingFor"),
+                    text("mood"),
+                    iso(t["lastActivity"].as_i64().unwrap_or(0))
+                );
+            }
+            page.push_str("</tbody></table>\n");
+        }
+        if !agent.decisions.is_empty() {
+            page.push_str("<ul class=\"decisions\">\n");
+            for d in &agent.decisions {
+                let text = |k: &str| escape(d[k].as_str().unwrap_or(""));
+                let _ = writeln!(
+                    page,
+                    "<li>{} <b>{}</b> {} <span class=\"hint\">({})</span></li>",
+                    iso(d["ts"].as_i64().unwrap_or(0)),
+                    text("impact"),
+                    text("what"),
+                    text("who")
+                );
+            }
+            page.push_str("</ul>\n");
+        }
+        if !agent.moods.is_empty() {
+            let _ = writeln!(
+                page,
+                "<figure class=\"mood\"><figcaption>Mood of the messages by day</figcaption><div class=\"chart\" id=\"chart-mood-{i}\"></div></figure>"
+            );
+        }
+    }
+    page.push_str("</section>\n");
+}
+
 fn outputs_section(page: &mut String, report: &LakeReport) {
     let r = &report.report;
     if !r.generated_outputs.is_empty() {
@@ -160,6 +284,26 @@ fn transcripts_section(page: &mut String, report: &LakeReport) {
             let class = if marks.is_empty() { String::new() } else { " class=\"hit\"".to_owned() };
             let mark = if marks.is_empty() { String::new() } else { format!("<span class=\"mark\">{}</span>", escape(&marks.join(", "))) };
             let _ = writeln!(page, "<li{class}>{mark}{}</li>", transcript_event(event));
+        }
+        page.push_str("</ol></details>\n");
+    }
+    page.push_str("</section>\n");
+}
+
+fn session_transcripts_section(page: &mut String, report: &LakeReport) {
+    if report.session_transcripts.is_empty() {
+        return;
+    }
+    page.push_str("<section><h2>Transcripts of the riskiest sessions</h2>\n");
+    for (session, events) in &report.session_transcripts {
+        let _ = writeln!(
+            page,
+            "<details id=\"session-{0}\" class=\"transcript\"><summary>session {0} ({1} events)</summary><ol start=\"0\">",
+            escape(session),
+            events.len()
+        );
+        for event in events {
+            let _ = writeln!(page, "<li>{}</li>", transcript_event(event));
         }
         page.push_str("</ol></details>\n");
     }

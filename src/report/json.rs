@@ -24,7 +24,11 @@ pub fn write_json_pretty(report: &AnalysisReport, out: &mut impl Write) -> io::R
     out.write_all(b",\n")?;
     field(out, "generatedOutputs", &report.generated_outputs, false)?;
     field(out, "ruleEffectiveness", &report.rule_effectiveness, false)?;
-    field(out, "processingState", &report.processing_state, true)?;
+    // In the struct's order, as serde writes it.
+    field(out, "processingState", &report.processing_state, report.factors.is_none())?;
+    if let Some(factors) = &report.factors {
+        field(out, "factors", factors, true)?;
+    }
     out.write_all(b"}")
 }
 

@@ -3,6 +3,8 @@
 
 pub mod analysis;
 pub mod anonymize;
+pub mod cortex;
+pub mod factors;
 pub mod html;
 pub mod json;
 pub mod text;
@@ -14,7 +16,7 @@ use futures::TryStreamExt;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::classify::stage::chain_transcripts;
+use crate::classify::stage::{chain_transcripts, session_transcripts};
 use crate::classify::{ActionType, Classification, FindingVerdict, TranscriptEvent};
 use crate::config::Config;
 use crate::detect::DetectError;
@@ -28,8 +30,11 @@ use crate::lake::state::Manifest;
 use crate::model::Finding;
 use crate::output::GeneratedOutput;
 use crate::output::effectiveness::rule_effectiveness;
+use crate::output::score::ScoreError;
 use crate::redact::Redactor;
 use analysis::{AnalysisReport, FindingCounts, ReportParts};
+use cortex::{AgentCortex, agent_cortex};
+use factors::factor_section;
 
 /// Everything a report shows.
 #[derive(Debug, Clone)]
@@ -38,7 +43,22 @@ pub struct LakeReport {
     pub charts: Charts,
     /// The events of each reported finding's chain.
     pub transcripts: BTreeMap<String, Vec<TranscriptEvent>>,
+    /// The events of each riskiest session without a finding (the factors section).
+    pub session_transcripts: BTreeMap<String, Vec<TranscriptEvent>>,
+    /// Each agent's open threads, decisions and moods.
+    pub cortex: Vec<AgentCortex>,
 }
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(transparent)]
+    Detect(#[from] DetectError),
+    #[error(transparent)]
+    Factors(#[from] ScoreError),
+}
+
+/// Events of a session shown at most in its transcript.
+const SESSION_TRANSCRIPT_EVENTS: usize = 200;
 
 /// The data behind the HTML charts.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -77,8 +97,27 @@ const CHAIN_LENGTHS_SQL: &str = "SELECT CASE WHEN n_events <= 2 THEN '2' WHEN n_
      count(*) AS chains FROM chains GROUP BY 1";
 
 /// Reads the report from the lake: findings (most severe first, at most `max_findings`),
-/// the latest verdict per finding, the latest run's artifacts, rule effectiveness.
-pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_findings: usize) -> Result<LakeReport, DetectError> {
+/// the latest verdict per finding, the latest run's artifacts, rule effectiveness, and
+/// what goes with failure when some sessions have an outcome.
+pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_findings: usize) -> Result<LakeReport, ReportError> {
+    let (mut report, ctx) = findings_report(lake, config, redactor, max_findings).await?;
+    report.report.factors = factor_section(&ctx).await?;
+    report.cortex = agent_cortex(&ctx).await.map_err(DetectError::from)?;
+    if let Some(section) = &report.report.factors {
+        let sessions: Vec<&str> = section.risk.riskiest_without_finding.iter().map(|s| s.session.as_str()).collect();
+        let transcripts = session_transcripts(&ctx, &sessions, SESSION_TRANSCRIPT_EVENTS).await.map_err(DetectError::from)?;
+        report.session_transcripts = transcripts.into_iter().collect();
+    }
+    Ok(report)
+}
+
+/// The report without its factors section, and the session it was read in.
+async fn findings_report(
+    lake: &Lake,
+    config: &Config,
+    redactor: Redactor,
+    max_findings: usize,
+) -> Result<(LakeReport, datafusion::prelude::SessionContext), DetectError> {
     let engine = EngineOptions::from_config(config)?;
     let params = &engine.sql_params;
     let ctx = open_session(lake, redactor, &engine).await?;
@@ -122,11 +161,14 @@ pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_f
         rule_effectiveness: rule_effectiveness(&ctx).await?,
     };
     let report = AnalysisReport::assemble(parts).at_lake(&lake.location());
-    Ok(LakeReport {
+    let report = LakeReport {
         report,
         charts: Charts { findings_over_time: over_time, by_agent_severity: by_agent, failing_tools: tools, chain_lengths: lengths },
         transcripts,
-    })
+        session_transcripts: BTreeMap::new(),
+        cortex: Vec::new(),
+    };
+    Ok((report, ctx))
 }
 
 /// Findings per signal in time buckets sized to the span: 10 minutes up to 6 hours,

@@ -185,6 +185,60 @@
     stackedBars(c, rows.map((r) => r.bucket), [{ name: "", values: rows.map((r) => Number(r.chains)) }], () => "#4a7bd0");
   });
 
+  // A forest plot: one row per factor value, its lift as a dot and its interval as a
+  // line, on a log scale around lift 1 (as often as the others).
+  function forestPlot(container, rows) {
+    const width = 640, row = 22, top = 6, right = 16;
+    if (rows.length === 0) {
+      const svg = el("svg", { viewBox: `0 0 ${width} 80`, role: "img" });
+      svg.appendChild(el("text", { x: width / 2, y: 40, "text-anchor": "middle", class: "empty" }, "no value with a bounded lift"));
+      container.appendChild(svg);
+      return;
+    }
+    const labels = rows.map((r) => shorten(r.label, 44));
+    const left = Math.ceil(Math.min(300, Math.max(...labels.map((l) => textWidth(l.length)), 40) + 12));
+    const height = top + rows.length * row + 36;
+    const svg = el("svg", { viewBox: `0 0 ${width} ${height}`, role: "img" });
+    // Intervals that reach 0 are drawn from the axis's lowest tick.
+    const floor = 1 / 16;
+    const lowest = Math.max(floor, Math.min(1, ...rows.map((r) => r.low)));
+    const highest = Math.max(2, ...rows.map((r) => r.high));
+    const lo = Math.pow(2, Math.floor(Math.log2(lowest)));
+    const hi = Math.pow(2, Math.ceil(Math.log2(highest)));
+    const plot = width - left - right;
+    const x = (v) => left + ((Math.log2(Math.max(v, lo)) - Math.log2(lo)) / (Math.log2(hi) - Math.log2(lo))) * plot;
+    const bottom = top + rows.length * row;
+    for (let t = lo; t <= hi + 1e-9; t *= 2) {
+      svg.appendChild(el("line", { x1: x(t), y1: top, x2: x(t), y2: bottom, stroke: t === 1 ? "#556" : "#e4e7ee",
+        "stroke-dasharray": t === 1 ? "4 3" : "" }));
+      svg.appendChild(el("text", { x: x(t), y: bottom + 14, "text-anchor": "middle", class: "tick" }, t >= 1 ? String(t) : `1/${1 / t}`));
+    }
+    svg.appendChild(el("text", { x: left + plot / 2, y: bottom + 27, "text-anchor": "middle", class: "tick" }, "lift of the failure rate"));
+    rows.forEach((r, i) => {
+      const y = top + i * row + row / 2;
+      const label = el("text", { x: left - 8, y: y + 4, "text-anchor": "end" }, labels[i]);
+      label.appendChild(el("title", {}, r.label));
+      svg.appendChild(label);
+      const color = r.q < 0.05 ? (r.lift >= 1 ? "#c0392b" : "#27ae60") : "#7f8c8d";
+      svg.appendChild(el("line", { x1: x(r.low), y1: y, x2: x(r.high), y2: y, stroke: color, "stroke-width": 2 }));
+      const dot = el("circle", { cx: x(r.lift), cy: y, r: 4.5, fill: color, class: "dot" });
+      dot.appendChild(el("title", {}, `${r.label}: lift ${r.lift.toFixed(2)} (${r.low.toFixed(2)}–${r.high.toFixed(2)}), ${r.sessions} sessions, q ${r.q.toPrecision(2)}`));
+      svg.appendChild(dot);
+    });
+    container.appendChild(svg);
+  }
+
+  if (document.getElementById("chart-factors")) draw("chart-factors", (c) => forestPlot(c, data.factors));
+
+  const MOOD_COLORS = { frustrated: "#c0392b", excited: "#8e44ad", tense: "#e67e22", productive: "#27ae60", exploratory: "#4a7bd0" };
+  data.moods.forEach((rows, i) => {
+    if (!document.getElementById(`chart-mood-${i}`)) return;
+    draw(`chart-mood-${i}`, (c) => {
+      const p = pivot(rows, "day", "mood", "count");
+      stackedBars(c, p.categories, p.series, (name, j) => MOOD_COLORS[name] || byPalette(name, j));
+    });
+  });
+
   function openTarget() {
     const target = location.hash && document.getElementById(location.hash.slice(1));
     if (target && target.tagName === "DETAILS") target.open = true;

@@ -153,3 +153,110 @@ fn factors_without_outcomes_say_how_to_load_them() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains(&format!("`tracelake outcomes import --lake {lake} FILE`")), "{said}");
 }
+
+/// `risk` writes every session's risk into `session_risk`; the next fit replaces it.
+#[test]
+fn risk_writes_each_sessions_risk_into_the_lake_and_a_new_fit_replaces_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = planted_lake(dir.path(), Told::ByFile);
+    let report: Value = serde_json::from_str(&tracelake_ok(&["risk", "--lake", &lake, "--format", "json", "--top", "3"])).unwrap();
+    let stored = "SELECT count(*) AS n, count(DISTINCT session) AS sessions, min(risk) >= 0 AND max(risk) <= 1 AS bounded, \
+                  count(*) FILTER (WHERE failed) AS failed, min(outcomes) AS outcomes FROM session_risk";
+    let failed = crate::common::sql_rows(&lake, "SELECT count(*) AS n FROM outcomes WHERE outcome = 'failure'")[0]["n"].clone();
+    let expected = json!({"n": 400, "sessions": 400, "bounded": true, "failed": failed, "outcomes": "imported"});
+    assert_eq!(crate::common::sql_rows(&lake, stored), vec![expected.clone()]);
+    let riskiest: Vec<Value> =
+        crate::common::sql_rows(&lake, "SELECT session FROM session_risk WHERE NOT flagged ORDER BY risk DESC, session LIMIT 3");
+    let shown: Vec<Value> = report["riskiestWithoutFinding"].as_array().unwrap().iter().map(|s| json!({"session": s["session"]})).collect();
+    assert_eq!(riskiest, shown, "the table holds what risk showed");
+
+    tracelake_ok(&["risk", "--lake", &lake]);
+    assert_eq!(crate::common::sql_rows(&lake, stored), vec![expected], "a second fit replaces the first");
+    let files = crate::common::parquet_files(&std::path::Path::new(&lake).join("session_risk"));
+    assert_eq!(files.len(), 1, "the first fit's file is swept: {files:?}");
+}
+
+/// The model weighs the factors of the user's factor files too.
+#[test]
+fn risk_weighs_the_factors_of_factor_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = planted_lake(dir.path(), Told::ByFile);
+    let factors = dir.path().join("factors");
+    std::fs::create_dir(&factors).unwrap();
+    std::fs::write(
+        factors.join("long.sql"),
+        "SELECT session, 'long_session' AS factor, 'yes' AS value FROM events GROUP BY session HAVING count(*) > 4",
+    )
+    .unwrap();
+    let features = |extra: &[&str]| -> u64 {
+        let args = [&["risk", "--lake", &lake, "--format", "json"], extra].concat();
+        serde_json::from_str::<Value>(&tracelake_ok(&args)).unwrap()["features"].as_u64().unwrap()
+    };
+    assert_eq!(features(&["--factors", factors.to_str().unwrap()]), features(&[]) + 1);
+}
+
+/// The size buckets' edges come from the config's `factors`; edges out of order are refused.
+#[test]
+fn size_buckets_follow_the_configured_edges() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = planted_lake(dir.path(), Told::ByFile);
+    let buckets = |config: Option<&str>| -> Vec<Value> {
+        let query = "SELECT value, count(*) AS n FROM session_factors WHERE factor = 'user_turns' GROUP BY value";
+        let mut args = vec!["sql", "--lake", &lake, "--format", "ndjson"];
+        if let Some(config) = config {
+            args.extend(["--config", config]);
+        }
+        args.push(query);
+        crate::common::json_lines(&tracelake_ok(&args))
+    };
+    assert_eq!(buckets(None), vec![json!({"value": "small", "n": 400})], "one user turn is small by default");
+    let config = dir.path().join("config.json");
+    std::fs::write(&config, r#"{"traceAnalyzer": {"factors": {"userTurns": [0, 1]}}}"#).unwrap();
+    assert_eq!(buckets(config.to_str()), vec![json!({"value": "medium", "n": 400})]);
+
+    std::fs::write(&config, r#"{"traceAnalyzer": {"factors": {"userTurns": [3, 1]}}}"#).unwrap();
+    let out = tracelake(&["factors", "--lake", &lake, "--config", config.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("`traceAnalyzer.factors.userTurns`: the edges [small, medium] must be two numbers, 0 ≤ small < medium; got [3, 1]"),
+        "{said}"
+    );
+}
+
+/// The report's factors section: the planted value first in the table and the forest plot
+/// (drawn in Chromium), the riskiest unflagged sessions linked to their transcripts; the
+/// same in Markdown and JSON; no session id once anonymized.
+#[test]
+fn the_report_shows_what_goes_with_failure_and_the_riskiest_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = planted_lake(dir.path(), Told::ByFile);
+    tracelake_ok(&["analyze", "--lake", &lake]);
+    let page = dir.path().join("report.html");
+    tracelake_ok(&["report", "--lake", &lake, "--output", page.to_str().unwrap()]);
+    let (dom, console) = crate::report::chromium_render(&page);
+    assert!(console.is_empty(), "console output: {console:#?}");
+    let section = &dom[dom.find("id=\"factors\"").expect("a factors section")..];
+    let plot = &section[section.find("id=\"chart-factors\"").unwrap()..section.find("</figure>").unwrap()];
+    assert!(plot.contains("data-rendered=\"true\"") && plot.matches("class=\"dot\"").count() >= 2, "{plot}");
+    assert!(plot.contains("tool:planted = used"), "{plot}");
+    assert!(section.contains("<td>tool:planted = used</td>"), "the table");
+    let link = section.find("href=\"#session-").expect("a riskiest session linked");
+    let id = &section[link + 7..link + 7 + section[link + 7..].find('"').unwrap()];
+    assert!(dom.contains(&format!("<details id=\"{id}\" class=\"transcript\">")), "transcript {id} missing");
+
+    let markdown = tracelake_ok(&["report", "--lake", &lake, "--format", "markdown"]);
+    assert!(markdown.contains("## What goes with failure") && markdown.contains("| tool:planted = used |"), "{markdown}");
+    let json: Value = serde_json::from_str(&tracelake_ok(&["report", "--lake", &lake, "--format", "json"])).unwrap();
+    let factors = &json["factors"];
+    assert_eq!((factors["outcomes"].as_str(), factors["sessionsScored"].as_u64()), (Some("imported"), Some(400)));
+    assert_eq!(factors["factors"][0]["factor"], "tool:planted");
+    let riskiest = factors["risk"]["riskiestWithoutFinding"].as_array().unwrap();
+    assert!(!riskiest.is_empty() && factors["risk"]["crossValidatedAuc"].as_f64().is_some(), "{factors:#}");
+
+    let anonymous = tracelake_ok(&["report", "--lake", &lake, "--format", "html", "--anonymize"]);
+    for s in riskiest {
+        let session = s["session"].as_str().unwrap();
+        assert!(!anonymous.contains(&format!(">{session}<")) && !anonymous.contains(&format!("session-{session}\"")), "{session} left");
+    }
+    assert!(anonymous.contains("href=\"#session-session-1\""), "placeholders link to placeholder transcripts");
+}

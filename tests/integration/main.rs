@@ -2,6 +2,7 @@
 
 mod act;
 mod analyze;
+mod brief;
 mod chains;
 mod classify;
 mod common;

@@ -239,7 +239,7 @@ fn anonymized_reports_hold_no_names_ids_or_user_content() {
 }
 
 /// Loads `page` in headless Chromium: the DOM after scripts ran, and console lines.
-fn chromium_render(page: &Path) -> (String, Vec<String>) {
+pub fn chromium_render(page: &Path) -> (String, Vec<String>) {
     let out = Command::new("chromium")
         .args([
             "--headless",

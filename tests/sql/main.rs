@@ -24,7 +24,7 @@ use tracelake::detect::builtin_detectors;
 use tracelake::engine::run_statements;
 use tracelake::engine::session::{EngineOptions, memory_session};
 use tracelake::engine::sql::{
-    CHAIN_VIEWS, CHAINS, INFERRED_OUTCOMES, RULE_EFFECTIVENESS, SESSION_FACTORS, SESSION_OUTCOMES, SIGNAL_SCORES,
+    CHAIN_VIEWS, CHAINS, CORTEX, INFERRED_OUTCOMES, RULE_EFFECTIVENESS, SESSION_FACTORS, SESSION_OUTCOMES, SIGNAL_SCORES,
 };
 
 fn main() {
@@ -72,7 +72,7 @@ fn err(e: impl std::fmt::Display) -> SqlError {
 }
 
 /// The columns `events` needs from `trace`, with what stands in for a missing one.
-const EVENT_COLUMNS: [(&str, &str); 17] = [
+const EVENT_COLUMNS: [(&str, &str); 18] = [
     ("stream_seq", "CAST(n AS BIGINT UNSIGNED)"),
     ("id", "'e' || CAST(n AS VARCHAR)"),
     ("ts", "to_timestamp_millis(CAST(1767225600000 + n * 1000 AS BIGINT))"),
@@ -89,6 +89,7 @@ const EVENT_COLUMNS: [(&str, &str); 17] = [
     ("model", "CAST(NULL AS VARCHAR)"),
     ("provider", "CAST(NULL AS VARCHAR)"),
     ("channel", "CAST(NULL AS VARCHAR)"),
+    ("from", "CAST(NULL AS VARCHAR)"),
     ("n", "n"),
 ];
 
@@ -124,8 +125,9 @@ impl Tracelake {
 
     /// `rule_effectiveness` and `signal_scores` over the tables as they are now.
     async fn define_output_views(&self) -> Result<(), SqlError> {
-        for sql in [RULE_EFFECTIVENESS, SESSION_OUTCOMES, INFERRED_OUTCOMES, SIGNAL_SCORES, SESSION_FACTORS] {
-            run_statements(&self.ctx, sql, |_, _| Ok(())).await.map_err(err)?;
+        let params = EngineOptions::default().sql_params;
+        for sql in [RULE_EFFECTIVENESS, SESSION_OUTCOMES, INFERRED_OUTCOMES, SIGNAL_SCORES, SESSION_FACTORS, CORTEX] {
+            run_statements(&self.ctx, &params.fill(sql), |_, _| Ok(())).await.map_err(err)?;
         }
         Ok(())
     }

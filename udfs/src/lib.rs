@@ -7,14 +7,18 @@
 pub mod chain_id;
 pub mod chain_position;
 pub mod clip;
+pub mod cortex;
+pub mod cortex_functions;
 pub mod dedup_key;
 mod digest;
 pub mod docs;
 pub mod doom_loop;
 pub mod fail_fingerprint;
+pub mod first_in_window;
 pub mod group_row_number;
 pub mod json_object;
 pub mod key_hash;
+pub mod language;
 pub mod patterns;
 pub mod redact;
 mod same_keys;
@@ -23,6 +27,7 @@ pub mod sort_key;
 mod strings;
 pub mod superseded;
 pub mod text_category;
+pub mod thread_of;
 pub mod tool_call_since_user;
 pub mod ungrounded_value;
 pub mod unrecovered_failure;
@@ -48,12 +53,16 @@ pub fn register_all(ctx: &SessionContext, redactor: Redactor, patterns: Arc<Patt
     ctx.register_udf(ScalarUDF::from(fail_fingerprint::FailFingerprintUdf::new()));
     ctx.register_udf(ScalarUDF::from(json_object::JsonObjectUdf::new()));
     ctx.register_udf(ScalarUDF::from(key_hash::KeyHashUdf::new()));
+    ctx.register_udf(ScalarUDF::from(language::LanguageUdf::new()));
     ctx.register_udf(ScalarUDF::from(dedup_key::DedupKeyUdf::new()));
     ctx.register_udf(ScalarUDF::from(sort_key::SortKeyUdf::new()));
     ctx.register_udf(ScalarUDF::from(similarity::PairSimilarityUdf::levenshtein_ratio()));
     ctx.register_udf(ScalarUDF::from(similarity::PairSimilarityUdf::param_similarity()));
     for udf in text_category::TextCategoryUdf::all(&patterns) {
         ctx.register_udf(ScalarUDF::from(udf));
+    }
+    for udf in cortex_functions::udfs(&patterns) {
+        ctx.register_udf(udf);
     }
     ctx.register_udwf(superseded::udf());
     ctx.register_udwf(chain_position::udf());
@@ -63,4 +72,6 @@ pub fn register_all(ctx: &SessionContext, redactor: Redactor, patterns: Arc<Patt
     ctx.register_udwf(unstated_action::udf());
     ctx.register_udwf(tool_call_since_user::udf());
     ctx.register_udwf(group_row_number::udf());
+    ctx.register_udwf(thread_of::udf());
+    ctx.register_udwf(first_in_window::udf());
 }

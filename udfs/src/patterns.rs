@@ -16,6 +16,8 @@ use std::sync::OnceLock;
 
 use regex::{Regex, RegexSet};
 
+use crate::cortex::Cortex;
+
 /// A category of text the detectors look for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Category {
@@ -175,6 +177,7 @@ pub struct Patterns {
     tool_patterns: BTreeMap<String, Vec<String>>,
     /// Indexed by `Category as usize`.
     sets: Vec<CategorySet>,
+    cortex: Cortex,
 }
 
 /// The patterns of one category, compiled on first use (a run needs only the categories of
@@ -267,10 +270,13 @@ impl Patterns {
         // (language, pattern) per category.
         let mut sources: HashMap<Category, Vec<(&str, String)>> = HashMap::new();
         let codes = std::iter::once("common").chain(languages.iter().map(String::as_str));
+        let mut cortex = Cortex::default();
         for code in codes {
             let text = pack_source(code).ok_or_else(|| PatternError::UnknownLanguage(code.to_owned()))?;
             let pack: HashMap<String, Vec<String>> =
                 serde_json::from_str(text).map_err(|e| PatternError::BadPack { code: code.to_owned(), message: e.to_string() })?;
+            let bad = |e: regex::Error| PatternError::BadPack { code: code.to_owned(), message: e.to_string() };
+            cortex.extend(Cortex::from_packs([&pack]).map_err(bad)?);
             for category in Category::ALL {
                 for pattern in pack.get(category.key()).into_iter().flatten() {
                     // Texts are matched with compound words joined (`dois-je` → `dois_je`).
@@ -294,7 +300,7 @@ impl Patterns {
             }
             sets.push(set);
         }
-        Ok(Self { languages: languages.to_vec(), tool_patterns: tool_patterns.clone(), sets })
+        Ok(Self { languages: languages.to_vec(), tool_patterns: tool_patterns.clone(), sets, cortex })
     }
 
     /// The default: English and German.
@@ -308,6 +314,11 @@ impl Patterns {
 
     pub fn tool_patterns(&self) -> &BTreeMap<String, Vec<String>> {
         &self.tool_patterns
+    }
+
+    /// The cortex's patterns of the chosen languages.
+    pub fn cortex(&self) -> &Cortex {
+        &self.cortex
     }
 
     /// Whether `text` matches any pattern of `category`.

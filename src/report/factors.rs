@@ -1,0 +1,120 @@
+//! The report's factors section, when some sessions have a known outcome: the factor values
+//! that go with failure (`tracelake factors`) and the riskiest sessions no signal flagged
+//! (`tracelake risk`), with their transcripts.
+
+use datafusion::prelude::SessionContext;
+use serde::Serialize;
+
+use crate::output::factors::{FactorScore, factor_scores};
+use crate::output::outcome_source::{OutcomeSource, use_outcomes};
+use crate::output::risk::{RiskReport, known_outcome, session_risks};
+use crate::output::score::ScoreError;
+use crate::report::text::clip;
+
+/// Factor values shown at most, most telling first.
+const TOP_FACTORS: usize = 15;
+/// Riskiest sessions without a finding shown at most.
+const TOP_RISKIEST: usize = 10;
+/// As `tracelake factors` and `risk` by default.
+const MIN_SUPPORT: u64 = 5;
+const FOLDS: u64 = 5;
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FactorSection {
+    /// The outcomes scored against: `imported`, or `inferred` (from what the users said
+    /// next) when the lake has none imported.
+    pub outcomes: &'static str,
+    pub sessions_scored: u64,
+    pub failed: u64,
+    pub min_support: u64,
+    /// The most telling factor values.
+    pub factors: Vec<FactorScore>,
+    /// Factor values tested in all.
+    pub tested: usize,
+    pub risk: RiskReport,
+}
+
+/// The section over the imported outcomes, or the inferred ones when none were imported;
+/// `None` when no session has an outcome.
+pub async fn factor_section(ctx: &SessionContext) -> Result<Option<FactorSection>, ScoreError> {
+    for (source, outcomes) in [(OutcomeSource::Imported, "imported"), (OutcomeSource::Inferred, "inferred")] {
+        use_outcomes(ctx, source).await?;
+        let mut scores = match factor_scores(ctx, &[], MIN_SUPPORT).await {
+            Err(ScoreError::NoOutcomes) => continue,
+            other => other?,
+        };
+        let risk = session_risks(ctx, &[], FOLDS, None, MIN_SUPPORT, TOP_RISKIEST).await?;
+        let tested = scores.factors.len();
+        scores.factors.truncate(TOP_FACTORS);
+        return Ok(Some(FactorSection {
+            outcomes,
+            sessions_scored: scores.sessions_scored,
+            failed: scores.failed,
+            min_support: MIN_SUPPORT,
+            factors: scores.factors,
+            tested,
+            risk,
+        }));
+    }
+    Ok(None)
+}
+
+impl FactorSection {
+    /// What was scored, in a sentence.
+    pub fn scored(&self) -> String {
+        format!(
+            "{} sessions with a known outcome ({}), {} failed ({:.1} %)",
+            self.sessions_scored,
+            self.outcomes,
+            self.failed,
+            100.0 * self.failed as f64 / self.sessions_scored.max(1) as f64
+        )
+    }
+
+    /// The cross-validated AUC of the risk model, in words.
+    pub fn auc(&self) -> String {
+        self.risk.cross_validated_auc.map_or("not measurable (too few sessions of one outcome)".to_owned(), |a| format!("{a:.3}"))
+    }
+
+    pub fn to_markdown(&self) -> String {
+        let mut md = format!(
+            "\n## What goes with failure\n\n{}. The {} most telling of {} factor values held by at least {} of them \
+             (`tracelake factors` lists all):\n\n| factor = value | sessions | failure rate (95 % CI) | lift | q |\n|---|---|---|---|---|\n",
+            self.scored(),
+            self.factors.len(),
+            self.tested,
+            self.min_support
+        );
+        for f in &self.factors {
+            md.push_str(&format!(
+                "| {} = {} | {} | {:.1} % ({:.1}–{:.1} %) | {} | {} |\n",
+                f.factor,
+                clip(&f.value, 60).replace('|', "\\|"),
+                f.sessions,
+                100.0 * f.failure_rate,
+                100.0 * f.ci_low,
+                100.0 * f.ci_high,
+                f.lift.map_or("∞".to_owned(), |l| format!("{l:.2}")),
+                q_text(f.q_value)
+            ));
+        }
+        md.push_str(&format!(
+            "\nRisk model (`tracelake risk`): cross-validated AUC over {} folds by task {}.\n",
+            self.risk.folds,
+            self.auc()
+        ));
+        if !self.risk.riskiest_without_finding.is_empty() {
+            md.push_str("\n| risk | session without a finding | known outcome |\n|---|---|---|\n");
+            for s in &self.risk.riskiest_without_finding {
+                md.push_str(&format!("| {:.1} % | {} | {} |\n", 100.0 * s.risk, s.session, known_outcome(s.failed)));
+            }
+        }
+        md
+    }
+}
+
+/// `0.012`, or `1.2e-5` for the small ones.
+pub fn q_text(q: f64) -> String {
+    if q >= 0.001 { format!("{q:.3}") } else { format!("{q:.1e}") }
+}

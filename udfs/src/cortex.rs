@@ -1,0 +1,171 @@
+//! The cortex's patterns (threads, decisions and mood), read from the language packs'
+//! `cortex_*` and `mood_*` keys: what a message decides, closes or waits for, which topic it
+//! turns to, and its mood. Unlike the signal categories these need where a pattern matched
+//! (a decision's context, a topic's title, the last mood), so each is its own regex.
+
+use std::collections::HashMap;
+
+use regex::Regex;
+
+/// The moods a message can have besides `neutral`, in the order the cortex tries them.
+pub const MOODS: [&str; 5] = ["frustrated", "excited", "tense", "productive", "exploratory"];
+
+/// Characters of a decision's context before and after its match (cortex §4.2).
+const BEFORE: usize = 50;
+const AFTER: usize = 100;
+
+#[derive(Debug, Clone, Default)]
+pub struct Cortex {
+    decision: Vec<Regex>,
+    closure: Vec<Regex>,
+    wait: Vec<Regex>,
+    topic: Vec<Regex>,
+    moods: Vec<(&'static str, Regex)>,
+}
+
+impl Cortex {
+    /// The patterns of `packs` (each a pack's keys and patterns), case-insensitive; `Err`
+    /// names the first that does not compile.
+    pub fn from_packs<'a>(packs: impl IntoIterator<Item = &'a HashMap<String, Vec<String>>>) -> Result<Self, regex::Error> {
+        let mut cortex = Self::default();
+        for pack in packs {
+            let compiled = |key: &str| -> Result<Vec<Regex>, regex::Error> {
+                pack.get(key).into_iter().flatten().map(|p| Regex::new(&format!("(?i){p}"))).collect()
+            };
+            cortex.decision.extend(compiled("cortex_decision")?);
+            cortex.closure.extend(compiled("cortex_closure")?);
+            cortex.wait.extend(compiled("cortex_wait")?);
+            cortex.topic.extend(compiled("cortex_topic")?);
+            for mood in MOODS {
+                cortex.moods.extend(compiled(&format!("mood_{mood}"))?.into_iter().map(|r| (mood, r)));
+            }
+        }
+        Ok(cortex)
+    }
+
+    /// Adds the patterns of `other` after these.
+    pub fn extend(&mut self, other: Cortex) {
+        self.decision.extend(other.decision);
+        self.closure.extend(other.closure);
+        self.wait.extend(other.wait);
+        self.topic.extend(other.topic);
+        self.moods.extend(other.moods);
+    }
+
+    /// What `text` decides: its first decision match with the 50 characters before and the
+    /// 100 after, on one line.
+    pub fn decision(&self, text: &str) -> Option<String> {
+        let found = first_match(&self.decision, text)?;
+        Some(window(text, found.start(), found.end(), BEFORE, AFTER))
+    }
+
+    /// Whether `text` closes something ("done", "fixed", "erledigt").
+    pub fn closes(&self, text: &str) -> bool {
+        self.closure.iter().any(|r| r.is_match(text))
+    }
+
+    /// What `text` waits for: from its first wait match, 100 characters on one line.
+    pub fn wait(&self, text: &str) -> Option<String> {
+        let found = first_match(&self.wait, text)?;
+        Some(window(text, found.start(), found.end(), 0, AFTER))
+    }
+
+    /// The topic `text` turns to ("back to the deployment"): the words after the phrase.
+    pub fn topic(&self, text: &str) -> Option<String> {
+        self.topic
+            .iter()
+            .filter_map(|r| r.captures(text)?.get(1))
+            .min_by_key(|m| m.start())
+            .map(|m| m.as_str().split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|title| !title.is_empty())
+    }
+
+    /// The mood of `text`: the mood whose match starts last wins, `neutral` when none does.
+    pub fn mood(&self, text: &str) -> &'static str {
+        let mut last: Option<(usize, &'static str)> = None;
+        for (mood, regex) in &self.moods {
+            for found in regex.find_iter(text) {
+                if last.is_none_or(|(at, _)| found.start() > at) {
+                    last = Some((found.start(), mood));
+                }
+            }
+        }
+        last.map_or("neutral", |(_, mood)| mood)
+    }
+}
+
+fn first_match<'t>(patterns: &[Regex], text: &'t str) -> Option<regex::Match<'t>> {
+    patterns.iter().filter_map(|r| r.find(text)).min_by_key(|m| m.start())
+}
+
+/// `text` from `before` characters before `start` to `after` characters after `end`, on one
+/// line.
+fn window(text: &str, start: usize, end: usize, before: usize, after: usize) -> String {
+    let from = if before == 0 { start } else { text[..start].char_indices().rev().nth(before - 1).map_or(0, |(i, _)| i) };
+    let to = text[end..].char_indices().nth(after).map_or(text.len(), |(i, _)| end + i);
+    text[from..to].split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The words of a text as thread matching counts them (cortex Appendix B): lower case,
+/// longer than two characters. Words are runs of letters and digits, so punctuation
+/// does not hide one ("deployment," is "deployment").
+pub fn match_words(text: &str) -> std::collections::HashSet<String> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| w.chars().count() > 2).map(str::to_lowercase).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cortex(codes: &[&str]) -> Cortex {
+        let packs: Vec<HashMap<String, Vec<String>>> = codes
+            .iter()
+            .map(|code| {
+                let text = match *code {
+                    "en" => include_str!("../lang/en.json"),
+                    "de" => include_str!("../lang/de.json"),
+                    _ => unreachable!(),
+                };
+                serde_json::from_str(text).unwrap()
+            })
+            .collect();
+        Cortex::from_packs(&packs).unwrap()
+    }
+
+    #[test]
+    fn decisions_keep_their_context() {
+        let c = cortex(&["en", "de"]);
+        let text = format!("{}We decided to move the billing service to Postgres next week. {}", "x".repeat(80), "y".repeat(200));
+        let what = c.decision(&text).unwrap();
+        assert!(what.starts_with(&"x".repeat(47)) && what.contains("decided to move") && what.len() == 50 + 7 + 100, "{what}");
+        assert_eq!(
+            c.decision("Wir haben beschlossen, das Release zu verschieben.").as_deref(),
+            Some("Wir haben beschlossen, das Release zu verschieben.")
+        );
+        assert_eq!(c.decision("nothing to see"), None);
+    }
+
+    #[test]
+    fn the_last_mood_wins() {
+        let c = cortex(&["en", "de"]);
+        assert_eq!(c.mood("this sucks, but now it works"), "productive");
+        assert_eq!(c.mood("it works, but this sucks"), "frustrated");
+        assert_eq!(c.mood("Vorsicht, das ist heikel"), "tense");
+        assert_eq!(c.mood("hello"), "neutral");
+    }
+
+    #[test]
+    fn topics_waits_and_closures() {
+        let c = cortex(&["en", "de"]);
+        assert_eq!(c.topic("ok, back to the database migration plan").as_deref(), Some("the database migration plan"));
+        assert_eq!(c.topic("Jetzt zu der Rechnung für März").as_deref(), Some("der Rechnung für März"));
+        assert_eq!(c.wait("I'm waiting for the security review.").as_deref(), Some("waiting for the security review."));
+        assert!(c.closes("The login bug is fixed") && c.closes("ist erledigt") && !c.closes("the networks are slow"));
+    }
+
+    #[test]
+    fn words_are_matched_without_punctuation_and_short_words() {
+        let words = match_words("Deploy the API, then: deployment!");
+        assert!(words.contains("deployment") && words.contains("api") && words.contains("the") && !words.contains("then:"));
+    }
+}
