@@ -30,7 +30,7 @@ pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
     .await?
     .swap_remove(0);
     println!(
-        "cortex:      {} open of {} threads, {} decisions (`threads`, `decisions`, `moods`)",
+        "cortex:      {} open of {} thread(s), {} decision(s) (`threads`, `decisions`, `moods`)",
         cortex["open"], cortex["threads"], cortex["decisions"]
     );
     let manifest = Manifest::load(&lake)?;

@@ -112,7 +112,9 @@ pub async fn brief(ctx: &SessionContext, agent: &str, now: DateTime<Utc>, max_ch
     let warnings = match latest_ms {
         None => format!("- No events of agent `{agent}` in the lake.\n"),
         Some(ms) if now_ms - ms > STALE_HOURS * 3_600_000 => {
-            format!("- The latest event is {} hours old: this context may be stale.\n", (now_ms - ms) / 3_600_000)
+            let hours = (now_ms - ms) / 3_600_000;
+            let age = if hours < 48 { format!("{hours} hours") } else { format!("{} days", hours / 24) };
+            format!("- The latest event is {age} old: this context may be stale.\n")
         }
         Some(_) => String::new(),
     };

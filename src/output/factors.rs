@@ -35,6 +35,18 @@ pub struct FactorScore {
     pub q_value: f64,
 }
 
+impl FactorScore {
+    /// `74.2 % (64.5–82.0 %)`: the failure rate and its interval.
+    pub fn rate_text(&self) -> String {
+        format!("{:.1} % ({:.1}–{:.1} %)", 100.0 * self.failure_rate, 100.0 * self.ci_low, 100.0 * self.ci_high)
+    }
+
+    /// `1.69`, or `∞` when no other session failed.
+    pub fn lift_text(&self) -> String {
+        self.lift.map_or("∞".to_owned(), |l| format!("{l:.2}"))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FactorReport {

@@ -88,14 +88,12 @@ impl FactorSection {
         );
         for f in &self.factors {
             md.push_str(&format!(
-                "| {} = {} | {} | {:.1} % ({:.1}–{:.1} %) | {} | {} |\n",
+                "| {} = {} | {} | {} | {} | {} |\n",
                 f.factor,
                 clip(&f.value, 60).replace('|', "\\|"),
                 f.sessions,
-                100.0 * f.failure_rate,
-                100.0 * f.ci_low,
-                100.0 * f.ci_high,
-                f.lift.map_or("∞".to_owned(), |l| format!("{l:.2}")),
+                f.rate_text(),
+                f.lift_text(),
                 q_text(f.q_value)
             ));
         }

@@ -142,14 +142,12 @@ fn factors_section(page: &mut String, report: &LakeReport) {
     for f in &section.factors {
         let _ = writeln!(
             page,
-            "<tr><td>{} = {}</td><td>{}</td><td>{:.1} % ({:.1}–{:.1} %)</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{} = {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&f.factor),
             escape(&f.value),
             f.sessions,
-            100.0 * f.failure_rate,
-            100.0 * f.ci_low,
-            100.0 * f.ci_high,
-            f.lift.map_or("∞".to_owned(), |l| format!("{l:.2}")),
+            f.rate_text(),
+            f.lift_text(),
             q_text(f.q_value)
         );
     }

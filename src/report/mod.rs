@@ -97,8 +97,8 @@ const CHAIN_LENGTHS_SQL: &str = "SELECT CASE WHEN n_events <= 2 THEN '2' WHEN n_
      count(*) AS chains FROM chains GROUP BY 1";
 
 /// Reads the report from the lake: findings (most severe first, at most `max_findings`),
-/// the latest verdict per finding, the latest run's artifacts, rule effectiveness, and
-/// what goes with failure when some sessions have an outcome.
+/// the latest verdict per finding, the latest run's artifacts, rule effectiveness, what
+/// goes with failure when some sessions have an outcome, and each agent's threads.
 pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_findings: usize) -> Result<LakeReport, ReportError> {
     let (mut report, ctx) = findings_report(lake, config, redactor, max_findings).await?;
     report.report.factors = factor_section(&ctx).await?;
@@ -111,7 +111,7 @@ pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_f
     Ok(report)
 }
 
-/// The report without its factors section, and the session it was read in.
+/// The report without its factors and threads, and the session it was read in.
 async fn findings_report(
     lake: &Lake,
     config: &Config,

@@ -73,7 +73,7 @@ fn the_brief_holds_its_sections_in_order_within_budget_and_no_secret() {
 
     // Three days on, the context is stale and the conversation no longer hot.
     let later = tracelake_ok(&["brief", "--lake", &lake, "--agent", "ops", "--at", &at(3 * 24 * 60)]);
-    assert!(later.contains("## Warnings") && later.contains("hours old") && !later.contains("## Last conversation"), "{later}");
+    assert!(later.contains("## Warnings") && later.contains("is 3 days old") && !later.contains("## Last conversation"), "{later}");
 
     let short = tracelake_ok(&["brief", "--lake", &lake, "--agent", "ops", "--at", &at(60), "--max-chars", "300"]);
     assert!(short.chars().count() <= 300 && short.ends_with("[truncated]\n"), "{short}");
@@ -87,7 +87,7 @@ fn the_brief_holds_its_sections_in_order_within_budget_and_no_secret() {
     assert_eq!(names, ["header", "warnings", "hotSnapshot", "narrative", "threads", "decisions", "rules", "findings", "footer"]);
 
     let status = tracelake_ok(&["status", "--lake", &lake]);
-    assert!(status.contains("cortex:      1 open of 2 threads, 2 decisions"), "{status}");
+    assert!(status.contains("cortex:      1 open of 2 thread(s), 2 decision(s)"), "{status}");
 
     let unknown = tracelake(&["brief", "--lake", &lake, "--agent", "nobody", "--at", &at(60)]);
     assert!(String::from_utf8_lossy(&unknown.stdout).contains("No events of agent `nobody`"));

@@ -20,6 +20,8 @@ pub struct Cortex {
     closure: Vec<Regex>,
     wait: Vec<Regex>,
     topic: Vec<Regex>,
+    /// What a topic phrase may not be followed by ("get back to you" turns to no topic).
+    not_topic: Vec<Regex>,
     moods: Vec<(&'static str, Regex)>,
 }
 
@@ -36,6 +38,7 @@ impl Cortex {
             cortex.closure.extend(compiled("cortex_closure")?);
             cortex.wait.extend(compiled("cortex_wait")?);
             cortex.topic.extend(compiled("cortex_topic")?);
+            cortex.not_topic.extend(compiled("cortex_not_topic")?);
             for mood in MOODS {
                 cortex.moods.extend(compiled(&format!("mood_{mood}"))?.into_iter().map(|r| (mood, r)));
             }
@@ -49,6 +52,7 @@ impl Cortex {
         self.closure.extend(other.closure);
         self.wait.extend(other.wait);
         self.topic.extend(other.topic);
+        self.not_topic.extend(other.not_topic);
         self.moods.extend(other.moods);
     }
 
@@ -70,14 +74,19 @@ impl Cortex {
         Some(window(text, found.start(), found.end(), 0, AFTER))
     }
 
-    /// The topic `text` turns to ("back to the deployment"): the words after the phrase.
+    /// The topic `text` turns to ("back to the deployment"): the words after the phrase,
+    /// whole (a word the pattern's length limit cut is left out), unless they are a person
+    /// ("get back to you").
     pub fn topic(&self, text: &str) -> Option<String> {
-        self.topic
-            .iter()
-            .filter_map(|r| r.captures(text)?.get(1))
-            .min_by_key(|m| m.start())
-            .map(|m| m.as_str().split_whitespace().collect::<Vec<_>>().join(" "))
-            .filter(|title| !title.is_empty())
+        let found = self.topic.iter().filter_map(|r| r.captures(text)?.get(1)).min_by_key(|m| m.start())?;
+        let cut_in_a_word = text[found.end()..].chars().next().is_some_and(char::is_alphanumeric);
+        let mut words: Vec<&str> = found.as_str().split_whitespace().collect();
+        if cut_in_a_word && words.len() > 1 {
+            words.pop();
+        }
+        let title = words.join(" ");
+        let is_person = self.not_topic.iter().any(|r| r.is_match(&title));
+        (!title.is_empty() && !is_person).then_some(title)
     }
 
     /// The mood of `text`: the mood whose match starts last wins, `neutral` when none does.
@@ -160,6 +169,13 @@ mod tests {
         assert_eq!(c.topic("ok, back to the database migration plan").as_deref(), Some("the database migration plan"));
         assert_eq!(c.topic("Jetzt zu der Rechnung für März").as_deref(), Some("der Rechnung für März"));
         assert_eq!(c.wait("I'm waiting for the security review.").as_deref(), Some("waiting for the security review."));
+        assert_eq!(c.wait("I need the logs first.").as_deref(), Some("need the logs first."));
+        assert_eq!(c.wait("I need the first name and date of birth."), None, "a first name is no wait");
+        assert_eq!(
+            c.topic("Let's get back to booking that flight from San Francisco to New York.").as_deref(),
+            Some("booking that flight from San")
+        );
+        assert_eq!(c.topic("I'll get back to you with the reservation ID."), None, "a person is no topic");
         assert!(c.closes("The login bug is fixed") && c.closes("ist erledigt") && !c.closes("the networks are slow"));
     }
 
