@@ -73,7 +73,7 @@ fn the_brief_holds_its_sections_in_order_within_budget_and_no_secret() {
 
     // Three days on, the context is stale and the conversation no longer hot.
     let later = tracelake_ok(&["brief", "--lake", &lake, "--agent", "ops", "--at", &at(3 * 24 * 60)]);
-    assert!(later.contains("## Warnings") && later.contains("is 3 days old") && !later.contains("## Last conversation"), "{later}");
+    assert!(later.contains("## Warnings") && later.contains("is 2 days old") && !later.contains("## Last conversation"), "{later}");
 
     let short = tracelake_ok(&["brief", "--lake", &lake, "--agent", "ops", "--at", &at(60), "--max-chars", "300"]);
     assert!(short.chars().count() <= 300 && short.ends_with("[truncated]\n"), "{short}");
