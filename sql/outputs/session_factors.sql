@@ -71,25 +71,23 @@ FROM sizes s JOIN most_frequent m ON m.session = s.session LEFT JOIN languages l
 -- `tool:NAME` with the value `used`, each signal with a finding in it `signal:ID` with
 -- the value `fired`.
 CREATE OR REPLACE VIEW session_factors AS
-WITH f AS (SELECT * FROM session_features)
-SELECT session, 'agent' AS factor, agent AS value FROM f
-UNION ALL SELECT session, 'model', model FROM f WHERE model IS NOT NULL
-UNION ALL SELECT session, 'provider', provider FROM f WHERE provider IS NOT NULL
-UNION ALL SELECT session, 'channel', channel FROM f WHERE channel IS NOT NULL
-UNION ALL SELECT session, 'language', language FROM f WHERE language IS NOT NULL
-UNION ALL SELECT session, 'user_turns',
-    CASE WHEN user_turns <= ${userTurns.small} THEN 'small' WHEN user_turns <= ${userTurns.medium} THEN 'medium' ELSE 'large' END FROM f
-UNION ALL SELECT session, 'tool_calls',
-    CASE WHEN tool_calls <= ${toolCalls.small} THEN 'small' WHEN tool_calls <= ${toolCalls.medium} THEN 'medium' ELSE 'large' END FROM f
-UNION ALL SELECT session, 'distinct_tools',
-    CASE WHEN distinct_tools <= ${distinctTools.small} THEN 'small' WHEN distinct_tools <= ${distinctTools.medium} THEN 'medium' ELSE 'large' END FROM f
-UNION ALL SELECT session, 'duration',
-    CASE WHEN duration_s <= ${durationSeconds.small} THEN 'small' WHEN duration_s <= ${durationSeconds.medium} THEN 'medium' ELSE 'large' END FROM f
-UNION ALL SELECT session, 'tool_errors', CASE WHEN tool_errors = 0 THEN '0' WHEN tool_errors = 1 THEN '1' ELSE '2+' END FROM f
-UNION ALL SELECT session, 'first_error',
-    CASE WHEN first_error_at IS NULL THEN 'none' WHEN first_error_at <= 0.5 THEN 'early' ELSE 'late' END FROM f
-UNION ALL SELECT session, 'retries', CASE WHEN retries = 0 THEN '0' ELSE '1+' END FROM f
-UNION ALL SELECT session, 'hour', lpad(CAST(date_part('hour', started_at) AS VARCHAR), 2, '0') FROM f
-UNION ALL SELECT session, 'weekday', to_char(started_at, '%a') FROM f
+-- One pass over session_features: the factors side by side, unnested into rows.
+SELECT session, factor, value FROM (
+    SELECT session,
+        unnest(make_array('agent', 'model', 'provider', 'channel', 'language', 'user_turns', 'tool_calls', 'distinct_tools',
+            'duration', 'tool_errors', 'first_error', 'retries', 'hour', 'weekday')) AS factor,
+        unnest(make_array(agent, model, provider, channel, language,
+            CASE WHEN user_turns <= ${userTurns.small} THEN 'small' WHEN user_turns <= ${userTurns.medium} THEN 'medium' ELSE 'large' END,
+            CASE WHEN tool_calls <= ${toolCalls.small} THEN 'small' WHEN tool_calls <= ${toolCalls.medium} THEN 'medium' ELSE 'large' END,
+            CASE WHEN distinct_tools <= ${distinctTools.small} THEN 'small' WHEN distinct_tools <= ${distinctTools.medium} THEN 'medium' ELSE 'large' END,
+            CASE WHEN duration_s <= ${durationSeconds.small} THEN 'small' WHEN duration_s <= ${durationSeconds.medium} THEN 'medium' ELSE 'large' END,
+            CASE WHEN tool_errors = 0 THEN '0' WHEN tool_errors = 1 THEN '1' ELSE '2+' END,
+            CASE WHEN first_error_at IS NULL THEN 'none' WHEN first_error_at <= 0.5 THEN 'early' ELSE 'late' END,
+            CASE WHEN retries = 0 THEN '0' ELSE '1+' END,
+            lpad(CAST(date_part('hour', started_at) AS VARCHAR), 2, '0'),
+            to_char(started_at, '%a'))) AS value
+    FROM session_features
+)
+WHERE value IS NOT NULL
 UNION ALL SELECT DISTINCT session, 'tool:' || tool_name, 'used' FROM events WHERE type = 'tool.call' AND tool_name IS NOT NULL
 UNION ALL SELECT DISTINCT session, 'signal:' || signal, 'fired' FROM findings;
