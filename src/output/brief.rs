@@ -80,13 +80,14 @@ pub async fn brief(ctx: &SessionContext, agent: &str, now: DateTime<Utc>, max_ch
     let decisions = query_json(
         ctx,
         &format!(
-            "SELECT what, impact, who, CAST(ts AS BIGINT) AS ms FROM decisions WHERE agent = '{a}' \
+            "SELECT what, impact, who, CAST(ts AS BIGINT) AS ms, count(*) OVER () AS total FROM decisions WHERE agent = '{a}' \
              AND ts >= {} AND ts <= {} ORDER BY ts DESC LIMIT {TOP_DECISIONS}",
             at(now_ms - DECISION_DAYS * 86_400_000),
             at(now_ms)
         ),
     )
     .await?;
+    let decisions_made = decisions.first().and_then(|d| d["total"].as_u64()).unwrap_or(0);
     let mood = query_json(
         ctx,
         &format!("SELECT mood FROM moods WHERE agent = '{a}' AND mood <> 'neutral' AND ts <= {} ORDER BY ts DESC LIMIT 1", at(now_ms)),
@@ -103,7 +104,7 @@ pub async fn brief(ctx: &SessionContext, agent: &str, now: DateTime<Utc>, max_ch
                  mood {mood}; mode: {}.\n",
                 now.format("%Y-%m-%d %H:%M UTC"),
                 open.len(),
-                decisions.len(),
+                decisions_made,
                 execution_mode(now)
             ),
             HEADER,

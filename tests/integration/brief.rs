@@ -64,6 +64,7 @@ fn the_brief_holds_its_sections_in_order_within_budget_and_no_secret() {
         ],
         "{text}"
     );
+    assert!(text.contains("State: 1 open threads, 2 decisions in the last 14 days"), "{text}");
     assert!(text.contains("- Closed: the database migration") && text.contains("- Open (medium): billing export for March"), "{text}");
     assert!(text.contains("- Waiting: Waiting for the March numbers of the billing export from finance."), "{text}");
     assert!(text.contains("[high] We decided the database migration runs on Sunday night"), "{text}");
