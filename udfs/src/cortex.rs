@@ -46,14 +46,9 @@ impl Cortex {
         Ok(cortex)
     }
 
-    /// Adds the patterns of `other` after these.
-    pub fn extend(&mut self, other: Cortex) {
-        self.decision.extend(other.decision);
-        self.closure.extend(other.closure);
-        self.wait.extend(other.wait);
-        self.topic.extend(other.topic);
-        self.not_topic.extend(other.not_topic);
-        self.moods.extend(other.moods);
+    /// Whether a pack's `key` holds cortex patterns.
+    pub fn reads(key: &str) -> bool {
+        key.starts_with("cortex_") || key.starts_with("mood_")
     }
 
     /// What `text` decides: its first decision match with the 50 characters before and the

@@ -177,7 +177,10 @@ pub struct Patterns {
     tool_patterns: BTreeMap<String, Vec<String>>,
     /// Indexed by `Category as usize`.
     sets: Vec<CategorySet>,
-    cortex: Cortex,
+    /// The chosen packs' cortex patterns (`cortex_*`, `mood_*`), compiled on first use as
+    /// the categories are: most commands read no message through them.
+    cortex_packs: Vec<HashMap<String, Vec<String>>>,
+    cortex: OnceLock<Cortex>,
 }
 
 /// The patterns of one category, compiled on first use (a run needs only the categories of
@@ -270,13 +273,12 @@ impl Patterns {
         // (language, pattern) per category.
         let mut sources: HashMap<Category, Vec<(&str, String)>> = HashMap::new();
         let codes = std::iter::once("common").chain(languages.iter().map(String::as_str));
-        let mut cortex = Cortex::default();
+        let mut cortex_packs = Vec::new();
         for code in codes {
             let text = pack_source(code).ok_or_else(|| PatternError::UnknownLanguage(code.to_owned()))?;
             let pack: HashMap<String, Vec<String>> =
                 serde_json::from_str(text).map_err(|e| PatternError::BadPack { code: code.to_owned(), message: e.to_string() })?;
-            let bad = |e: regex::Error| PatternError::BadPack { code: code.to_owned(), message: e.to_string() };
-            cortex.extend(Cortex::from_packs([&pack]).map_err(bad)?);
+            cortex_packs.push(pack.iter().filter(|(key, _)| Cortex::reads(key)).map(|(k, v)| (k.clone(), v.clone())).collect());
             for category in Category::ALL {
                 for pattern in pack.get(category.key()).into_iter().flatten() {
                     // Texts are matched with compound words joined (`dois-je` → `dois_je`).
@@ -300,7 +302,7 @@ impl Patterns {
             }
             sets.push(set);
         }
-        Ok(Self { languages: languages.to_vec(), tool_patterns: tool_patterns.clone(), sets, cortex })
+        Ok(Self { languages: languages.to_vec(), tool_patterns: tool_patterns.clone(), sets, cortex_packs, cortex: OnceLock::new() })
     }
 
     /// The default: English and German.
@@ -318,7 +320,8 @@ impl Patterns {
 
     /// The cortex's patterns of the chosen languages.
     pub fn cortex(&self) -> &Cortex {
-        &self.cortex
+        // Built-in packs compile (a test compiles every one); the config adds none.
+        self.cortex.get_or_init(|| Cortex::from_packs(&self.cortex_packs).expect("built-in cortex patterns compile"))
     }
 
     /// Whether `text` matches any pattern of `category`.
@@ -478,6 +481,7 @@ mod tests {
             assert!(set.try_exact().is_ok(), "{category:?}");
             set.loose();
         }
+        Cortex::from_packs(&patterns.cortex_packs).expect("every cortex pattern compiles");
         assert!(matches!(Patterns::new(&["xx".into()]), Err(PatternError::UnknownLanguage(_))));
     }
 
