@@ -22,7 +22,7 @@ async fn main() -> anyhow::Result<()> {
     let mut stream = js.get_stream(stream).await?;
     let last = stream.info().await?.state.last_sequence.min(max);
     let decoder = Decoder::new(Redactor::builtin());
-    let mut sink = EventSink::new(Lake::new(lake), WriterId::random(), 64 << 20);
+    let mut sink = EventSink::new(Lake::new(lake), WriterId::random(), 64 << 20, 1);
     let started = Instant::now();
     for seq in 1..=last {
         let message = stream.get_raw_message(seq).await?;

@@ -1,24 +1,17 @@
 -- What the conversations hold beyond failures (the cortex's threads, decisions and
--- mood): views over the user's and the agent's messages, read by the cortex patterns of
--- the chosen language packs. Being views over `events`, a full and an incremental
--- analysis see the same.
+-- mood): views over `cortex_messages`, the messages in which a cortex pattern of the
+-- chosen language packs found something (written by `analyze`, one row per message, see
+-- cortex_messages.sql).
 
--- Every user and agent message with what the cortex patterns find in it.
-CREATE OR REPLACE VIEW cortex_messages AS
-SELECT agent, session, id AS event_id, ts, stream_seq,
-    CASE WHEN type = 'msg.in' THEN coalesce("from", 'user') ELSE agent END AS who,
-    content,
-    decision_context(content) AS decision,
-    wait_context(content) AS waiting_for,
-    topic_title(content) AS topic,
-    is_closure(content) AS closes,
-    mood(content) AS mood
-FROM events
-WHERE type IN ('msg.in', 'msg.out') AND content IS NOT NULL;
-
--- The mood of every message: the mood pattern that matched last, else `neutral`.
+-- The mood of every user and agent message: the mood pattern that matched last, else
+-- `neutral`.
 CREATE OR REPLACE VIEW moods AS
-SELECT agent, session, event_id, ts, who, mood FROM cortex_messages;
+SELECT e.agent, e.session, e.id AS event_id, e.ts,
+    CASE WHEN e.type = 'msg.in' THEN coalesce(e."from", 'user') ELSE e.agent END AS who,
+    coalesce(c.mood, 'neutral') AS mood
+FROM events e
+LEFT JOIN cortex_messages c ON c.agent = e.agent AND c.session = e.session AND c.event_id = e.id
+WHERE e.type IN ('msg.in', 'msg.out') AND e.content IS NOT NULL;
 
 -- What was decided: the decision phrase with 50 characters before and 100 after (`what`),
 -- the message (`why`), `high` impact on a keyword of `cortex.highImpactKeywords`; the same
@@ -91,7 +84,7 @@ described AS (
         created, last_activity
     FROM gathered
 ),
-latest AS (SELECT agent, max(ts) AS latest FROM cortex_messages GROUP BY agent)
+latest AS (SELECT agent, max(ts) AS latest FROM events WHERE type IN ('msg.in', 'msg.out') GROUP BY agent)
 SELECT id, agent, title, status, priority, summary, decisions, waiting_for, mood, created, last_activity
 FROM (
     SELECT d.*, row_number() OVER (PARTITION BY d.agent ORDER BY d.status = 'open' DESC, d.last_activity DESC, d.id) AS kept

@@ -13,7 +13,9 @@ use super::{DetectError, DetectorFailure};
 use crate::config::Config;
 use crate::engine::EngineError;
 use crate::engine::chains::{BucketEvents, BucketPlans, CHAIN_STATS_QUERY, chain_stats_of};
+use crate::engine::cortex::cortex_messages_sql;
 use crate::engine::sql::{SqlParams, query_only};
+use crate::lake::schema::CORTEX_MESSAGES_SCHEMA;
 use crate::model::finding::{Finding, finding_id, from_detector_batch};
 
 /// A detector's plan, or why it has none (shared: it fails in every bucket).
@@ -30,6 +32,8 @@ pub struct BucketWork {
     detectors: Vec<(Detector, DetectorPlan)>,
     stats: Arc<dyn ExecutionPlan>,
     failures: Arc<dyn ExecutionPlan>,
+    /// The `cortex_messages` rows of the messages no analysis saw before.
+    cortex: Arc<dyn ExecutionPlan>,
     config: Config,
 }
 
@@ -40,6 +44,7 @@ impl BucketWork {
         detectors: Vec<Detector>,
         config: &Config,
         params: &SqlParams,
+        cortex_after_ms: Option<i64>,
     ) -> Result<Self, DetectError> {
         let plans = BucketPlans::new(ctx, params, events).await?;
         let mut planned = Vec::new();
@@ -51,6 +56,7 @@ impl BucketWork {
         Ok(Self {
             stats: plans.plan(CHAIN_STATS_QUERY).await?,
             failures: plans.plan(FAILURES_QUERY).await?,
+            cortex: plans.plan(&cortex_messages_sql(cortex_after_ms)).await?,
             plans,
             detectors: planned,
             config: config.clone(),
@@ -66,12 +72,17 @@ pub struct BucketFindings {
     pub skipped: SkippedDetectors,
     /// Its failure occurrences, in the columns of the `failures` table.
     pub failures: Vec<RecordBatch>,
+    /// What the cortex patterns found in its new messages, in the columns of `cortex_messages`.
+    pub cortex: Vec<RecordBatch>,
 }
 
 /// Builds the chains of a bucket's `events` and runs the detectors over them.
 pub async fn analyze_bucket(work: Arc<BucketWork>, events: BucketEvents) -> Result<BucketFindings, DetectError> {
     let plans = &work.plans;
-    let chains = &plans.chains(events.read()?).await?;
+    let events = events.read()?;
+    // The cortex reads the messages, not the chains: a message alone in its chain counts too.
+    let (chains, cortex) = futures::join!(plans.chains(events.clone()), plans.query_events(&work.cortex, events));
+    let chains = &chains?;
     // Together, so that one query's single-threaded steps overlap another's work.
     let detected = work.detectors.iter().map(|(detector, plan)| async move {
         let found = match plan {
@@ -86,7 +97,12 @@ pub async fn analyze_bucket(work: Arc<BucketWork>, events: BucketEvents) -> Resu
     let (stats, detected, failures) =
         futures::join!(plans.query(&work.stats, chains), futures::future::join_all(detected), plans.query(&work.failures, chains));
     let (findings, skipped) = gather_findings(detected, &work.config)?;
-    Ok(BucketFindings { stats: chain_stats_of(&stats?), findings, skipped, failures: failures? })
+    let cortex = cortex?
+        .into_iter()
+        .filter(|b| b.num_rows() > 0)
+        .map(|b| RecordBatch::try_new(CORTEX_MESSAGES_SCHEMA.clone(), b.columns().to_vec()).map_err(EngineError::from))
+        .collect::<Result<_, _>>()?;
+    Ok(BucketFindings { stats: chain_stats_of(&stats?), findings, skipped, failures: failures?, cortex })
 }
 
 /// The failure occurrences of this run, in the columns of the `failures` table.

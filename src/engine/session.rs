@@ -17,6 +17,7 @@ use datafusion::sql::parser::{DFParser, Statement};
 
 use super::EngineError;
 use super::committed::CommittedFiles;
+use super::cortex::cortex_messages_sql;
 use super::distributed::{distribute, explain_distributed, worker_urls};
 use super::print::{PrintFormat, PrintOptions};
 use super::sql::{
@@ -110,7 +111,7 @@ pub async fn open_session(lake: &Lake, redactor: Redactor, opts: &EngineOptions)
         register_table(&ctx, lake, table, file_schema(table)).await?;
     }
     register_runs(&ctx, &manifest.analyses)?;
-    define_chain_views(&ctx, &opts.sql_params).await?;
+    define_chain_views(&ctx, &opts.sql_params, CortexMessages::Table).await?;
     Ok(ctx)
 }
 
@@ -121,12 +122,14 @@ pub async fn memory_session(batches: Vec<RecordBatch>, redactor: Redactor, opts:
     for table in Table::ALL {
         let provider = match table {
             Table::Events => MemTable::try_new(EVENTS_SCHEMA.clone(), vec![batches.clone()])?,
+            // A view over the events (defined below), as `analyze` writes it into a lake.
+            Table::CortexMessages => continue,
             other => empty_table(&file_schema(other))?,
         };
         ctx.register_table(table.dir_name(), Arc::new(provider))?;
     }
     register_runs(&ctx, &[])?;
-    define_chain_views(&ctx, &opts.sql_params).await?;
+    define_chain_views(&ctx, &opts.sql_params, CortexMessages::FromEvents).await?;
     Ok(ctx)
 }
 
@@ -224,13 +227,23 @@ pub const FAILURE_COLUMNS: &str =
 
 /// Views for ad-hoc queries: `analysis_events` (all events), `deduped_events`,
 /// `chain_events`, `chains`, `tool_attempts`. Views cost nothing until queried.
-async fn define_chain_views(ctx: &SessionContext, params: &SqlParams) -> Result<(), EngineError> {
+async fn define_chain_views(ctx: &SessionContext, params: &SqlParams, cortex: CortexMessages) -> Result<(), EngineError> {
     ctx.sql("CREATE VIEW analysis_events AS SELECT * FROM events").await?.collect().await?;
     ctx.sql(&format!("CREATE VIEW failure_history AS SELECT {FAILURE_COLUMNS} FROM failures")).await?.collect().await?;
-    for sql in [CHAINS, CHAIN_VIEWS, RULE_EFFECTIVENESS, SESSION_OUTCOMES, INFERRED_OUTCOMES, SIGNAL_SCORES, SESSION_FACTORS, CORTEX] {
+    for sql in [CHAINS, CHAIN_VIEWS, RULE_EFFECTIVENESS, SESSION_OUTCOMES, INFERRED_OUTCOMES, SIGNAL_SCORES, SESSION_FACTORS] {
         run_statements(ctx, &params.fill(sql), |_, _| Ok(())).await?;
     }
-    Ok(())
+    if cortex == CortexMessages::FromEvents {
+        ctx.sql(&format!("CREATE VIEW cortex_messages AS {}", cortex_messages_sql(None))).await?.collect().await?;
+    }
+    run_statements(ctx, &params.fill(CORTEX), |_, _| Ok(())).await
+}
+
+/// Where `cortex_messages` comes from: the lake's table, or a view over the events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CortexMessages {
+    Table,
+    FromEvents,
 }
 
 /// Parses `sql` (one or more `;`-separated statements).

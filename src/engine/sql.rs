@@ -28,9 +28,13 @@ pub const SIGNAL_SCORES: &str = include_str!("../../sql/outputs/signal_scores.sq
 /// `tracelake factors`.
 pub const SESSION_FACTORS: &str = include_str!("../../sql/outputs/session_factors.sql");
 
-/// `cortex_messages`, `moods`, `decisions`, `cortex_signals`, `threads`: what the
-/// conversations decide, wait for and turn to, and their mood.
+/// `moods`, `decisions`, `cortex_signals`, `threads`: what the conversations decide, wait
+/// for and turn to, and their mood, over `cortex_messages`.
 pub const CORTEX: &str = include_str!("../../sql/outputs/cortex.sql");
+
+/// The rows of `cortex_messages` (a query over `events`): the messages in which a cortex
+/// pattern found something, which `analyze` writes for the messages it sees first.
+pub const CORTEX_MESSAGES: &str = include_str!("../../sql/outputs/cortex_messages.sql");
 
 /// The scored sessions dealt into folds by task (a query with `${group}` and `${folds}`
 /// to fill in), for `score --folds` and `risk`.

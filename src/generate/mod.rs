@@ -42,6 +42,8 @@ pub struct Expected {
     pub findings: BTreeMap<String, u64>,
     /// Per signal and severity.
     pub severities: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Decisions the cortex patterns find (the `decisions` view's rows).
+    pub decisions: u64,
 }
 
 /// Writes exactly `opts.events` JSONL lines to `out` and returns what they hold.

@@ -57,10 +57,12 @@ pub enum Scenario {
     Unanswered,
     ErrorEnding,
     LeftUnfinished,
+    /// A plan talked over: a topic, a decision, a wait, sometimes a closure; no finding.
+    Planning,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 16] = [
+    pub const ALL: [Scenario; 17] = [
         Scenario::Clean,
         Scenario::NearMiss,
         Scenario::Correction,
@@ -77,6 +79,7 @@ impl Scenario {
         Scenario::Unanswered,
         Scenario::ErrorEnding,
         Scenario::LeftUnfinished,
+        Scenario::Planning,
     ];
     /// Relative frequency in generated traffic.
     fn weight(self) -> u32 {
@@ -99,6 +102,8 @@ pub struct SessionPlan {
     pub framed: bool,
     pub steps: Vec<Step>,
     pub findings: Vec<(&'static str, &'static str)>,
+    /// Decisions the cortex patterns must find (each one worded once).
+    pub decisions: u64,
 }
 
 impl SessionPlan {
@@ -107,7 +112,7 @@ impl SessionPlan {
         let steps = (0..events)
             .map(|i| if i % 2 == 0 { Step::User(pick(rng, FILLER_ASKS)) } else { Step::Agent(pick(rng, FILLER_ANSWERS)) })
             .collect();
-        SessionPlan { number, agent: "main", start_ms, publish: Publish::A, framed: false, steps, findings: vec![] }
+        SessionPlan { number, agent: "main", start_ms, publish: Publish::A, framed: false, steps, findings: vec![], decisions: 0 }
     }
 
     pub fn count_findings(&self, expected: &mut Expected) {
@@ -115,6 +120,7 @@ impl SessionPlan {
             *expected.findings.entry((*signal).to_owned()).or_default() += 1;
             *expected.severities.entry((*signal).to_owned()).or_default().entry((*severity).to_owned()).or_default() += 1;
         }
+        expected.decisions += self.decisions;
     }
 }
 
@@ -139,7 +145,7 @@ impl Planner {
         let agent = *AGENTS.choose(rng).expect("agents");
         let publish = *[Publish::A, Publish::A, Publish::AEnvelope, Publish::B, Publish::Both].choose(rng).expect("modes");
         let framed = publish != Publish::B && rng.random_bool(0.8);
-        let mut plan = SessionPlan { number, agent, start_ms, publish, framed, steps: vec![], findings: vec![] };
+        let mut plan = SessionPlan { number, agent, start_ms, publish, framed, steps: vec![], findings: vec![], decisions: 0 };
         if let Some(shared) = self.repeats.pop_front() {
             self.repeat_session(rng, &mut plan, shared);
             return plan;
@@ -333,6 +339,18 @@ impl Planner {
                 s.push(Step::Agent("Of course, I will be here.".into()));
                 plan.findings.push(("SIG-LEFT-UNFINISHED", "medium"));
             }
+            Scenario::Planning => {
+                let topic = pick(rng, TOPICS);
+                s.push(Step::User(format!("Regarding the {topic}, which way should we go?")));
+                s.push(Step::Agent(format!("We can move the {topic} forward in two steps or in one.")));
+                s.push(Step::User(format!("Let's do the {topic} in two steps, starting with part {n}.")));
+                s.push(Step::Agent(format!("Good plan. I am waiting for the maintenance window before the {topic} starts.")));
+                if rng.random_bool(0.5) {
+                    s.push(Step::User(format!("Nice, then the {topic} is solved for now.")));
+                    s.push(Step::Agent("You're welcome.".into()));
+                }
+                plan.decisions += 1;
+            }
         }
         s.push(Step::Lifecycle("run.end"));
     }
@@ -385,6 +403,7 @@ fn pick(rng: &mut impl Rng, options: &[&str]) -> String {
     (*options.choose(rng).expect("options")).to_owned()
 }
 
+const TOPICS: &[&str] = &["database migration", "security review", "onboarding guide", "release schedule"];
 const AGENTS: &[&str] = &["main", "forge", "viola", "scout"];
 const ASKS: &[&str] = &[
     "Can you check how big the data folder is?",

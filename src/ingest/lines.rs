@@ -66,7 +66,7 @@ impl<R: BufRead> BoundedLines<R> {
 }
 
 fn memchr_newline(buf: &[u8]) -> Option<usize> {
-    buf.iter().position(|&b| b == b'\n')
+    memchr::memchr(b'\n', buf)
 }
 
 #[cfg(test)]

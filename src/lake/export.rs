@@ -177,7 +177,8 @@ pub async fn export(
         let source_name = format!("nats:{}", opts.stream);
         let write_result = tokio::task::block_in_place(|| {
             let chunks = std::iter::from_fn(|| rx.blocking_recv());
-            let mut committer = Committer::new(lake, cursor, EventSink::new(lake.clone(), writer_id, opts.buffer_bytes));
+            let mut committer =
+                Committer::new(lake, cursor, EventSink::new(lake.clone(), writer_id, opts.buffer_bytes, opts.threads.div_ceil(2)));
             let mut since_commit = 0usize;
             let mut last_commit = Instant::now();
             let decode = |raw| decode_message(decoder, &source_name, raw);

@@ -56,7 +56,7 @@ pub struct ImportOptions {
     pub max_event_bytes: usize,
     /// Bytes of events buffered before the largest partition is written out.
     pub buffer_bytes: usize,
-    /// Decoder threads.
+    /// Decoder threads; files are written on half as many.
     pub threads: usize,
 }
 
@@ -160,7 +160,7 @@ pub fn import_source(
         &ImportOptions { max_event_bytes: if start.one_document { MAX_DOCUMENT_BYTES } else { opts.max_event_bytes }, ..opts.clone() };
     let writer = RegisteredWriter::start(lake)?;
     let writer_id = writer.id().clone();
-    let mut sink = EventSink::new(lake.clone(), writer_id.clone(), opts.buffer_bytes);
+    let mut sink = EventSink::new(lake.clone(), writer_id.clone(), opts.buffer_bytes, opts.threads.div_ceil(2));
     let lines_before = start.lines;
     let bytes_before = start.bytes;
     let counts = run_pipeline(reader, &name, decoder, opts, start, &mut sink, progress)?;

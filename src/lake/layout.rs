@@ -23,10 +23,11 @@ pub enum Table {
     Outputs,
     Outcomes,
     SessionRisk,
+    CortexMessages,
 }
 
 impl Table {
-    pub const ALL: [Table; 8] = [
+    pub const ALL: [Table; 9] = [
         Table::Events,
         Table::Quarantine,
         Table::Findings,
@@ -35,6 +36,7 @@ impl Table {
         Table::Outputs,
         Table::Outcomes,
         Table::SessionRisk,
+        Table::CortexMessages,
     ];
 
     pub fn dir_name(self) -> &'static str {
@@ -47,6 +49,7 @@ impl Table {
             Table::Outputs => "outputs",
             Table::Outcomes => "outcomes",
             Table::SessionRisk => "session_risk",
+            Table::CortexMessages => "cortex_messages",
         }
     }
 }

@@ -68,7 +68,7 @@ where
 
     thread::scope(|scope| {
         let stop = &stop;
-        let producer = scope.spawn(move || {
+        let producer = spawn_named(scope, "tracelake-read", move || {
             let mut chunks = chunks;
             for (index, chunk) in (0u64..).zip(chunks.by_ref()) {
                 if stop.load(Ordering::Relaxed) || raw_tx.send((index, chunk)).is_err() {
@@ -80,7 +80,7 @@ where
         for _ in 0..threads {
             let rx = Arc::clone(&raw_rx);
             let tx = done_tx.clone();
-            scope.spawn(move || decode_chunks(&rx, decode, &tx));
+            spawn_named(scope, "tracelake-decode", move || decode_chunks(&rx, decode, &tx));
         }
         drop(done_tx);
 
@@ -107,6 +107,16 @@ where
             None => Ok(chunks),
         }
     })
+}
+
+/// Starts a scoped thread named `name` (what `top -H` and a profiler show), failing as
+/// `Scope::spawn` does when the system cannot start one.
+pub fn spawn_named<'scope, T: Send + 'scope>(
+    scope: &'scope thread::Scope<'scope, '_>,
+    name: &str,
+    f: impl FnOnce() -> T + Send + 'scope,
+) -> thread::ScopedJoinHandle<'scope, T> {
+    thread::Builder::new().name(name.to_owned()).spawn_scoped(scope, f).unwrap_or_else(|e| panic!("starting thread {name}: {e}"))
 }
 
 fn decode_chunks<T>(

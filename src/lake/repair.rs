@@ -189,7 +189,7 @@ pub fn apply_repair(lake: &Lake, mut manifest: Manifest, plan: &RepairPlan, stre
             }),
             None => {}
         }
-        let analysed = of(&[Table::Findings, Table::Failures, Table::Classifications, Table::Outputs]);
+        let analysed = of(&[Table::Findings, Table::Failures, Table::Classifications, Table::Outputs, Table::CortexMessages]);
         if !analysed.is_empty() {
             manifest.analyses.push(AnalysisRecord {
                 run_id: format!("recovered-{writer}"),

@@ -113,6 +113,26 @@ pub static SESSION_RISK_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
     ]))
 });
 
+/// Columns of `cortex_messages`: the messages in which a cortex pattern found something
+/// (sql/outputs/cortex_messages.sql).
+pub static CORTEX_MESSAGES_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    let text = |name: &str| Field::new(name, DataType::Utf8, true);
+    Arc::new(Schema::new(vec![
+        text("agent"),
+        text("session"),
+        text("event_id"),
+        Field::new("ts", ts_type(), true),
+        Field::new("stream_seq", DataType::UInt64, true),
+        text("who"),
+        text("content"),
+        text("decision"),
+        text("waiting_for"),
+        text("topic"),
+        Field::new("closes", DataType::Boolean, true),
+        text("mood"),
+    ]))
+});
+
 /// The columns of `table` as stored in its files.
 pub fn file_schema(table: Table) -> SchemaRef {
     match table {
@@ -124,6 +144,7 @@ pub fn file_schema(table: Table) -> SchemaRef {
         Table::Outputs => OUTPUTS_SCHEMA.clone(),
         Table::Outcomes => OUTCOMES_SCHEMA.clone(),
         Table::SessionRisk => SESSION_RISK_SCHEMA.clone(),
+        Table::CortexMessages => CORTEX_MESSAGES_SCHEMA.clone(),
     }
 }
 

@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::{Arc, Mutex};
 use std::thread;
 
 use datafusion::arrow::array::RecordBatch;
@@ -174,6 +174,8 @@ pub struct EventSink {
     /// Quarantine files written before the last `flush_all`.
     quarantine_files: Vec<WrittenFile>,
     files_written: usize,
+    /// How many partition files are written at once.
+    writer_threads: usize,
     writes: Option<BackgroundWriter>,
 }
 
@@ -184,29 +186,56 @@ const DAY_MS: i64 = 86_400_000;
 #[allow(clippy::vec_box)]
 type EventBuffer = Vec<Box<Event>>;
 
-/// A thread that writes partition files as they are handed over.
+/// Threads that write partition files as they are handed over, each file on one thread.
 struct BackgroundWriter {
     tx: SyncSender<(PathBuf, String, EventBuffer)>,
-    handle: thread::JoinHandle<Result<Vec<WrittenFile>, LakeError>>,
+    handles: Vec<thread::JoinHandle<Result<Vec<WrittenFile>, LakeError>>>,
 }
 
 impl BackgroundWriter {
-    fn start() -> Self {
-        // One partition waits while another is written: at most two buffers in memory.
+    fn start(threads: usize) -> Self {
+        // One partition waits while the others are written: at most `threads + 1` buffers
+        // handed over at once.
         let (tx, rx) = sync_channel::<(PathBuf, String, EventBuffer)>(1);
-        let handle = thread::spawn(move || {
-            let mut written = Vec::new();
-            for (dir, name, events) in rx {
-                written.push(write_sorted_events(&dir, &name, events)?);
-            }
-            Ok(written)
-        });
-        Self { tx, handle }
+        let rx = Arc::new(Mutex::new(rx));
+        let handles = (0..threads.max(1))
+            .map(|_| {
+                let rx = Arc::clone(&rx);
+                let write = move || {
+                    let mut written = Vec::new();
+                    loop {
+                        // A poisoned queue means another writer panicked: its join says so.
+                        let next = match rx.lock() {
+                            Ok(rx) => rx.recv(),
+                            Err(_) => return Ok(written),
+                        };
+                        let Ok((dir, name, events)) = next else { return Ok(written) };
+                        written.push(write_sorted_events(&dir, &name, events)?);
+                    }
+                };
+                thread::Builder::new()
+                    .name("tracelake-write".into())
+                    .spawn(write)
+                    .unwrap_or_else(|e| panic!("starting thread tracelake-write: {e}"))
+            })
+            .collect();
+        Self { tx, handles }
     }
 
     fn finish(self) -> Result<Vec<WrittenFile>, LakeError> {
         drop(self.tx);
-        self.handle.join().expect("writer thread panicked")
+        let mut written = Vec::new();
+        let mut failed = None;
+        for handle in self.handles {
+            match handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)) {
+                Ok(files) => written.extend(files),
+                Err(e) => failed = failed.or(Some(e)),
+            }
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(written),
+        }
     }
 }
 
@@ -226,7 +255,9 @@ fn write_sorted_events(dir: &Path, name: &str, events: EventBuffer) -> Result<Wr
 }
 
 impl EventSink {
-    pub fn new(lake: Lake, writer_id: WriterId, max_buffer_bytes: usize) -> Self {
+    /// A sink that buffers up to `max_buffer_bytes` of events and writes full partitions
+    /// on `writer_threads` threads, each holding one more buffer while it writes.
+    pub fn new(lake: Lake, writer_id: WriterId, max_buffer_bytes: usize, writer_threads: usize) -> Self {
         Self {
             lake,
             writer_id,
@@ -237,6 +268,7 @@ impl EventSink {
             quarantined_bytes: 0,
             quarantine_files: Vec::new(),
             files_written: 0,
+            writer_threads,
             writes: None,
         }
     }
@@ -300,7 +332,8 @@ impl EventSink {
         }
         let dir = self.lake.partition_dir(Table::Events, &PartitionDate::from_millis(day * DAY_MS));
         let name = self.next_name();
-        let writes = self.writes.get_or_insert_with(BackgroundWriter::start);
+        let threads = self.writer_threads;
+        let writes = self.writes.get_or_insert_with(|| BackgroundWriter::start(threads));
         if writes.tx.send((dir, name, events)).is_err() {
             // The writer stopped on an error: report it.
             return Err(self
@@ -337,6 +370,8 @@ impl EventSink {
 mod tests {
     use super::*;
     use crate::ingest::QuarantineReason;
+    use datafusion::arrow::array::AsArray;
+    use datafusion::arrow::datatypes::TimestampMillisecondType;
 
     fn bad_line(position: u64) -> QuarantinedLine {
         QuarantinedLine {
@@ -350,10 +385,51 @@ mod tests {
         }
     }
 
+    /// Several partition files written at once: each event in exactly one file, of its
+    /// day, sorted by (agent, session, ts).
+    #[test]
+    fn files_written_side_by_side_hold_every_event_once_in_order() {
+        use crate::model::event::Schema;
+        let dir = tempfile::tempdir().unwrap();
+        let mut sink = EventSink::new(Lake::new(dir.path()), WriterId::random(), 20_000, 4);
+        let day = |n: i64| 1_767_571_200_000 + (n % 3) * DAY_MS;
+        for n in 0..3000i64 {
+            let event = Event::new(n as u64, format!("e{n}"), day(n) + (3000 - n), format!("a{}", n % 5), "s".into(), "msg.in", Schema::A);
+            sink.push(event).unwrap();
+        }
+        let written = sink.flush_all().unwrap();
+        assert!(written.len() >= 8, "the small buffer makes many files: {}", written.len());
+        let mut ids = Vec::new();
+        for file in &written {
+            let batches: Vec<RecordBatch> =
+                datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReader::try_new(File::open(&file.path).unwrap(), 8192)
+                    .unwrap()
+                    .map(Result::unwrap)
+                    .collect();
+            let rows: Vec<(String, i64, String)> = batches
+                .iter()
+                .flat_map(|b| {
+                    let agent = b.column_by_name("agent").unwrap().as_string::<i32>().clone();
+                    let ts = b.column_by_name("ts").unwrap().as_primitive::<TimestampMillisecondType>().clone();
+                    let id = b.column_by_name("id").unwrap().as_string::<i32>().clone();
+                    (0..b.num_rows()).map(move |i| (agent.value(i).to_owned(), ts.value(i), id.value(i).to_owned())).collect::<Vec<_>>()
+                })
+                .collect();
+            assert!(rows.windows(2).all(|w| (&w[0].0, w[0].1) <= (&w[1].0, w[1].1)), "{} is sorted", file.path.display());
+            let partition = file.path.parent().unwrap().file_name().unwrap().to_str().unwrap().to_owned();
+            assert!(rows.iter().all(|r| partition == format!("date={}", PartitionDate::from_millis(r.1).as_str())));
+            ids.extend(rows.into_iter().map(|r| r.2));
+        }
+        ids.sort();
+        let mut expected: Vec<String> = (0..3000).map(|n| format!("e{n}")).collect();
+        expected.sort();
+        assert_eq!(ids, expected);
+    }
+
     #[test]
     fn quarantined_lines_are_written_out_when_their_buffer_is_full() {
         let dir = tempfile::tempdir().unwrap();
-        let mut sink = EventSink::new(Lake::new(dir.path()), WriterId::random(), 10_000);
+        let mut sink = EventSink::new(Lake::new(dir.path()), WriterId::random(), 10_000, 2);
         for position in 1..=100 {
             sink.push_quarantined(bad_line(position)).unwrap();
             assert!(sink.quarantined_bytes <= 10_000 + bad_line(0).approx_bytes());

@@ -90,7 +90,10 @@ pub async fn brief(ctx: &SessionContext, agent: &str, now: DateTime<Utc>, max_ch
     let decisions_made = decisions.first().and_then(|d| d["total"].as_u64()).unwrap_or(0);
     let mood = query_json(
         ctx,
-        &format!("SELECT mood FROM moods WHERE agent = '{a}' AND mood <> 'neutral' AND ts <= {} ORDER BY ts DESC LIMIT 1", at(now_ms)),
+        &format!(
+            "SELECT mood FROM cortex_messages WHERE agent = '{a}' AND mood <> 'neutral' AND ts <= {} ORDER BY ts DESC LIMIT 1",
+            at(now_ms)
+        ),
     )
     .await?;
     let mood = mood.first().and_then(|r| r["mood"].as_str()).unwrap_or("neutral").to_owned();
@@ -217,7 +220,8 @@ async fn hot_snapshot(ctx: &SessionContext, agent: &str) -> Result<String, Engin
     let rows = query_json(
         ctx,
         &format!(
-            "SELECT who, content FROM (SELECT who, content, ts, stream_seq FROM cortex_messages WHERE agent = '{agent}' \
+            "SELECT who, content FROM (SELECT CASE WHEN type = 'msg.in' THEN coalesce(\"from\", 'user') ELSE agent END AS who, \
+             content, ts, stream_seq FROM events WHERE type IN ('msg.in', 'msg.out') AND content IS NOT NULL AND agent = '{agent}' \
              AND session = (SELECT session FROM events WHERE agent = '{agent}' ORDER BY ts DESC, stream_seq DESC LIMIT 1) \
              ORDER BY ts DESC, stream_seq DESC LIMIT {HOT_MESSAGES}) ORDER BY ts, stream_seq"
         ),

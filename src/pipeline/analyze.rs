@@ -24,7 +24,7 @@ use crate::engine::{EngineError, EngineOptions, open_session};
 use crate::lake::commit::{Run, RunLock, begin, commit};
 use crate::lake::layout::{PartitionDate, part_file_name};
 use crate::lake::remote::block_on;
-use crate::lake::schema::{CLASSIFICATIONS_SCHEMA, FAILURES_SCHEMA, OUTPUTS_SCHEMA};
+use crate::lake::schema::{CLASSIFICATIONS_SCHEMA, CORTEX_MESSAGES_SCHEMA, FAILURES_SCHEMA, OUTPUTS_SCHEMA};
 use crate::lake::state::{AnalysisRecord, ProcessingState};
 use crate::lake::writer::{BatchFileWriter, copy_atomic, write_parquet_atomic};
 use crate::lake::writers::{RegisteredWriter, retire};
@@ -159,7 +159,14 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     // Chains never cross sessions, so sessions are analyzed in buckets of bounded size,
     // side by side, each with the same plans.
     let buckets = Buckets::split(&ctx, opts.bucket_events).await?;
-    let work = Arc::new(BucketWork::plan(&ctx, buckets.schema(), per_bucket, config, params).await?);
+    // What the cortex patterns find in the messages no analysis saw before.
+    let seen_up_to = Some(previous_state.last_processed_ts).filter(|ms| !opts.full && *ms > 0);
+    let cortex_file = BatchFileWriter::start(
+        lake.partition_dir(Table::CortexMessages, &date),
+        part_file_name(&writer, 5),
+        CORTEX_MESSAGES_SCHEMA.clone(),
+    );
+    let work = Arc::new(BucketWork::plan(&ctx, buckets.schema(), per_bucket, config, params, seen_up_to).await?);
     let mut skipped_detectors = None;
     let mut stats = ChainStats::default();
     buckets
@@ -170,8 +177,13 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         .try_for_each(|bucket| {
             stats.add(bucket.stats);
             skipped_detectors.get_or_insert(bucket.skipped);
-            let failures = bucket.failures.into_iter().try_for_each(|batch| failures_file.write(batch)).map_err(PipelineError::from);
-            std::future::ready(failures.and_then(|()| kept.add(bucket.findings, &findings_file)))
+            let written = bucket
+                .failures
+                .into_iter()
+                .try_for_each(|batch| failures_file.write(batch))
+                .and_then(|()| bucket.cortex.into_iter().try_for_each(|batch| cortex_file.write(batch)))
+                .map_err(PipelineError::from);
+            std::future::ready(written.and_then(|()| kept.add(bucket.findings, &findings_file)))
         })
         .await?;
     let buckets_removed = buckets.remove();
@@ -261,6 +273,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         write(Table::Classifications, 3, CLASSIFICATIONS_SCHEMA.clone(), vec![classifications]),
         write(Table::Outputs, 4, OUTPUTS_SCHEMA.clone(), vec![outputs_rows]),
         findings_file.finish().map(|file| file.map(|f| lake.relative(&f.path))),
+        cortex_file.finish().map(|file| file.map(|f| lake.relative(&f.path))),
     ];
     let files: Vec<String> = written.into_iter().filter_map(Result::transpose).collect::<Result<_, _>>()?;
     let record =

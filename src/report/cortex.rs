@@ -47,7 +47,7 @@ pub async fn agent_cortex(ctx: &SessionContext) -> Result<Vec<AgentCortex>, Engi
     .await?;
     let moods = query_json(
         ctx,
-        "SELECT agent, to_char(date_trunc('day', ts), '%Y-%m-%d') AS day, mood, count(*) AS count FROM moods \
+        "SELECT agent, to_char(date_trunc('day', ts), '%Y-%m-%d') AS day, mood, count(*) AS count FROM cortex_messages \
          WHERE mood <> 'neutral' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
     )
     .await?;

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::common::{tracelake, tracelake_ok};
+use crate::common::{sql_rows, tracelake, tracelake_ok};
 
 /// Every finding, UNVERIFIED-CLAIM on, no cap.
 pub const ALL_FINDINGS: &str = r#"{"traceAnalyzer": {"output": {"maxFindings": 1000000}, "signals": {"SIG-TOOL-FAIL": {"enabled": true}, "SIG-REPEAT-FAIL": {"enabled": true}, "SIG-UNVERIFIED-CLAIM": {"enabled": true}, "SIG-UNANSWERED": {"enabled": true}, "SIG-ERROR-ENDING": {"enabled": true}}}}"#;
@@ -53,6 +53,9 @@ fn finds_exactly_what_the_generator_injected() {
             .or_default() += 1;
     }
     assert_eq!(serde_json::to_value(&severities).unwrap(), expected["severities"]);
+    let decisions = sql_rows(&lake, "SELECT count(*) AS n FROM decisions");
+    assert!(expected["decisions"].as_u64().unwrap() > 0, "no decision injected");
+    assert_eq!(decisions[0]["n"], expected["decisions"], "the cortex patterns find exactly the planned decisions");
 
     // The report's shape (spec §10.4), with the raw event ids of each finding's range.
     assert_eq!(report["version"], 1);

@@ -100,7 +100,10 @@ fn the_cortex_views_are_the_same_after_increments_as_after_one_run() {
     let (once, parts) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let whole = lake_of(once.path(), &[&messages]);
     let split = lake_of(parts.path(), &[&messages[..2], &messages[2..4], &messages[4..]]);
+    // Nothing new: nothing read twice.
+    tracelake_ok(&["analyze", "--lake", &split]);
     for query in [
+        "SELECT event_id, decision, waiting_for, topic, closes, mood FROM cortex_messages ORDER BY ts",
         "SELECT event_id, what, impact, who FROM decisions ORDER BY ts",
         "SELECT id, title, status, priority, waiting_for, mood, array_to_string(decisions, '|') AS d FROM threads ORDER BY id",
         "SELECT event_id, mood FROM moods ORDER BY ts",

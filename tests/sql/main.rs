@@ -21,6 +21,7 @@ use datafusion::prelude::SessionContext;
 use sqllogictest::harness::{Arguments, Failed, Trial};
 use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
 use tracelake::detect::builtin_detectors;
+use tracelake::engine::cortex::cortex_messages_sql;
 use tracelake::engine::run_statements;
 use tracelake::engine::session::{EngineOptions, memory_session};
 use tracelake::engine::sql::{
@@ -126,7 +127,8 @@ impl Tracelake {
     /// `rule_effectiveness` and `signal_scores` over the tables as they are now.
     async fn define_output_views(&self) -> Result<(), SqlError> {
         let params = EngineOptions::default().sql_params;
-        for sql in [RULE_EFFECTIVENESS, SESSION_OUTCOMES, INFERRED_OUTCOMES, SIGNAL_SCORES, SESSION_FACTORS, CORTEX] {
+        let cortex_messages = format!("CREATE OR REPLACE VIEW cortex_messages AS {}", cortex_messages_sql(None));
+        for sql in [RULE_EFFECTIVENESS, SESSION_OUTCOMES, INFERRED_OUTCOMES, SIGNAL_SCORES, SESSION_FACTORS, &cortex_messages, CORTEX] {
             run_statements(&self.ctx, &params.fill(sql), |_, _| Ok(())).await.map_err(err)?;
         }
         Ok(())

@@ -1,7 +1,8 @@
 //! `decision_context(text)`, `wait_context(text)`, `topic_title(text)`, `is_closure(text)`
 //! and `mood(text)`: what a message decides, waits for, turns to, whether it closes
-//! something, and its mood, per the cortex patterns of the chosen language packs. One
-//! struct serves every function.
+//! something, and its mood, per the cortex patterns of the chosen language packs; and
+//! `cortex_matches(text)`, whether any of them finds something (one pass, to filter on
+//! before the others run). One struct serves every function.
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -22,10 +23,11 @@ enum Function {
     Topic,
     Closure,
     Mood,
+    Any,
 }
 
 impl Function {
-    const ALL: [Function; 5] = [Function::Decision, Function::Wait, Function::Topic, Function::Closure, Function::Mood];
+    const ALL: [Function; 6] = [Function::Decision, Function::Wait, Function::Topic, Function::Closure, Function::Mood, Function::Any];
 
     fn name(self) -> &'static str {
         match self {
@@ -34,6 +36,7 @@ impl Function {
             Function::Topic => "topic_title",
             Function::Closure => "is_closure",
             Function::Mood => "mood",
+            Function::Any => "cortex_matches",
         }
     }
 
@@ -45,6 +48,9 @@ impl Function {
             Function::Closure => "Whether a message closes something (done, fixed, solved, erledigt).",
             Function::Mood => {
                 "The mood of a message: frustrated, excited, tense, productive or exploratory (the last match wins), else neutral."
+            }
+            Function::Any => {
+                "Whether any cortex pattern matches a message: false means no decision, wait, topic or closure, and a neutral mood."
             }
         }
     }
@@ -102,7 +108,7 @@ impl ScalarUDFImpl for CortexUdf {
         if !is_text(&arg_types[0]) {
             return plan_err!("{}(text) takes a text, got {}", self.name(), arg_types[0]);
         }
-        Ok(if self.function == Function::Closure { DataType::Boolean } else { DataType::Utf8 })
+        Ok(if matches!(self.function, Function::Closure | Function::Any) { DataType::Boolean } else { DataType::Utf8 })
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let scalar = all_scalar(&args.args);
@@ -112,6 +118,9 @@ impl ScalarUDFImpl for CortexUdf {
         let out: ArrayRef = match self.function {
             Function::Closure => {
                 Arc::new(rows.map(|i| Ok(string_at(&text, i)?.map(|t| cortex.closes(t)))).collect::<Result<BooleanArray>>()?)
+            }
+            Function::Any => {
+                Arc::new(rows.map(|i| Ok(string_at(&text, i)?.map(|t| cortex.matches_any(t)))).collect::<Result<BooleanArray>>()?)
             }
             Function::Mood => Arc::new(rows.map(|i| Ok(string_at(&text, i)?.map(|t| cortex.mood(t)))).collect::<Result<StringArray>>()?),
             Function::Decision => {

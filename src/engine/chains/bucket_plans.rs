@@ -89,7 +89,7 @@ impl BucketPlans {
     }
 
     /// Plans `sql`, a query (nothing else: see [`query_only`]) over `chain_events` and the
-    /// views over it.
+    /// views over it, or over `analysis_events`.
     pub async fn plan(&self, sql: &str) -> Result<Arc<dyn ExecutionPlan>, EngineError> {
         Ok(self.session.sql_with_options(sql, query_only()).await?.create_physical_plan().await?)
     }
@@ -98,6 +98,11 @@ impl BucketPlans {
     pub async fn chains(&self, events: Vec<RecordBatch>) -> Result<BucketChains, EngineError> {
         let events = Arc::new(execute(&self.chain_build, &self.state, SlotRows::default().once(EVENTS, events)).await?);
         Ok(BucketChains { events, shared: self.shared.iter().map(|_| OnceCell::new()).collect() })
+    }
+
+    /// Runs `plan` (from [`Self::plan`]) over a bucket's `events` (`analysis_events`).
+    pub async fn query_events(&self, plan: &Arc<dyn ExecutionPlan>, events: Vec<RecordBatch>) -> Result<Vec<RecordBatch>, EngineError> {
+        Ok(execute(plan, &self.state, SlotRows::default().once(EVENTS, events)).await?)
     }
 
     /// Runs `plan` (from [`Self::plan`]) over a bucket's `chains`.

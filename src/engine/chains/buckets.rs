@@ -35,7 +35,7 @@ const SHARED_MIN_EVENTS: u64 = 100_000;
 
 /// The columns of `events` that `sql/chains.sql` reads.
 const CHAIN_COLUMNS: &str =
-    "stream_seq, id, ts, agent, session, type, schema, content, tool_name, tool_params, tool_result, tool_error, tool_is_error";
+    "stream_seq, id, ts, agent, session, type, schema, content, tool_name, tool_params, tool_result, tool_error, tool_is_error, \"from\"";
 
 /// Lakes of up to this many events keep their buckets in memory; larger ones write them
 /// to temporary files, so that memory stays bounded.
