@@ -241,17 +241,36 @@ impl BackgroundWriter {
 
 /// Writes events sorted by (agent, session, ts) as one Parquet file.
 fn write_sorted_events(dir: &Path, name: &str, events: EventBuffer) -> Result<WrittenFile, LakeError> {
-    // Sorting indices moves 4 bytes per swap instead of a whole event.
-    let mut order: Vec<u32> = (0..events.len() as u32).collect();
-    order.sort_unstable_by(|&a, &b| {
-        let (a, b) = (&events[a as usize], &events[b as usize]);
-        (&a.agent, &a.session, a.ts, a.stream_seq).cmp(&(&b.agent, &b.session, b.ts, b.stream_seq))
-    });
+    let order = sorted_order(&events);
     let batches = order.chunks(BATCH_ROWS).map(|chunk| {
         let rows: Vec<&Event> = chunk.iter().map(|&i| events[i as usize].as_ref()).collect();
         events_batch(&rows).map_err(LakeError::from)
     });
     write_parquet_atomic(dir, name, EVENTS_SCHEMA.clone(), batches)
+}
+
+/// The positions of `events` in (agent, session, ts, stream_seq) order. The few distinct
+/// (agent, session) pairs are ranked once, so the sort compares numbers, not strings, and
+/// moves 24-byte keys, not events.
+fn sorted_order(events: &[Box<Event>]) -> Vec<u32> {
+    let mut ids: HashMap<(&str, &str), u32> = HashMap::new();
+    let pair_of: Vec<u32> = events
+        .iter()
+        .map(|e| {
+            let next = ids.len() as u32;
+            *ids.entry((&e.agent, &e.session)).or_insert(next)
+        })
+        .collect();
+    let mut pairs: Vec<((&str, &str), u32)> = ids.into_iter().collect();
+    pairs.sort_unstable();
+    let mut rank = vec![0u32; pairs.len()];
+    for (r, (_, id)) in pairs.iter().enumerate() {
+        rank[*id as usize] = r as u32;
+    }
+    let mut keys: Vec<(u32, i64, u64, u32)> =
+        events.iter().zip(&pair_of).enumerate().map(|(i, (e, id))| (rank[*id as usize], e.ts, e.stream_seq, i as u32)).collect();
+    keys.sort_unstable();
+    keys.into_iter().map(|(.., i)| i).collect()
 }
 
 impl EventSink {
