@@ -4,14 +4,21 @@
 -- cortex_messages.sql).
 
 -- The mood of every user and agent message: the mood pattern that matched last, else
--- `neutral`.
+-- `neutral`. A message both OpenClaw schemas published counts once, as in
+-- `cortex_messages`: the later copy.
 CREATE OR REPLACE VIEW moods AS
 SELECT e.agent, e.session, e.id AS event_id, e.ts,
     CASE WHEN e.type = 'msg.in' THEN coalesce(e."from", 'user') ELSE e.agent END AS who,
     coalesce(c.mood, 'neutral') AS mood
-FROM events e
+FROM (
+    SELECT *,
+        schema IN ('A', 'B') AND lead(CAST(to_timestamp_millis(ts) AS BIGINT)) OVER copies - CAST(to_timestamp_millis(ts) AS BIGINT) < 1000 AS is_copy
+    FROM events
+    WHERE type IN ('msg.in', 'msg.out') AND content IS NOT NULL
+    WINDOW copies AS (PARTITION BY agent, session, type, content ORDER BY ts, stream_seq)
+) e
 LEFT JOIN cortex_messages c ON c.agent = e.agent AND c.session = e.session AND c.event_id = e.id
-WHERE e.type IN ('msg.in', 'msg.out') AND e.content IS NOT NULL;
+WHERE NOT coalesce(e.is_copy, false);
 
 -- What was decided: the decision phrase with 50 characters before and 100 after (`what`),
 -- the message (`why`), `high` impact on a keyword of `cortex.highImpactKeywords`; the same

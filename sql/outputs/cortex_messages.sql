@@ -16,7 +16,7 @@ FROM (
         mood(content) AS mood,
         -- A message both OpenClaw schemas published (the same text within a second, as
         -- the chains see it) counts once: the later copy.
-        schema IN ('A', 'B') AND lead(CAST(ts AS BIGINT)) OVER copies - CAST(ts AS BIGINT) < 1000 AS is_copy
+        schema IN ('A', 'B') AND lead(CAST(to_timestamp_millis(ts) AS BIGINT)) OVER copies - CAST(to_timestamp_millis(ts) AS BIGINT) < 1000 AS is_copy
     FROM analysis_events
     WHERE type IN ('msg.in', 'msg.out') AND cortex_matches(content) ${time_window}
     WINDOW copies AS (PARTITION BY agent, session, type, content ORDER BY ts, stream_seq)
