@@ -12,7 +12,7 @@ use super::detectors::Detector;
 use super::{DetectError, DetectorFailure};
 use crate::config::Config;
 use crate::engine::EngineError;
-use crate::engine::chains::{BucketEvents, BucketPlans, CHAIN_STATS_QUERY, chain_stats_of};
+use crate::engine::chains::{BucketEvents, BucketPlans, CHAIN_STATS_QUERY, chain_stats_of, newest_event_ms};
 use crate::engine::cortex::cortex_messages_sql;
 use crate::engine::sql::{SqlParams, query_only};
 use crate::lake::schema::CORTEX_MESSAGES_SCHEMA;
@@ -74,12 +74,15 @@ pub struct BucketFindings {
     pub failures: Vec<RecordBatch>,
     /// What the cortex patterns found in its new messages, in the columns of `cortex_messages`.
     pub cortex: Vec<RecordBatch>,
+    /// The time of its newest event, in a chain or not (ms).
+    pub newest_event_ms: Option<i64>,
 }
 
 /// Builds the chains of a bucket's `events` and runs the detectors over them.
 pub async fn analyze_bucket(work: Arc<BucketWork>, events: BucketEvents) -> Result<BucketFindings, DetectError> {
     let plans = &work.plans;
     let events = events.read()?;
+    let newest_event_ms = newest_event_ms(&events);
     // The cortex reads the messages, not the chains: a message alone in its chain counts too.
     let (chains, cortex) = futures::join!(plans.chains(events.clone()), plans.query_events(&work.cortex, events));
     let chains = &chains?;
@@ -102,7 +105,7 @@ pub async fn analyze_bucket(work: Arc<BucketWork>, events: BucketEvents) -> Resu
         .filter(|b| b.num_rows() > 0)
         .map(|b| RecordBatch::try_new(CORTEX_MESSAGES_SCHEMA.clone(), b.columns().to_vec()).map_err(EngineError::from))
         .collect::<Result<_, _>>()?;
-    Ok(BucketFindings { stats: chain_stats_of(&stats?), findings, skipped, failures: failures?, cortex })
+    Ok(BucketFindings { stats: chain_stats_of(&stats?), findings, skipped, failures: failures?, cortex, newest_event_ms })
 }
 
 /// The failure occurrences of this run, in the columns of the `failures` table.

@@ -169,6 +169,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let work = Arc::new(BucketWork::plan(&ctx, buckets.schema(), per_bucket, config, params, seen_up_to).await?);
     let mut skipped_detectors = None;
     let mut stats = ChainStats::default();
+    let mut newest_event_ms = None;
     buckets
         .run(&ctx, |events| {
             let work = Arc::clone(&work);
@@ -176,6 +177,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         })
         .try_for_each(|bucket| {
             stats.add(bucket.stats);
+            newest_event_ms = newest_event_ms.max(bucket.newest_event_ms);
             skipped_detectors.get_or_insert(bucket.skipped);
             let written = bucket
                 .failures
@@ -249,7 +251,9 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     // The findings the report lists, as the LLM left them (triage drops false positives).
     store_findings(&findings, &mut counts, &findings_file)?;
     let processing_state = ProcessingState {
-        last_processed_ts: time_range.1.max(earlier.last_processed_ts),
+        // The newest event read, also one alone in its chain: the cortex read it, and a
+        // later run must not read it again.
+        last_processed_ts: time_range.1.max(newest_event_ms.unwrap_or(0)).max(earlier.last_processed_ts),
         last_processed_seq: 0,
         total_events_processed: earlier.total_events_processed + events_processed,
         total_findings: earlier.total_findings + counts.total() as u64,

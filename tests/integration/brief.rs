@@ -156,3 +156,24 @@ fn the_report_shows_each_agents_threads_decisions_and_mood() {
     let anonymous = tracelake_ok(&["report", "--lake", &lake, "--anonymize"]);
     assert!(!anonymous.contains("billing export") && !anonymous.contains("id=\"cortex\""), "free text stays out");
 }
+
+/// A message alone in its chain (an hour after the rest of its session) is read by the
+/// analysis that first sees it, and not again by the next one.
+#[test]
+fn a_message_alone_in_its_chain_is_read_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let message = |i: i64, session: &str, minutes: i64, content: &str| {
+        json!({"id": format!("x{i}"), "ts": START_MS + minutes * 60_000, "agent": "ops", "session": session, "type": "msg.in",
+               "payload": {"content": content}})
+        .to_string()
+    };
+    let lake = lake_of(
+        dir.path(),
+        &[
+            &[message(0, "s1", 0, "hello"), message(1, "s1", 1, "hello again")],
+            &[message(2, "s1", 120, "Nice, the export works now.")],
+            &[message(3, "s2", 240, "hi"), message(4, "s2", 241, "there")],
+        ],
+    );
+    assert_eq!(sql_rows(&lake, "SELECT event_id, mood FROM cortex_messages"), vec![json!({"event_id": "x2", "mood": "productive"})]);
+}

@@ -11,6 +11,7 @@ mod slot;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::compute::max;
 use datafusion::arrow::datatypes::{Int64Type, TimestampMillisecondType};
 use datafusion::datasource::MemTable;
 use datafusion::prelude::{SessionContext, col};
@@ -115,6 +116,13 @@ impl ChainStats {
 /// (chains, events in chains, (first, last) event time in ms) of `chain_events`.
 pub const CHAIN_STATS_QUERY: &str =
     "SELECT count(*) FILTER (WHERE idx = 0) AS chains, count(*) AS events, min(ts) AS first, max(ts) AS last FROM chain_events";
+
+/// The time (ms) of the newest of `events` (a bucket's, in the lake's columns): a message
+/// alone in its chain is in no chain but was read all the same.
+pub fn newest_event_ms(events: &[RecordBatch]) -> Option<i64> {
+    let newest = |b: &RecordBatch| b.column_by_name("ts").and_then(|ts| max(ts.as_primitive_opt::<TimestampMillisecondType>()?));
+    events.iter().filter_map(newest).max()
+}
 
 /// The result of [`CHAIN_STATS_QUERY`].
 pub fn chain_stats_of(batches: &[RecordBatch]) -> (u64, u64, (i64, i64)) {
