@@ -1,15 +1,12 @@
 //! The rows of `cortex_messages`: what the cortex patterns find in the messages an
 //! analysis sees first.
 
-use super::sql::CORTEX_MESSAGES;
+use super::sql::{CORTEX_MESSAGES, time_literal};
 
 /// The query of the `cortex_messages` rows of `analysis_events`' messages newer than
 /// `after_ms` (`None`: all of them).
 pub fn cortex_messages_sql(after_ms: Option<i64>) -> String {
-    let window = match after_ms {
-        Some(after) => format!("AND ts > '{}'", chrono::DateTime::from_timestamp_millis(after).unwrap_or_default().to_rfc3339()),
-        None => String::new(),
-    };
+    let window = after_ms.map(|after| format!("AND ts > {}", time_literal(after))).unwrap_or_default();
     CORTEX_MESSAGES.replace("${time_window}", &window)
 }
 

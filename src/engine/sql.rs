@@ -46,6 +46,11 @@ pub const FOLD_SCORES: &str = include_str!("../../sql/outputs/fold_scores.sql");
 
 use crate::config::{CortexConfig, FactorsConfig};
 
+/// A time (ms since the epoch) as a quoted RFC 3339 literal that compares with `ts`.
+pub fn time_literal(ms: i64) -> String {
+    format!("'{}'", chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339())
+}
+
 /// What a detector may do: read. No DDL, no writes (`INSERT`, `COPY … TO`), no `SET`.
 pub fn query_only() -> datafusion::execution::context::SQLOptions {
     datafusion::execution::context::SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false)

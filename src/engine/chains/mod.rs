@@ -21,7 +21,7 @@ use bucket_plans::{CHAIN_BUILD_SETTINGS, KEEP_TABLE_ORDER};
 pub use buckets::{BucketEvents, Buckets, DEFAULT_BUCKET_EVENTS};
 
 use super::EngineError;
-use super::sql::{CHAIN_VIEWS, CHAINS, SqlParams};
+use super::sql::{CHAIN_VIEWS, CHAINS, SqlParams, time_literal};
 
 /// Which sessions `analysis_events` holds.
 pub enum Slice<'a> {
@@ -40,11 +40,10 @@ pub async fn define_analysis_events(
 ) -> Result<(), EngineError> {
     let mut conditions = Vec::new();
     if let Some(t) = resume {
-        let iso = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339();
         conditions.push(format!(
-            "e.ts >= '{}' AND EXISTS (SELECT 1 FROM events n WHERE n.ts > '{}' AND n.agent = e.agent AND n.session = e.session)",
-            iso(t - context_ms),
-            iso(t)
+            "e.ts >= {} AND EXISTS (SELECT 1 FROM events n WHERE n.ts > {} AND n.agent = e.agent AND n.session = e.session)",
+            time_literal(t - context_ms),
+            time_literal(t)
         ));
     }
     match slice {
