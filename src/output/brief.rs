@@ -58,7 +58,6 @@ pub async fn brief(ctx: &SessionContext, agent: &str, now: DateTime<Utc>, max_ch
     let a = agent.replace('\'', "''");
     let now_ms = now.timestamp_millis();
     let at = |ms: i64| format!("to_timestamp_millis({ms})");
-    let day_ago = at(now_ms - 86_400_000);
 
     let latest = query_json(
         ctx,
@@ -77,17 +76,19 @@ pub async fn brief(ctx: &SessionContext, agent: &str, now: DateTime<Utc>, max_ch
         ),
     )
     .await?;
+    // The decisions of the last days, newest first: the header counts them, the narrative
+    // takes the last day's, the decisions section the newest few.
     let decisions = query_json(
         ctx,
         &format!(
-            "SELECT what, impact, who, CAST(ts AS BIGINT) AS ms, count(*) OVER () AS total FROM decisions WHERE agent = '{a}' \
-             AND ts >= {} AND ts <= {} ORDER BY ts DESC LIMIT {TOP_DECISIONS}",
+            "SELECT what, impact, who, CAST(ts AS BIGINT) AS ms FROM decisions WHERE agent = '{a}' \
+             AND ts >= {} AND ts <= {} ORDER BY ts DESC",
             at(now_ms - DECISION_DAYS * 86_400_000),
             at(now_ms)
         ),
     )
     .await?;
-    let decisions_made = decisions.first().and_then(|d| d["total"].as_u64()).unwrap_or(0);
+    let decisions_made = decisions.len();
     let mood = query_json(
         ctx,
         &format!(
@@ -129,7 +130,8 @@ pub async fn brief(ctx: &SessionContext, agent: &str, now: DateTime<Utc>, max_ch
     };
     sections.push(Section { name: "hotSnapshot", text: titled("Last conversation", &hot, HOT_SNAPSHOT) });
 
-    let recent = |t: &&Value| t["last_ms"].as_i64().is_some_and(|ms| ms >= now_ms - 86_400_000 && ms <= now_ms);
+    let day_ago = now_ms - 86_400_000;
+    let recent = |t: &&Value| t["last_ms"].as_i64().is_some_and(|ms| ms >= day_ago && ms <= now_ms);
     let mut narrative = String::new();
     for t in threads.iter().filter(|t| t["status"] == "closed").filter(recent) {
         narrative.push_str(&format!("- Closed: {}\n", text(t, "title")));
@@ -137,12 +139,7 @@ pub async fn brief(ctx: &SessionContext, agent: &str, now: DateTime<Utc>, max_ch
     for t in open.iter().copied().filter(recent) {
         narrative.push_str(&format!("- Open ({}): {}\n", text(t, "priority"), text(t, "title")));
     }
-    let day_decisions = query_json(
-        ctx,
-        &format!("SELECT what FROM decisions WHERE agent = '{a}' AND ts >= {day_ago} AND ts <= {} ORDER BY ts", at(now_ms)),
-    )
-    .await?;
-    for d in &day_decisions {
+    for d in decisions.iter().rev().filter(|d| d["ms"].as_i64().is_some_and(|ms| ms >= day_ago)) {
         narrative.push_str(&format!("- Decided: {}\n", clip(&text(d, "what"), 200)));
     }
     sections.push(Section { name: "narrative", text: titled("The last 24 hours", &narrative, NARRATIVE) });
@@ -168,10 +165,8 @@ pub async fn brief(ctx: &SessionContext, agent: &str, now: DateTime<Utc>, max_ch
 
     let decisions_text: String = decisions
         .iter()
-        .map(|d| {
-            let day = DateTime::from_timestamp_millis(d["ms"].as_i64().unwrap_or(0)).unwrap_or_default().format("%Y-%m-%d");
-            format!("- {day} [{}] {} ({})\n", text(d, "impact"), clip(&text(d, "what"), 200), text(d, "who"))
-        })
+        .take(TOP_DECISIONS)
+        .map(|d| format!("- {} [{}] {} ({})\n", day_of(d), text(d, "impact"), clip(&text(d, "what"), 200), text(d, "who")))
         .collect();
     sections.push(Section { name: "decisions", text: titled("Recent decisions", &decisions_text, DECISIONS) });
 
@@ -195,13 +190,8 @@ pub async fn brief(ctx: &SessionContext, agent: &str, now: DateTime<Utc>, max_ch
         ),
     )
     .await?;
-    let findings_text: String = findings
-        .iter()
-        .map(|f| {
-            let day = DateTime::from_timestamp_millis(f["ms"].as_i64().unwrap_or(0)).unwrap_or_default().format("%Y-%m-%d");
-            format!("- {day} {}: {}\n", text(f, "signal"), clip(&text(f, "summary"), 200))
-        })
-        .collect();
+    let findings_text: String =
+        findings.iter().map(|f| format!("- {} {}: {}\n", day_of(f), text(f, "signal"), clip(&text(f, "summary"), 200))).collect();
     sections.push(Section { name: "findings", text: titled("Recent critical findings", &findings_text, FINDINGS) });
 
     let events = latest.first().map_or(0, |r| r["events"].as_u64().unwrap_or(0));
@@ -213,6 +203,11 @@ pub async fn brief(ctx: &SessionContext, agent: &str, now: DateTime<Utc>, max_ch
 
     let whole: String = sections.iter().filter(|s| !s.text.is_empty()).map(|s| s.text.as_str()).collect::<Vec<_>>().join("\n");
     Ok(Brief { agent: agent.to_owned(), generated_at: now.to_rfc3339(), sections, text: cut(&whole, max_chars) })
+}
+
+/// The UTC day of a row's `ms`.
+fn day_of(row: &Value) -> String {
+    DateTime::from_timestamp_millis(row["ms"].as_i64().unwrap_or(0)).unwrap_or_default().format("%Y-%m-%d").to_string()
 }
 
 /// The last messages of the agent's newest session, oldest first.
