@@ -165,19 +165,21 @@ fn write_groups(
     };
     while let Some(first) = next(None) {
         let deadline = Instant::now() + interval;
-        let mut group = vec![first];
-        while let Some(request) = next(Some(deadline)) {
-            group.push(request);
-        }
-        let mut answers = Vec::with_capacity(group.len());
+        // Each request is added as it comes, so that putting spans together overlaps the
+        // wait for the rest of the group, and only the files and the commit follow it.
+        let mut answers = Vec::new();
         let mut failed = None;
-        for request in group {
+        let mut add = |request: Received| {
             if failed.is_none()
                 && let Err(e) = writer.add(request.digest, request.spans, request.candidates)
             {
                 failed = Some(e);
             }
             answers.push(request.committed);
+        };
+        add(first);
+        while let Some(request) = next(Some(deadline)) {
+            add(request);
         }
         let committed = match failed {
             Some(e) => Err(e),

@@ -3,15 +3,15 @@
 
 use std::io::{self, BufRead};
 
+use bytes::Bytes;
+
 /// One line of input, without its line terminator.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Line {
-    Complete(Vec<u8>),
+    /// Shared bytes: a stream message's body is passed on without a copy.
+    Complete(Bytes),
     /// A line longer than the limit: its first `limit` bytes and its full length.
-    TooLong {
-        prefix: Vec<u8>,
-        len: u64,
-    },
+    TooLong { prefix: Vec<u8>, len: u64 },
 }
 
 /// Splits a reader into lines of at most `max_bytes` bytes each.
@@ -61,7 +61,7 @@ impl<R: BufRead> BoundedLines<R> {
             line.pop();
             len -= 1;
         }
-        Ok(Some(if len > self.max_bytes as u64 { Line::TooLong { prefix: line, len } } else { Line::Complete(line) }))
+        Ok(Some(if len > self.max_bytes as u64 { Line::TooLong { prefix: line, len } } else { Line::Complete(line.into()) }))
     }
 }
 
@@ -82,7 +82,12 @@ mod tests {
     fn splits_lines_and_strips_terminators() {
         assert_eq!(
             all(b"ab\r\ncd\n\nef", 10),
-            vec![Line::Complete(b"ab".to_vec()), Line::Complete(b"cd".to_vec()), Line::Complete(vec![]), Line::Complete(b"ef".to_vec()),]
+            vec![
+                Line::Complete(Bytes::from_static(b"ab")),
+                Line::Complete(Bytes::from_static(b"cd")),
+                Line::Complete(Bytes::new()),
+                Line::Complete(Bytes::from_static(b"ef")),
+            ]
         );
     }
 
@@ -90,7 +95,7 @@ mod tests {
     fn long_lines_are_cut_and_measured_and_the_next_line_survives() {
         assert_eq!(
             all(b"0123456789abc\nok\n", 5),
-            vec![Line::TooLong { prefix: b"01234".to_vec(), len: 13 }, Line::Complete(b"ok".to_vec()),]
+            vec![Line::TooLong { prefix: b"01234".to_vec(), len: 13 }, Line::Complete(Bytes::from_static(b"ok")),]
         );
     }
 }

@@ -181,28 +181,22 @@ pub async fn export(
                 Committer::new(lake, cursor, EventSink::new(lake.clone(), writer_id, opts.buffer_bytes, opts.threads.div_ceil(2)));
             let mut since_commit = 0usize;
             let mut last_commit = Instant::now();
-            let decode = |raw| decode_message(decoder, &source_name, raw);
+            let decode = |raw| decode_message::<()>(decoder, &source_name, raw);
             decode_in_order(chunks, &decode, opts.threads, |decoded| {
                 summary.bytes += decoded.bytes;
-                progress.advance(decoded.results.len() as u64, decoded.bytes);
-                since_commit += decoded.results.len();
+                let messages = decoded.ready_events + decoded.later.len() as u64;
+                progress.advance(messages, decoded.bytes);
+                since_commit += messages as usize;
                 if first_sequence == 0 {
-                    first_sequence = decoded.results.first().map_or(0, |r| match r {
-                        Ok(e) => e.stream_seq,
-                        Err(q) => q.position,
-                    });
+                    first_sequence = decoded.first_position;
                 }
-                for result in decoded.results {
-                    match result {
-                        Ok(event) => {
-                            summary.events += 1;
-                            committer.sink.push(event)?;
-                        }
-                        Err(line) => {
-                            *summary.quarantined.entry(line.reason).or_default() += 1;
-                            committer.sink.push_quarantined(line)?;
-                        }
-                    }
+                summary.events += decoded.ready_events;
+                for batch in decoded.batches? {
+                    committer.sink.push_batch(batch)?;
+                }
+                for line in decoded.later.into_iter().filter_map(Result::err) {
+                    *summary.quarantined.entry(line.reason).or_default() += 1;
+                    committer.sink.push_quarantined(line)?;
                 }
                 committer.last_position = decoded.last_position;
                 if since_commit >= opts.commit_every || last_commit.elapsed() >= opts.commit_interval {
@@ -314,7 +308,7 @@ async fn receive(
                 let line = if message.payload.len() > opts.max_event_bytes {
                     Line::TooLong { prefix: message.payload[..opts.max_event_bytes].to_vec(), len: message.payload.len() as u64 }
                 } else {
-                    Line::Complete(message.payload.to_vec())
+                    Line::Complete(message.payload)
                 };
                 chunk.events.push(RawEvent { position: message.sequence, line, subject: Some(message.subject) });
                 if caught_up {

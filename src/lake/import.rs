@@ -17,13 +17,13 @@ use sha2::{Digest, Sha256};
 use super::LakeError;
 use super::commit::{Run, RunLock, begin, commit};
 use super::layout::Lake;
-use super::pipeline::{Chunk, RawEvent, decode_in_order};
+use super::pipeline::{Chunk, DecodedEvent, RawEvent, decode_in_order};
 use super::state::{ImportRecord, Manifest};
 use super::writer::EventSink;
 use super::writers::{RegisteredWriter, retire};
 use crate::ingest::lines::{BoundedLines, Line};
 use crate::ingest::otel::Assembler;
-use crate::ingest::{Decoder, QuarantineReason};
+use crate::ingest::{Decoder, LineEvents, QuarantineReason};
 
 const CHUNK_LINES: usize = 2048;
 const READ_BUFFER: usize = 1 << 20;
@@ -315,11 +315,21 @@ fn run_pipeline(
     };
     let mut counts = Counts { lines: 0, events: 0, bytes: 0, quarantined: BTreeMap::new(), sha256: String::new() };
     let mut assembler = Assembler::default();
-    let decode = |raw: RawEvent| decoder.decode_events(raw.line, source, raw.position);
+    let decode = |raw: RawEvent| {
+        decoder.decode_events(raw.line, source, raw.position).map(|line| match line {
+            LineEvents::One(event) => DecodedEvent::Ready(*event),
+            LineEvents::Many(events) => DecodedEvent::ReadyMany(events),
+            spans => DecodedEvent::Later(spans),
+        })
+    };
     let chunks = decode_in_order(chunks, &decode, opts.threads, |decoded| {
         counts.bytes += decoded.bytes;
         progress(decoded.bytes);
-        for result in decoded.results {
+        counts.events += decoded.ready_events;
+        for batch in decoded.batches? {
+            sink.push_batch(batch)?;
+        }
+        for result in decoded.later {
             match result {
                 Ok(line) => line.each_event(&mut assembler, |event| {
                     counts.events += 1;

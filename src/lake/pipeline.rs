@@ -11,6 +11,9 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
+use datafusion::arrow::error::ArrowError;
+
+use super::writer::{DayBatch, day_batches};
 use crate::ingest::lines::Line;
 use crate::ingest::{Decoder, QuarantinedLine};
 use crate::model::Event;
@@ -32,19 +35,39 @@ pub struct Chunk {
     pub last_position: u64,
 }
 
-/// A decoded chunk.
+/// What decoding one raw event gives.
+// Returned once per event and consumed at once: boxing the event would cost an allocation
+// per event.
+#[allow(clippy::large_enum_variant)]
+pub enum DecodedEvent<T> {
+    /// Events complete in themselves.
+    Ready(Event),
+    ReadyMany(Vec<Event>),
+    /// Something the calling thread completes, in input order (spans put together across lines).
+    Later(T),
+}
+
+/// A decoded chunk. Its complete events are record batches already, built on the decoder
+/// thread while the events are still in its cache, and dropped there.
 pub struct Decoded<T> {
-    pub results: Vec<Result<T, QuarantinedLine>>,
+    /// The complete events, a batch per day.
+    pub batches: Result<Vec<DayBatch>, ArrowError>,
+    pub ready_events: u64,
+    /// What the calling thread completes, and quarantined lines, in input order.
+    pub later: Vec<Result<T, QuarantinedLine>>,
     pub bytes: u64,
+    /// The chunk's first input position, and its last (which may be past its last event).
+    pub first_position: u64,
     pub last_position: u64,
 }
 
 /// Decodes one raw event as a stream message: one OpenClaw event.
-pub fn decode_message(decoder: &Decoder, source: &str, raw: RawEvent) -> Result<Event, QuarantinedLine> {
+pub fn decode_message<T>(decoder: &Decoder, source: &str, raw: RawEvent) -> Result<DecodedEvent<T>, QuarantinedLine> {
     match raw.line {
         Line::Complete(bytes) => decoder.decode(&bytes, source, raw.position, raw.subject.as_deref()),
         too_long => decoder.decode_line(too_long, source, raw.position),
     }
+    .map(DecodedEvent::Ready)
 }
 
 /// Decodes `chunks` with `decode` on `threads` threads and calls `each` with every decoded
@@ -52,7 +75,7 @@ pub fn decode_message(decoder: &Decoder, source: &str, raw: RawEvent) -> Result<
 /// iterator back when the input is exhausted.
 pub fn decode_in_order<I, T, E>(
     chunks: I,
-    decode: &(dyn Fn(RawEvent) -> Result<T, QuarantinedLine> + Sync),
+    decode: &(dyn Fn(RawEvent) -> Result<DecodedEvent<T>, QuarantinedLine> + Sync),
     threads: usize,
     mut each: impl FnMut(Decoded<T>) -> Result<(), E>,
 ) -> Result<I, E>
@@ -121,16 +144,36 @@ pub fn spawn_named<'scope, T: Send + 'scope>(
 
 fn decode_chunks<T>(
     rx: &Mutex<Receiver<(u64, Chunk)>>,
-    decode: &(dyn Fn(RawEvent) -> Result<T, QuarantinedLine> + Sync),
+    decode: &(dyn Fn(RawEvent) -> Result<DecodedEvent<T>, QuarantinedLine> + Sync),
     tx: &SyncSender<(u64, Decoded<T>)>,
 ) {
     loop {
         let received = rx.lock().expect("chunk queue").recv();
         let Ok((index, chunk)) = received else { return };
-        let results = chunk.events.into_iter().map(decode).collect();
-        let decoded = Decoded { results, bytes: chunk.bytes, last_position: chunk.last_position };
-        if tx.send((index, decoded)).is_err() {
+        if tx.send((index, decode_chunk(chunk, decode))).is_err() {
             return;
         }
+    }
+}
+
+fn decode_chunk<T>(chunk: Chunk, decode: &(dyn Fn(RawEvent) -> Result<DecodedEvent<T>, QuarantinedLine> + Sync)) -> Decoded<T> {
+    let first_position = chunk.events.first().map_or(chunk.last_position, |raw| raw.position);
+    let mut ready = Vec::with_capacity(chunk.events.len());
+    let mut later = Vec::new();
+    for raw in chunk.events {
+        match decode(raw) {
+            Ok(DecodedEvent::Ready(event)) => ready.push(event),
+            Ok(DecodedEvent::ReadyMany(events)) => ready.extend(events),
+            Ok(DecodedEvent::Later(rest)) => later.push(Ok(rest)),
+            Err(line) => later.push(Err(line)),
+        }
+    }
+    Decoded {
+        batches: day_batches(&ready),
+        ready_events: ready.len() as u64,
+        later,
+        bytes: chunk.bytes,
+        first_position,
+        last_position: chunk.last_position,
     }
 }

@@ -1,15 +1,17 @@
 //! Writing Parquet files into the lake: settings in one place, atomic appearance
 //! (temp name, fsync, rename), and a partitioned, size-bounded event buffer.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
-use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::array::{AsArray, RecordBatch};
+use datafusion::arrow::compute::interleave_record_batch;
+use datafusion::arrow::datatypes::{SchemaRef, TimestampMillisecondType, UInt64Type};
+use datafusion::arrow::error::ArrowError;
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::basic::{Compression, ZstdLevel};
 use datafusion::parquet::file::properties::{EnabledStatistics, WriterProperties};
@@ -20,7 +22,7 @@ use super::layout::{Lake, PartitionDate, Table, WriterId, part_file_name};
 use super::schema::quarantine_batch;
 use crate::ingest::QuarantinedLine;
 use crate::model::Event;
-use crate::model::event::{EVENTS_SCHEMA, events_batch};
+use crate::model::event::{COLUMN_AGENT, COLUMN_SESSION, COLUMN_STREAM_SEQ, COLUMN_TS, EVENTS_SCHEMA, events_batch};
 
 /// Rows per record batch handed to the Parquet writer (and per row group at most).
 const BATCH_ROWS: usize = 64 * 1024;
@@ -168,7 +170,7 @@ pub struct EventSink {
     max_buffer_bytes: usize,
     buffered_bytes: usize,
     /// Keyed by days since the epoch.
-    partitions: HashMap<i64, (EventBuffer, usize)>,
+    partitions: HashMap<i64, Partition>,
     quarantined: Vec<QuarantinedLine>,
     quarantined_bytes: usize,
     /// Quarantine files written before the last `flush_all`.
@@ -181,14 +183,36 @@ pub struct EventSink {
 
 const DAY_MS: i64 = 86_400_000;
 
-/// Events of one partition. Boxed: an event is large, and the buffers grow and are handed
-/// to the writer thread without moving the events themselves.
-#[allow(clippy::vec_box)]
-type EventBuffer = Vec<Box<Event>>;
+/// Events of one day, as a record batch in the `events` schema.
+pub struct DayBatch {
+    /// Days since the epoch.
+    pub day: i64,
+    pub batch: RecordBatch,
+}
+
+/// `events` as a record batch per day, in input order within each.
+pub fn day_batches(events: &[Event]) -> Result<Vec<DayBatch>, ArrowError> {
+    let mut by_day: BTreeMap<i64, Vec<&Event>> = BTreeMap::new();
+    for event in events {
+        by_day.entry(event.ts.div_euclid(DAY_MS)).or_default().push(event);
+    }
+    by_day.into_iter().map(|(day, events)| Ok(DayBatch { day, batch: events_batch(&events)? })).collect()
+}
+
+/// What is buffered of one partition: record batches, and events pushed one by one.
+/// Events are boxed: an event is large, and the buffer grows and is handed to the writer
+/// thread without moving the events themselves.
+#[derive(Default)]
+struct Partition {
+    batches: Vec<RecordBatch>,
+    #[allow(clippy::vec_box)]
+    events: Vec<Box<Event>>,
+    bytes: usize,
+}
 
 /// Threads that write partition files as they are handed over, each file on one thread.
 struct BackgroundWriter {
-    tx: SyncSender<(PathBuf, String, EventBuffer)>,
+    tx: SyncSender<(PathBuf, String, Partition)>,
     handles: Vec<thread::JoinHandle<Result<Vec<WrittenFile>, LakeError>>>,
 }
 
@@ -196,7 +220,7 @@ impl BackgroundWriter {
     fn start(threads: usize) -> Self {
         // One partition waits while the others are written: at most `threads + 1` buffers
         // handed over at once.
-        let (tx, rx) = sync_channel::<(PathBuf, String, EventBuffer)>(1);
+        let (tx, rx) = sync_channel::<(PathBuf, String, Partition)>(1);
         let rx = Arc::new(Mutex::new(rx));
         let handles = (0..threads.max(1))
             .map(|_| {
@@ -209,8 +233,8 @@ impl BackgroundWriter {
                             Ok(rx) => rx.recv(),
                             Err(_) => return Ok(written),
                         };
-                        let Ok((dir, name, events)) = next else { return Ok(written) };
-                        written.push(write_sorted_events(&dir, &name, events)?);
+                        let Ok((dir, name, partition)) = next else { return Ok(written) };
+                        written.push(write_sorted_events(&dir, &name, partition)?);
                     }
                 };
                 thread::Builder::new()
@@ -239,38 +263,46 @@ impl BackgroundWriter {
     }
 }
 
-/// Writes events sorted by (agent, session, ts) as one Parquet file.
-fn write_sorted_events(dir: &Path, name: &str, events: EventBuffer) -> Result<WrittenFile, LakeError> {
-    let order = sorted_order(&events);
-    let batches = order.chunks(BATCH_ROWS).map(|chunk| {
-        let rows: Vec<&Event> = chunk.iter().map(|&i| events[i as usize].as_ref()).collect();
-        events_batch(&rows).map_err(LakeError::from)
-    });
-    write_parquet_atomic(dir, name, EVENTS_SCHEMA.clone(), batches)
+/// Writes a partition's events sorted by (agent, session, ts) as one Parquet file.
+fn write_sorted_events(dir: &Path, name: &str, partition: Partition) -> Result<WrittenFile, LakeError> {
+    let mut batches = partition.batches;
+    if !partition.events.is_empty() {
+        let events: Vec<&Event> = partition.events.iter().map(Box::as_ref).collect();
+        batches.push(events_batch(&events)?);
+    }
+    let order = sorted_order(&batches);
+    let batch_refs: Vec<&RecordBatch> = batches.iter().collect();
+    let sorted = order.chunks(BATCH_ROWS).map(|rows| interleave_record_batch(&batch_refs, rows).map_err(LakeError::from));
+    write_parquet_atomic(dir, name, EVENTS_SCHEMA.clone(), sorted)
 }
 
-/// The positions of `events` in (agent, session, ts, stream_seq) order. The few distinct
-/// (agent, session) pairs are ranked once, so the sort compares numbers, not strings, and
-/// moves 24-byte keys, not events.
-fn sorted_order(events: &[Box<Event>]) -> Vec<u32> {
-    let mut ids: HashMap<(&str, &str), u32> = HashMap::new();
-    let pair_of: Vec<u32> = events
-        .iter()
-        .map(|e| {
+/// The (batch, row) positions of the events in `batches` in (agent, session, ts,
+/// stream_seq) order. The few distinct (agent, session) pairs are ranked once, so the sort
+/// compares numbers, not strings.
+fn sorted_order(batches: &[RecordBatch]) -> Vec<(usize, usize)> {
+    let mut ids: datafusion::common::HashMap<(&str, &str), u32> = datafusion::common::HashMap::default();
+    let mut keys: Vec<(u32, i64, u64, u32, u32)> = Vec::with_capacity(batches.iter().map(RecordBatch::num_rows).sum());
+    for (b, batch) in batches.iter().enumerate() {
+        let (agent, session) = (batch.column(COLUMN_AGENT).as_string::<i32>(), batch.column(COLUMN_SESSION).as_string::<i32>());
+        let ts = batch.column(COLUMN_TS).as_primitive::<TimestampMillisecondType>().values();
+        let seq = batch.column(COLUMN_STREAM_SEQ).as_primitive::<UInt64Type>().values();
+        for row in 0..batch.num_rows() {
             let next = ids.len() as u32;
-            *ids.entry((&e.agent, &e.session)).or_insert(next)
-        })
-        .collect();
+            let id = *ids.entry((agent.value(row), session.value(row))).or_insert(next);
+            keys.push((id, ts[row], seq[row], b as u32, row as u32));
+        }
+    }
     let mut pairs: Vec<((&str, &str), u32)> = ids.into_iter().collect();
     pairs.sort_unstable();
     let mut rank = vec![0u32; pairs.len()];
     for (r, (_, id)) in pairs.iter().enumerate() {
         rank[*id as usize] = r as u32;
     }
-    let mut keys: Vec<(u32, i64, u64, u32)> =
-        events.iter().zip(&pair_of).enumerate().map(|(i, (e, id))| (rank[*id as usize], e.ts, e.stream_seq, i as u32)).collect();
+    for key in &mut keys {
+        key.0 = rank[key.0 as usize];
+    }
     keys.sort_unstable();
-    keys.into_iter().map(|(.., i)| i).collect()
+    keys.into_iter().map(|(.., b, row)| (b as usize, row as usize)).collect()
 }
 
 impl EventSink {
@@ -294,9 +326,24 @@ impl EventSink {
 
     pub fn push(&mut self, event: Event) -> Result<(), LakeError> {
         let size = event.approx_bytes();
-        let (events, bytes) = self.partitions.entry(event.ts.div_euclid(DAY_MS)).or_default();
-        events.push(Box::new(event));
-        *bytes += size;
+        let partition = self.partitions.entry(event.ts.div_euclid(DAY_MS)).or_default();
+        partition.events.push(Box::new(event));
+        partition.bytes += size;
+        self.grew(size)
+    }
+
+    /// Buffers events already made a record batch.
+    pub fn push_batch(&mut self, events: DayBatch) -> Result<(), LakeError> {
+        let size = events.batch.get_array_memory_size();
+        let partition = self.partitions.entry(events.day).or_default();
+        partition.batches.push(events.batch);
+        partition.bytes += size;
+        self.grew(size)
+    }
+
+    /// Counts `size` more bytes buffered (in a partition that counted them already), and
+    /// writes partitions out while over the limit.
+    fn grew(&mut self, size: usize) -> Result<(), LakeError> {
         self.buffered_bytes += size;
         while self.buffered_bytes > self.max_buffer_bytes {
             self.flush_largest()?;
@@ -334,7 +381,7 @@ impl EventSink {
     }
 
     fn flush_largest(&mut self) -> Result<(), LakeError> {
-        let largest = self.partitions.iter().max_by_key(|(_, (_, bytes))| *bytes).map(|(d, _)| *d);
+        let largest = self.partitions.iter().max_by_key(|(_, partition)| partition.bytes).map(|(d, _)| *d);
         match largest {
             Some(day) => self.flush(day),
             None => Ok(()),
@@ -342,18 +389,18 @@ impl EventSink {
     }
 
     fn flush(&mut self, day: i64) -> Result<(), LakeError> {
-        let Some((events, bytes)) = self.partitions.remove(&day) else {
+        let Some(partition) = self.partitions.remove(&day) else {
             return Ok(());
         };
-        self.buffered_bytes -= bytes;
-        if events.is_empty() {
+        self.buffered_bytes -= partition.bytes;
+        if partition.events.is_empty() && partition.batches.iter().all(|b| b.num_rows() == 0) {
             return Ok(());
         }
         let dir = self.lake.partition_dir(Table::Events, &PartitionDate::from_millis(day * DAY_MS));
         let name = self.next_name();
         let threads = self.writer_threads;
         let writes = self.writes.get_or_insert_with(|| BackgroundWriter::start(threads));
-        if writes.tx.send((dir, name, events)).is_err() {
+        if writes.tx.send((dir, name, partition)).is_err() {
             // The writer stopped on an error: report it.
             return Err(self
                 .writes

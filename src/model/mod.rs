@@ -4,6 +4,7 @@
 //! It imports from no other module of the crate.
 
 pub mod event;
+mod event_columns;
 pub mod finding;
 pub mod severity;
 pub mod signal;

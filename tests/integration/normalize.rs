@@ -307,12 +307,12 @@ fn every_quarantine_reason_is_reported_with_its_position() {
     let bad = q(b"{\"ts\": 1,");
     assert_eq!((bad.source.as_str(), bad.position, bad.raw.as_str()), ("f.jsonl", 7, "{\"ts\": 1,"));
     let spans = br#"{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "not-an-id", "spanId": "eee19b7ec3c1b174"}]}]}]}"#;
-    let bad_spans = d.decode_events(Line::Complete(spans.to_vec()), "f.jsonl", 9).expect_err("quarantined");
+    let bad_spans = d.decode_events(Line::Complete(spans.to_vec().into()), "f.jsonl", 9).expect_err("quarantined");
     assert_eq!((bad_spans.reason, bad_spans.position), (QuarantineReason::InvalidSpans, 9));
     assert!(bad_spans.detail.contains("not-an-id"), "{}", bad_spans.detail);
     // A span without its start time (or one in 1970) would be an event of 1970.
     let spans = br#"{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "eee19b7ec3c1b174", "name": "chat m"}]}]}]}"#;
-    let no_start = d.decode_events(Line::Complete(spans.to_vec()), "f.jsonl", 10).expect_err("quarantined");
+    let no_start = d.decode_events(Line::Complete(spans.to_vec().into()), "f.jsonl", 10).expect_err("quarantined");
     assert_eq!(no_start.reason, QuarantineReason::InvalidTimestamp);
     assert!(no_start.detail.contains("span `chat m` (eee19b7ec3c1b174) starts at 1970-01-01"), "{}", no_start.detail);
     assert_eq!(QuarantineReason::ALL.len(), 8, "a new reason needs a case above");
