@@ -210,6 +210,40 @@ struct Partition {
     bytes: usize,
 }
 
+/// Rows below which a partition is not split into several files.
+const MIN_SPLIT_ROWS: usize = 16 * 1024;
+
+impl Partition {
+    fn rows(&self) -> usize {
+        self.events.len() + self.batches.iter().map(RecordBatch::num_rows).sum::<usize>()
+    }
+
+    /// The partition as up to `parts` partitions of at least [`MIN_SPLIT_ROWS`] rows each;
+    /// none when it is empty.
+    fn split(mut self, parts: usize) -> Vec<Partition> {
+        let rows = self.rows();
+        if rows == 0 {
+            return Vec::new();
+        }
+        let parts = parts.min(rows / MIN_SPLIT_ROWS).max(1);
+        let mut split: Vec<Partition> = (1..parts).map(|_| Partition::default()).collect();
+        for (i, batch) in std::mem::take(&mut self.batches).into_iter().enumerate() {
+            match split.get_mut(i % parts) {
+                Some(part) => part.batches.push(batch),
+                None => self.batches.push(batch),
+            }
+        }
+        let per_part = self.events.len().div_ceil(parts);
+        for part in &mut split {
+            let rest = self.events.split_off(self.events.len().saturating_sub(per_part));
+            part.events = rest;
+        }
+        split.push(self);
+        split.retain(|part| part.rows() > 0);
+        split
+    }
+}
+
 /// Threads that write partition files as they are handed over, each file on one thread.
 struct BackgroundWriter {
     tx: SyncSender<(PathBuf, String, Partition)>,
@@ -368,8 +402,11 @@ impl EventSink {
     pub fn flush_all(&mut self) -> Result<Vec<WrittenFile>, LakeError> {
         let mut days: Vec<i64> = self.partitions.keys().copied().collect();
         days.sort();
+        // What is written now is waited for: a large partition is written as several
+        // files at once.
+        let parts = self.writer_threads;
         for day in days {
-            self.flush(day)?;
+            self.flush(day, parts)?;
         }
         let mut written = match self.writes.take() {
             Some(writes) => writes.finish()?,
@@ -383,32 +420,32 @@ impl EventSink {
     fn flush_largest(&mut self) -> Result<(), LakeError> {
         let largest = self.partitions.iter().max_by_key(|(_, partition)| partition.bytes).map(|(d, _)| *d);
         match largest {
-            Some(day) => self.flush(day),
+            Some(day) => self.flush(day, 1),
             None => Ok(()),
         }
     }
 
-    fn flush(&mut self, day: i64) -> Result<(), LakeError> {
+    /// Hands the partition of `day` to the writer threads, as up to `parts` files.
+    fn flush(&mut self, day: i64, parts: usize) -> Result<(), LakeError> {
         let Some(partition) = self.partitions.remove(&day) else {
             return Ok(());
         };
         self.buffered_bytes -= partition.bytes;
-        if partition.events.is_empty() && partition.batches.iter().all(|b| b.num_rows() == 0) {
-            return Ok(());
-        }
         let dir = self.lake.partition_dir(Table::Events, &PartitionDate::from_millis(day * DAY_MS));
-        let name = self.next_name();
-        let threads = self.writer_threads;
-        let writes = self.writes.get_or_insert_with(|| BackgroundWriter::start(threads));
-        if writes.tx.send((dir, name, partition)).is_err() {
-            // The writer stopped on an error: report it.
-            return Err(self
-                .writes
-                .take()
-                .expect("writer")
-                .finish()
-                .err()
-                .unwrap_or_else(|| LakeError::io(self.lake.root(), std::io::Error::other("the file writer stopped"))));
+        for part in partition.split(parts) {
+            let name = self.next_name();
+            let threads = self.writer_threads;
+            let writes = self.writes.get_or_insert_with(|| BackgroundWriter::start(threads));
+            if writes.tx.send((dir.clone(), name, part)).is_err() {
+                // The writer stopped on an error: report it.
+                return Err(self
+                    .writes
+                    .take()
+                    .expect("writer")
+                    .finish()
+                    .err()
+                    .unwrap_or_else(|| LakeError::io(self.lake.root(), std::io::Error::other("the file writer stopped"))));
+            }
         }
         Ok(())
     }
@@ -436,6 +473,7 @@ impl EventSink {
 mod tests {
     use super::*;
     use crate::ingest::QuarantineReason;
+    use crate::model::event::Schema;
     use datafusion::arrow::array::AsArray;
     use datafusion::arrow::datatypes::TimestampMillisecondType;
 
@@ -455,7 +493,6 @@ mod tests {
     /// day, sorted by (agent, session, ts).
     #[test]
     fn files_written_side_by_side_hold_every_event_once_in_order() {
-        use crate::model::event::Schema;
         let dir = tempfile::tempdir().unwrap();
         let mut sink = EventSink::new(Lake::new(dir.path()), WriterId::random(), 20_000, 4);
         let day = |n: i64| 1_767_571_200_000 + (n % 3) * DAY_MS;
@@ -490,6 +527,23 @@ mod tests {
         let mut expected: Vec<String> = (0..3000).map(|n| format!("e{n}")).collect();
         expected.sort();
         assert_eq!(ids, expected);
+    }
+
+    #[test]
+    fn a_large_partition_is_written_as_several_files_when_waited_for_and_a_small_one_as_one() {
+        let partition = |events: usize| Partition {
+            events: (0..events as u64)
+                .map(|n| Box::new(Event::new(n, format!("e{n}"), 0, "a".into(), "s".into(), "msg.in", Schema::A)))
+                .collect(),
+            ..Partition::default()
+        };
+        let parts = partition(3 * MIN_SPLIT_ROWS).split(4);
+        assert_eq!(parts.iter().map(Partition::rows).collect::<Vec<_>>(), vec![MIN_SPLIT_ROWS; 3]);
+        let mut ids: Vec<u64> = parts.iter().flat_map(|p| p.events.iter().map(|e| e.stream_seq)).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, (0..3 * MIN_SPLIT_ROWS as u64).collect::<Vec<_>>());
+        assert_eq!(partition(MIN_SPLIT_ROWS + 5).split(4).len(), 1);
+        assert!(partition(0).split(4).is_empty());
     }
 
     #[test]

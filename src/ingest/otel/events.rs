@@ -8,7 +8,8 @@
 //! in a session are one event ([`super::Assembler`]).
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash};
+use std::sync::LazyLock;
 
 use serde_json::Value;
 
@@ -213,7 +214,7 @@ fn model_usage(span: &Span, event: &mut Event) {
 
 /// A 64-bit key of `value`, the same for the same value throughout the process.
 pub fn key_of<T: Hash + ?Sized>(value: &T) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    value.hash(&mut hasher);
-    hasher.finish()
+    // Seeded once per process: keys are compared within a run only.
+    static SEED: LazyLock<foldhash::fast::RandomState> = LazyLock::new(Default::default);
+    SEED.hash_one(value)
 }

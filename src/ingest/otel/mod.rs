@@ -15,7 +15,9 @@ pub mod messages;
 pub mod proto;
 pub mod span;
 
-use std::collections::{HashMap, HashSet};
+// Keys are hashes already, of spans and traces that clients choose: a fast hash seeded per
+// process, not SipHash.
+use foldhash::{HashMap, HashSet};
 
 pub use events::{Candidate, span_events};
 pub use span::{Span, is_traces, spans_from_json};
@@ -150,6 +152,8 @@ impl<T: Default> Generations<T> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
+
     use super::*;
 
     /// A chat span of `trace` whose history is `history` (user texts) answered by `answer`.
