@@ -1,9 +1,9 @@
 //! Decoding raw events on several threads while keeping their order.
 //!
 //! A producer thread pulls chunks of raw events from an iterator (a file reader, or a
-//! channel fed by the stream consumer), decoder threads turn them into events, and the
-//! calling thread receives the decoded chunks in input order, so that "everything up to
-//! position N" is a meaningful cursor.
+//! channel fed by the stream consumer), decoder threads turn them into events and those
+//! into record batches, and the calling thread receives the decoded chunks in input order,
+//! so that "everything up to position N" is a meaningful cursor.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
