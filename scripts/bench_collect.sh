@@ -13,8 +13,16 @@ seconds="${1:-60}"
 rate="${2:-50000}"
 clients="${3:-64}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/tracelake-target}"
-cargo build --release --quiet --example otlp_load --bin tracelake
 rel="$CARGO_TARGET_DIR/release"
+# LOAD=PATH takes another build of the generator: the release build of the examples builds
+# DataFusion a second time, while `cargo rustc --example otlp_load -- -C opt-level=3` (dev
+# profile, dependencies optimized) takes seconds.
+if [ -n "${LOAD:-}" ]; then
+    cargo build --release --quiet --bin tracelake
+else
+    cargo build --release --quiet --example otlp_load --bin tracelake
+    LOAD="$rel/examples/otlp_load"
+fi
 work="${BENCH_DIR:-$(mktemp -d)}"
 lake="$work/collect-lake"; rm -rf "$lake"
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -27,7 +35,7 @@ start_collect() {
 }
 
 start_collect 1
-"$rel/examples/otlp_load" --url "http://127.0.0.1:$port" --seconds "$seconds" --rate "$rate" --clients "$clients" > "$work/load.json" &
+"$LOAD" --url "http://127.0.0.1:$port" --seconds "$seconds" --rate "$rate" --clients "$clients" > "$work/load.json" &
 load=$!
 sleep $((seconds / 2))
 pkill -9 -x tracelake || true
@@ -41,7 +49,7 @@ sleep 0.5
 cat "$work/load.json"
 cat "$work/collect-2.out"
 counts=$("$rel/tracelake" sql --lake "$lake" --format csv \
-    "SELECT count(*) AS events, count(DISTINCT id) AS distinct_ids, count(DISTINCT span_id) AS spans FROM events" | tail -1)
+    "SET datafusion.runtime.memory_limit = '8G'; SELECT count(*) AS events, count(DISTINCT id) AS distinct_ids, count(DISTINCT span_id) AS spans FROM events" | tail -1)
 echo "in the lake (events, distinct event ids, spans): $counts"
 python3 - "$work/load.json" "$counts" "$work/rss-1.log" "$work/rss-2.log" <<'PY'
 import json, sys

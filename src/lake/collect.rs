@@ -10,7 +10,7 @@ use super::LakeError;
 use super::commit::{Run, RunLock, begin, commit};
 use super::layout::Lake;
 use super::state::CollectState;
-use super::writer::EventSink;
+use super::writer::{EventSink, day_batches};
 use super::writers::RegisteredWriter;
 use crate::ingest::otel::{Assembler, Candidate};
 
@@ -78,9 +78,11 @@ impl CollectWriter {
             return Ok(());
         }
         let position = self.state.requests + self.added.requests + 1;
-        for event in self.assembler.add(position, candidates) {
-            self.added.events += 1;
-            self.sink.push(event)?;
+        // Made record batches at once, while the request's events are in this thread's cache.
+        let events = self.assembler.add(position, candidates);
+        self.added.events += events.len() as u64;
+        for batch in day_batches(&events)? {
+            self.sink.push_batch(batch)?;
         }
         self.added.requests += 1;
         self.added.spans += spans;
