@@ -13,14 +13,17 @@ use regex::{Regex, RegexSet};
 use crate::strings::map_strings;
 
 /// Built-in patterns, their replacements, and a byte every match holds where one pattern
-/// has many literals to look for. The JWT pattern runs before the API-key pattern so that
+/// has many literals to look for. A JWT is two base64url JSON objects (`eyJ…`) and a
+/// signature, dot-separated; a header as short as `{"alg":"HS256"}` is 17 characters after
+/// its `eyJ`, and an unsigned token has an empty signature, so neither segment is asked
+/// for 20 characters. The JWT pattern runs before the API-key pattern so that
 /// `Bearer eyJ…` loses the whole token, not only its header segment. A private-key block
 /// whose end is missing (a line cut short) is redacted to the end of the text. A
 /// `KEY=value` value ends at white space or a quote, so that one match cannot swallow the
 /// next key and leave its value; its case-insensitive words would make the one-pass test
 /// of all patterns ten times slower, so it is tried on its own, on texts with a `=`.
 const BUILTIN_PATTERNS: &[(&str, &str, Option<u8>)] = &[
-    (r"eyJ[A-Za-z0-9_-]{20,}\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}", "[REDACTED_JWT]", None),
+    (r"eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*", "[REDACTED_JWT]", None),
     (r"(?:sk-|[sprk]k_(?:live|test)_|Bearer\s+)[A-Za-z0-9_-]{20,}", "[REDACTED_API_KEY]", None),
     (r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", "[REDACTED_AWS_KEY]", None),
     (r"\bxox[abprs]-[A-Za-z0-9-]{10,}", "[REDACTED_SLACK_TOKEN]", None),
@@ -175,6 +178,19 @@ mod tests {
 
     /// The assignment rule is tried apart from the others: the prefilter still finds it in
     /// any case, and passes over a text with no `=` and no other secret.
+    #[test]
+    fn jwts_with_the_shortest_headers_and_unsigned_ones_are_redacted() {
+        let redactor = Redactor::builtin();
+        // {"alg":"HS256"} and {"alg":"none"}, with {"sub":"1234567890"}.
+        let hs256 = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
+        let unsigned = "eyJhbGciOiJub25lIn0.eyJzdWIiOiIxMjM0NTY3ODkwIn0.";
+        for token in [hs256, unsigned] {
+            assert_eq!(redactor.redact(&format!("token {token} end")), "token [REDACTED_JWT] end");
+            assert_eq!(redactor.redact(&format!("Authorization: Bearer {token}")), "Authorization: Bearer [REDACTED_JWT]");
+        }
+        assert_eq!(redactor.redact("eyJhbGci.eyJzdWIi.x and version 1.2.3"), "eyJhbGci.eyJzdWIi.x and version 1.2.3");
+    }
+
     #[test]
     fn the_prefilter_finds_assignments_apart_from_the_other_rules() {
         let redactor = Redactor::builtin();
