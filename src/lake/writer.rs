@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
@@ -247,6 +247,7 @@ impl Partition {
 /// Threads that write partition files as they are handed over, each file on one thread.
 struct BackgroundWriter {
     tx: SyncSender<(PathBuf, String, Partition)>,
+    rx: Arc<Mutex<Receiver<(PathBuf, String, Partition)>>>,
     handles: Vec<thread::JoinHandle<Result<Vec<WrittenFile>, LakeError>>>,
 }
 
@@ -255,29 +256,33 @@ impl BackgroundWriter {
         // One partition waits while the others are written: at most `threads + 1` buffers
         // handed over at once.
         let (tx, rx) = sync_channel::<(PathBuf, String, Partition)>(1);
-        let rx = Arc::new(Mutex::new(rx));
-        let handles = (0..threads.max(1))
-            .map(|_| {
-                let rx = Arc::clone(&rx);
-                let write = move || {
-                    let mut written = Vec::new();
-                    loop {
-                        // A poisoned queue means another writer panicked: its join says so.
-                        let next = match rx.lock() {
-                            Ok(rx) => rx.recv(),
-                            Err(_) => return Ok(written),
-                        };
-                        let Ok((dir, name, partition)) = next else { return Ok(written) };
-                        written.push(write_sorted_events(&dir, &name, partition)?);
-                    }
-                };
-                thread::Builder::new()
-                    .name("tracelake-write".into())
-                    .spawn(write)
-                    .unwrap_or_else(|e| panic!("starting thread tracelake-write: {e}"))
-            })
-            .collect();
-        Self { tx, handles }
+        let mut writer = Self { tx, rx: Arc::new(Mutex::new(rx)), handles: Vec::new() };
+        writer.widen(threads.max(1));
+        writer
+    }
+
+    /// Writes on `threads` threads from now on (never fewer than so far).
+    fn widen(&mut self, threads: usize) {
+        while self.handles.len() < threads {
+            let rx = Arc::clone(&self.rx);
+            let write = move || {
+                let mut written = Vec::new();
+                loop {
+                    // A poisoned queue means another writer panicked: its join says so.
+                    let next = match rx.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => return Ok(written),
+                    };
+                    let Ok((dir, name, partition)) = next else { return Ok(written) };
+                    written.push(write_sorted_events(&dir, &name, partition)?);
+                }
+            };
+            let handle = thread::Builder::new()
+                .name("tracelake-write".into())
+                .spawn(write)
+                .unwrap_or_else(|e| panic!("starting thread tracelake-write: {e}"));
+            self.handles.push(handle);
+        }
     }
 
     fn finish(self) -> Result<Vec<WrittenFile>, LakeError> {
@@ -314,7 +319,7 @@ fn write_sorted_events(dir: &Path, name: &str, partition: Partition) -> Result<W
 /// stream_seq) order. The few distinct (agent, session) pairs are ranked once, so the sort
 /// compares numbers, not strings.
 fn sorted_order(batches: &[RecordBatch]) -> Vec<(usize, usize)> {
-    let mut ids: datafusion::common::HashMap<(&str, &str), u32> = datafusion::common::HashMap::default();
+    let mut ids: foldhash::HashMap<(&str, &str), u32> = foldhash::HashMap::default();
     let mut keys: Vec<(u32, i64, u64, u32, u32)> = Vec::with_capacity(batches.iter().map(RecordBatch::num_rows).sum());
     for (b, batch) in batches.iter().enumerate() {
         let (agent, session) = (batch.column(COLUMN_AGENT).as_string::<i32>(), batch.column(COLUMN_SESSION).as_string::<i32>());
@@ -402,9 +407,12 @@ impl EventSink {
     pub fn flush_all(&mut self) -> Result<Vec<WrittenFile>, LakeError> {
         let mut days: Vec<i64> = self.partitions.keys().copied().collect();
         days.sort();
-        // What is written now is waited for: a large partition is written as several
-        // files at once.
-        let parts = self.writer_threads;
+        // What is written now is waited for, and nothing is buffered meanwhile: every core
+        // writes, a large partition as several files at once.
+        let parts = self.writer_threads.max(std::thread::available_parallelism().map_or(1, |n| n.get()));
+        if let Some(writes) = self.writes.as_mut() {
+            writes.widen(parts);
+        }
         for day in days {
             self.flush(day, parts)?;
         }
@@ -434,7 +442,7 @@ impl EventSink {
         let dir = self.lake.partition_dir(Table::Events, &PartitionDate::from_millis(day * DAY_MS));
         for part in partition.split(parts) {
             let name = self.next_name();
-            let threads = self.writer_threads;
+            let threads = self.writer_threads.max(parts);
             let writes = self.writes.get_or_insert_with(|| BackgroundWriter::start(threads));
             if writes.tx.send((dir.clone(), name, part)).is_err() {
                 // The writer stopped on an error: report it.
