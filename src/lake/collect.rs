@@ -53,9 +53,13 @@ impl CollectWriter {
         let run = RunLock::acquire(lake, Run::Collect)?;
         let (manifest, _) = begin(lake)?;
         let writer = RegisteredWriter::start(lake)?;
-        // Every core writes: a request is answered only once its group's files are written.
-        let sink =
-            EventSink::new(lake.clone(), writer.id().clone(), buffer_bytes, std::thread::available_parallelism().map_or(1, |n| n.get()));
+        // A group's commit writes on every core (`flush_all`); within a group, half of them.
+        let sink = EventSink::new(
+            lake.clone(),
+            writer.id().clone(),
+            buffer_bytes,
+            std::thread::available_parallelism().map_or(1, |n| n.get().div_ceil(2)),
+        );
         Ok(Self {
             lake: lake.clone(),
             _run: run,

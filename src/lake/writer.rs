@@ -176,8 +176,10 @@ pub struct EventSink {
     /// Quarantine files written before the last `flush_all`.
     quarantine_files: Vec<WrittenFile>,
     files_written: usize,
-    /// How many partition files are written at once.
+    /// How many partition files are written at once while buffering goes on.
     writer_threads: usize,
+    /// …and when a commit waits for them: every core.
+    commit_threads: usize,
     writes: Option<BackgroundWriter>,
 }
 
@@ -346,7 +348,8 @@ fn sorted_order(batches: &[RecordBatch]) -> Vec<(usize, usize)> {
 
 impl EventSink {
     /// A sink that buffers up to `max_buffer_bytes` of events and writes full partitions
-    /// on `writer_threads` threads, each holding one more buffer while it writes.
+    /// on `writer_threads` threads, each holding one more buffer while it writes; what
+    /// [`Self::flush_all`] writes, on every core.
     pub fn new(lake: Lake, writer_id: WriterId, max_buffer_bytes: usize, writer_threads: usize) -> Self {
         Self {
             lake,
@@ -359,6 +362,7 @@ impl EventSink {
             quarantine_files: Vec::new(),
             files_written: 0,
             writer_threads,
+            commit_threads: writer_threads.max(std::thread::available_parallelism().map_or(1, |n| n.get())),
             writes: None,
         }
     }
@@ -409,7 +413,7 @@ impl EventSink {
         days.sort();
         // What is written now is waited for, and nothing is buffered meanwhile: every core
         // writes, a large partition as several files at once.
-        let parts = self.writer_threads.max(std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let parts = self.commit_threads;
         if let Some(writes) = self.writes.as_mut() {
             writes.widen(parts);
         }
