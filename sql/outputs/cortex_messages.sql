@@ -1,7 +1,7 @@
 -- The user's and the agent's messages in which a cortex pattern of the chosen language
 -- packs found something: a decision (its context), a wait, a topic, a closure or a mood
 -- other than neutral. `analyze` writes these rows from each bucket's events for the
--- messages no analysis saw before (${time_window}), so the patterns run once per
+-- messages no analysis saw before (`fresh` in `analysis_events`), so the patterns run once per
 -- message, and a full and an incremental analysis write the same. `cortex_matches` tells
 -- in one pass the many messages no pattern matches, before the functions run.
 SELECT agent, session, event_id, ts, stream_seq, who, content, decision, waiting_for, topic, closes, mood
@@ -18,7 +18,7 @@ FROM (
         -- the chains see it) counts once: the later copy.
         schema IN ('A', 'B') AND lead(CAST(to_timestamp_millis(ts) AS BIGINT)) OVER copies - CAST(to_timestamp_millis(ts) AS BIGINT) < 1000 AS is_copy
     FROM analysis_events
-    WHERE type IN ('msg.in', 'msg.out') AND cortex_matches(content) ${time_window}
+    WHERE type IN ('msg.in', 'msg.out') AND cortex_matches(content) ${fresh}
     WINDOW copies AS (PARTITION BY agent, session, type, content ORDER BY ts, stream_seq)
 )
 WHERE NOT coalesce(is_copy, false)

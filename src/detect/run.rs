@@ -44,7 +44,7 @@ impl BucketWork {
         detectors: Vec<Detector>,
         config: &Config,
         params: &SqlParams,
-        cortex_after_ms: Option<i64>,
+        cortex_fresh_only: bool,
     ) -> Result<Self, DetectError> {
         let plans = BucketPlans::new(ctx, params, events).await?;
         let mut planned = Vec::new();
@@ -56,7 +56,7 @@ impl BucketWork {
         Ok(Self {
             stats: plans.plan(CHAIN_STATS_QUERY).await?,
             failures: plans.plan(FAILURES_QUERY).await?,
-            cortex: plans.plan(&cortex_messages_sql(cortex_after_ms)).await?,
+            cortex: plans.plan(&cortex_messages_sql(cortex_fresh_only)).await?,
             plans,
             detectors: planned,
             config: config.clone(),

@@ -1,13 +1,12 @@
 //! The rows of `cortex_messages`: what the cortex patterns find in the messages an
 //! analysis sees first.
 
-use super::sql::{CORTEX_MESSAGES, time_literal};
+use super::sql::CORTEX_MESSAGES;
 
-/// The query of the `cortex_messages` rows of `analysis_events`' messages newer than
-/// `after_ms` (`None`: all of them).
-pub fn cortex_messages_sql(after_ms: Option<i64>) -> String {
-    let window = after_ms.map(|after| format!("AND ts > {}", time_literal(after))).unwrap_or_default();
-    CORTEX_MESSAGES.replace("${time_window}", &window)
+/// The query of the `cortex_messages` rows of `analysis_events`' messages: those new to
+/// the analysis (its `fresh` column) when `fresh_only`, else all of them.
+pub fn cortex_messages_sql(fresh_only: bool) -> String {
+    CORTEX_MESSAGES.replace("${fresh}", if fresh_only { "AND fresh" } else { "" })
 }
 
 #[cfg(test)]
@@ -15,10 +14,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_messages_read_are_those_after_the_last_analysis() {
-        let after = cortex_messages_sql(Some(86_400_000));
-        assert!(after.contains("AND ts > '1970-01-02T00:00:00+00:00'"), "{after}");
-        let all = cortex_messages_sql(None);
-        assert!(!all.contains("${") && !all.contains("AND ts >"), "{all}");
+    fn the_messages_read_are_those_new_to_the_analysis() {
+        let fresh = cortex_messages_sql(true);
+        assert!(fresh.contains("cortex_matches(content) AND fresh"), "{fresh}");
+        let all = cortex_messages_sql(false);
+        assert!(!all.contains("${") && !all.contains("AND fresh"), "{all}");
     }
 }

@@ -9,7 +9,7 @@ use datafusion::datasource::MemTable;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
 use datafusion::error::DataFusionError;
-use datafusion::execution::memory_pool::FairSpillPool;
+use datafusion::execution::memory_pool::{FairSpillPool, MemoryLimit};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
@@ -163,9 +163,15 @@ fn new_context(redactor: Redactor, opts: &EngineOptions) -> Result<SessionContex
     Ok(ctx)
 }
 
-/// tracelake's functions, in this process and in every worker's.
+/// tracelake's functions, in this process and in every worker's, and DataFusion's that
+/// can make results far larger than their arguments capped at the memory limit.
 pub fn register_functions(ctx: &SessionContext, redactor: Redactor, patterns: Arc<Patterns>) {
     tracelake_udfs::register_all(ctx, redactor, patterns);
+    let limit = match ctx.runtime_env().memory_pool.memory_limit() {
+        MemoryLimit::Finite(bytes) => bytes,
+        MemoryLimit::Infinite | MemoryLimit::Unknown => EngineOptions::default().memory_limit_bytes,
+    };
+    tracelake_udfs::size_capped::register(ctx, limit as u64);
 }
 
 /// An empty table with the columns of a stored table, partition column included.
@@ -192,6 +198,26 @@ async fn register_table(ctx: &SessionContext, lake: &Lake, table: Table, file_sc
         .with_file_extension(".parquet")
         .with_table_partition_cols(vec![(PARTITION_COLUMN.to_owned(), DataType::Utf8)]);
     let config = ListingTableConfig::new(url).with_listing_options(options).with_schema(file_schema);
+    ctx.register_table(name, Arc::new(ListingTable::try_new(config)?))?;
+    Ok(())
+}
+
+/// Registers `name` as a table over some committed `events` files (paths relative to the
+/// lake), in the columns the files hold.
+pub async fn register_event_files(ctx: &SessionContext, lake: &Lake, name: &str, files: &[String]) -> Result<(), EngineError> {
+    let schema = file_schema(Table::Events);
+    ctx.deregister_table(name)?;
+    if files.is_empty() {
+        ctx.register_table(name, Arc::new(MemTable::try_new(schema, vec![vec![]])?))?;
+        return Ok(());
+    }
+    let root = match lake.remote() {
+        Some(remote) => remote.url(),
+        None => lake.root().canonicalize()?.display().to_string(),
+    };
+    let urls = files.iter().map(|f| ListingTableUrl::parse(format!("{root}/{f}"))).collect::<Result<Vec<_>, _>>()?;
+    let options = ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension(".parquet");
+    let config = ListingTableConfig::new_with_multi_paths(urls).with_listing_options(options).with_schema(schema);
     ctx.register_table(name, Arc::new(ListingTable::try_new(config)?))?;
     Ok(())
 }
@@ -234,7 +260,7 @@ async fn define_chain_views(ctx: &SessionContext, params: &SqlParams, cortex: Co
         run_statements(ctx, &params.fill(sql), |_, _| Ok(())).await?;
     }
     if cortex == CortexMessages::FromEvents {
-        ctx.sql(&format!("CREATE VIEW cortex_messages AS {}", cortex_messages_sql(None))).await?.collect().await?;
+        ctx.sql(&format!("CREATE VIEW cortex_messages AS {}", cortex_messages_sql(false))).await?.collect().await?;
     }
     run_statements(ctx, &params.fill(CORTEX), |_, _| Ok(())).await
 }

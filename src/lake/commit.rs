@@ -10,16 +10,22 @@
 
 use std::collections::HashSet;
 use std::fs::{self, File};
+use std::time::{Duration, Instant};
 
 use futures::future::try_join_all;
 
 use super::LakeError;
+use super::holder::{HeldLock, LockHolder};
 use super::layout::Lake;
 use super::remote::{Remote, block_on};
 use super::state::Manifest;
 use super::writers::sweep_uncommitted;
 
 const MANIFEST_LOCK: &str = "lock";
+
+/// How long a commit waits for another writer's: commits take milliseconds, so a lock held
+/// this long belongs to a process that is stopped or hung.
+const COMMIT_LOCK_WAIT: Duration = Duration::from_secs(30);
 
 /// The kinds of runs that write to the lake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +67,7 @@ impl Run {
 /// The right to run one kind of run on a lake, held until dropped.
 #[derive(Debug)]
 pub struct RunLock {
-    _files: Vec<File>,
+    _files: Vec<HeldLock>,
 }
 
 impl RunLock {
@@ -88,33 +94,66 @@ impl RunLock {
     }
 }
 
-fn lock_file(lake: &Lake, run: Run) -> Result<File, LakeError> {
+fn lock_file(lake: &Lake, run: Run) -> Result<HeldLock, LakeError> {
+    let (path, file) = open_lock_file(lake, run.lock_file())?;
+    match take_lock(&path, file)? {
+        Ok(file) => Ok(file),
+        Err(holder) => Err(LakeError::Locked { lake: lake.root().to_path_buf(), run: run.as_str(), holder }),
+    }
+}
+
+fn open_lock_file(lake: &Lake, name: &str) -> Result<(std::path::PathBuf, File), LakeError> {
     let dir = lake.state_dir();
     fs::create_dir_all(&dir).map_err(|e| LakeError::io(&dir, e))?;
-    let path = dir.join(run.lock_file());
-    let file = File::options().create(true).truncate(false).write(true).open(&path).map_err(|e| LakeError::io(&path, e))?;
+    let path = dir.join(name);
+    let file = File::options().create(true).truncate(false).read(true).write(true).open(&path).map_err(|e| LakeError::io(&path, e))?;
+    Ok((path, file))
+}
+
+/// Locks `file` and writes this process into it, or says who holds it.
+fn take_lock(path: &std::path::Path, mut file: File) -> Result<Result<HeldLock, Option<LockHolder>>, LakeError> {
     match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(fs::TryLockError::WouldBlock) => Err(LakeError::Locked { lake: lake.root().to_path_buf(), run: run.as_str() }),
-        Err(fs::TryLockError::Error(e)) => Err(LakeError::io(&path, e)),
+        Ok(()) => {
+            LockHolder::this_process().write_to(&mut file).map_err(|e| LakeError::io(path, e))?;
+            Ok(Ok(HeldLock(file)))
+        }
+        Err(fs::TryLockError::WouldBlock) => Ok(Err(LockHolder::read_from(&file))),
+        Err(fs::TryLockError::Error(e)) => Err(LakeError::io(path, e)),
     }
 }
 
 /// The manifest lock, held for the few milliseconds of a commit.
 #[derive(Debug)]
 pub struct ManifestLock {
-    _file: File,
+    _file: HeldLock,
 }
 
 impl ManifestLock {
-    /// Waits for another writer's commit to end.
+    /// Waits for another writer's commit to end, for at most [`COMMIT_LOCK_WAIT`].
     pub fn acquire(lake: &Lake) -> Result<Self, LakeError> {
-        let dir = lake.state_dir();
-        fs::create_dir_all(&dir).map_err(|e| LakeError::io(&dir, e))?;
-        let path = dir.join(MANIFEST_LOCK);
-        let file = File::options().create(true).truncate(false).write(true).open(&path).map_err(|e| LakeError::io(&path, e))?;
-        file.lock().map_err(|e| LakeError::io(&path, e))?;
-        Ok(Self { _file: file })
+        Self::acquire_within(lake, COMMIT_LOCK_WAIT)
+    }
+
+    fn acquire_within(lake: &Lake, wait: Duration) -> Result<Self, LakeError> {
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(1);
+        loop {
+            let (path, file) = open_lock_file(lake, MANIFEST_LOCK)?;
+            match take_lock(&path, file)? {
+                Ok(file) => return Ok(Self { _file: file }),
+                Err(holder) if started.elapsed() >= wait => {
+                    return Err(LakeError::CommitLockHeld {
+                        lake: lake.root().to_path_buf(),
+                        waited_s: started.elapsed().as_secs(),
+                        holder,
+                    });
+                }
+                Err(_) => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(50));
+                }
+            }
+        }
     }
 }
 
@@ -215,7 +254,9 @@ mod tests {
         let lake = Lake::new(dir.path());
         let export = RunLock::acquire(&lake, Run::Export).unwrap();
         let again = RunLock::acquire(&lake, Run::Export).unwrap_err().to_string();
+        let pid = std::process::id();
         assert!(again.contains("another tracelake export is running"), "{again}");
+        assert!(again.contains(&format!("(pid {pid}, since ")), "the holder is named: {again}");
         let analyze = RunLock::acquire(&lake, Run::Analyze).unwrap();
         assert!(RunLock::all(&lake).is_err(), "a repair waits for every run");
         drop((export, analyze));
@@ -225,13 +266,31 @@ mod tests {
     }
 
     #[test]
+    fn a_commit_lock_held_too_long_fails_naming_its_holder_instead_of_waiting_forever() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::new(dir.path());
+        let held = ManifestLock::acquire(&lake).unwrap();
+        let waiting = {
+            let lake = lake.clone();
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || tx.send(ManifestLock::acquire_within(&lake, Duration::from_millis(200)).map(drop)));
+            rx.recv_timeout(Duration::from_secs(10)).expect("a held commit lock is waited for a bounded time")
+        };
+        let message = waiting.unwrap_err().to_string();
+        assert!(message.contains("its commit lock has been held for 0 s by tracelake "), "{message}");
+        assert!(message.contains(&format!("(pid {}, since ", std::process::id())), "{message}");
+        drop(held);
+        ManifestLock::acquire_within(&lake, Duration::from_millis(200)).expect("a released lock is taken");
+    }
+
+    #[test]
     fn a_failed_update_saves_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let lake = Lake::new(dir.path());
         begin(&lake).unwrap();
         let failed: Result<(), LakeError> = commit(&lake, |m| {
             m.processing_state.total_findings = 7;
-            Err(LakeError::Locked { lake: lake.root().to_path_buf(), run: "test" })
+            Err(LakeError::Locked { lake: lake.root().to_path_buf(), run: "test", holder: None })
         });
         assert!(failed.is_err());
         assert_eq!(Manifest::load(&lake).unwrap().processing_state.total_findings, 0);

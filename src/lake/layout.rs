@@ -117,19 +117,27 @@ impl Lake {
         self.root.join("_state")
     }
 
-    /// Whether the directory holds a lake: its state, or a table (a lake whose state is
-    /// gone is damaged, not absent). Only `import` and `export` make one.
+    /// Whether the directory holds a lake: its state, or a table with a partition (a lake
+    /// whose state is gone is damaged, not absent; a user's folder named `outcomes` is no
+    /// table). Only `import` and `export` make one.
     pub fn exists(&self) -> Result<bool, LakeError> {
         if let Some(remote) = &self.remote {
             return Ok(block_on(remote.read_manifest())?.is_some());
         }
-        Ok(self.state_dir().is_dir() || Table::ALL.iter().any(|t| self.table_dir(*t).is_dir()))
+        Ok(self.state_dir().is_dir() || Table::ALL.iter().any(|t| has_partition(&self.table_dir(*t))))
     }
 
     /// A path relative to the lake root, as stored in state files.
     pub fn relative(&self, path: &Path) -> String {
         path.strip_prefix(&self.root).unwrap_or(path).to_string_lossy().into_owned()
     }
+}
+
+/// Whether `dir` holds a partition directory (`date=…`).
+fn has_partition(dir: &Path) -> bool {
+    let prefix = format!("{PARTITION_COLUMN}=");
+    std::fs::read_dir(dir)
+        .is_ok_and(|entries| entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with(&prefix) && e.path().is_dir()))
 }
 
 /// A partition value `YYYY-MM-DD`, made only from a timestamp.

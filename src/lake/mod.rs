@@ -3,6 +3,7 @@
 pub mod collect;
 pub mod commit;
 pub mod export;
+pub mod holder;
 pub mod import;
 pub mod layout;
 pub mod outcomes;
@@ -38,8 +39,14 @@ pub enum LakeError {
         #[source]
         source: serde_json::Error,
     },
-    #[error("another tracelake {run} is running on {lake}; wait for it to finish")]
-    Locked { lake: PathBuf, run: &'static str },
+    #[error("another tracelake {run} is running on {lake}{}; wait for it to finish", holder::process_of(holder))]
+    Locked { lake: PathBuf, run: &'static str, holder: Option<holder::LockHolder> },
+    #[error(
+        "cannot commit to the lake at {lake}: its commit lock has been held for {waited_s} s{}, where a commit \
+         takes milliseconds; resume or end that process, then run again",
+        holder::held_by(holder)
+    )]
+    CommitLockHeld { lake: PathBuf, waited_s: u64, holder: Option<holder::LockHolder> },
     #[error("the lake at {lake} is damaged: {problem}")]
     Damaged { lake: PathBuf, problem: Damage },
     #[error(

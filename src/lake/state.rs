@@ -122,6 +122,11 @@ pub struct ProcessingState {
     pub total_events_processed: u64,
     pub total_findings: u64,
     pub updated_at: String,
+    /// The committed `events` files the analyses so far have read: the next one reads the
+    /// sessions of the others, however old their events (a backfill). `None` in lakes
+    /// whose last analysis predates it: the next one resumes by time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analyzed_event_files: Option<Vec<String>>,
 }
 
 /// Everything committed to the lake.
@@ -226,6 +231,14 @@ impl Manifest {
     }
 
     /// Every committed data file, relative to the lake root.
+    /// The committed files of the `events` table (imported, exported, collected), sorted.
+    pub fn event_files(&self) -> Vec<String> {
+        let prefix = format!("{}/", Table::Events.dir_name());
+        let mut files: Vec<String> = self.committed_files().into_iter().filter(|f| f.starts_with(&prefix)).map(str::to_owned).collect();
+        files.sort();
+        files
+    }
+
     pub fn committed_files(&self) -> HashSet<&str> {
         let exported = self.export.iter().flat_map(|e| e.files.iter().map(String::as_str));
         let analysed = self.analyses.iter().flat_map(|a| a.files.iter().map(String::as_str));

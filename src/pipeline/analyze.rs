@@ -18,8 +18,8 @@ use crate::classify::{ClassifyOptions, FindingVerdict, LlmCache, Tiers, classify
 use crate::config::Config;
 use crate::detect::run::{BucketWork, SkippedDetectors, analyze_bucket};
 use crate::detect::{Detector, enabled_builtin_detectors, run_detectors, user_detectors};
-use crate::engine::chains::{Buckets, ChainStats, Slice, build_chains, define_analysis_events};
-use crate::engine::session::FAILURE_COLUMNS;
+use crate::engine::chains::{Buckets, ChainStats, Increment, NEW_EVENTS, OLD_EVENTS, Slice, build_chains, define_analysis_events};
+use crate::engine::session::{FAILURE_COLUMNS, register_event_files};
 use crate::engine::{EngineError, EngineOptions, open_session};
 use crate::lake::commit::{Run, RunLock, begin, commit};
 use crate::lake::layout::{PartitionDate, part_file_name};
@@ -112,13 +112,29 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let (committed, _) = begin(lake)?;
     let previous_state = committed.processing_state.clone();
 
-    let resume = match (opts.full, opts.since_ms) {
-        (true, _) => None,
-        (false, Some(since)) => Some(since),
-        (false, None) => (previous_state.last_processed_ts > 0).then_some(previous_state.last_processed_ts),
+    // What is new: the events files committed since the last analysis (older events too),
+    // or, after an analysis that kept no such list, the events after its newest.
+    let event_files = committed.event_files();
+    let last_ts = (previous_state.last_processed_ts > 0).then_some(previous_state.last_processed_ts);
+    let increment = match (opts.full, opts.since_ms, &previous_state.analyzed_event_files, last_ts) {
+        (true, ..) | (false, None, None, None) => Increment::All,
+        (false, Some(since), ..) => Increment::After(since),
+        (false, None, None, Some(last)) => Increment::After(last),
+        (false, None, Some(analyzed), _) => {
+            let analyzed: HashSet<&str> = analyzed.iter().map(String::as_str).collect();
+            let (new, old): (Vec<String>, Vec<String>) = event_files.iter().cloned().partition(|f| !analyzed.contains(f.as_str()));
+            register_event_files(&ctx, lake, NEW_EVENTS, &new).await?;
+            register_event_files(&ctx, lake, OLD_EVENTS, &old).await?;
+            Increment::Files
+        }
+    };
+    let resume = match increment {
+        Increment::All => None,
+        Increment::After(t) => Some(t),
+        Increment::Files => last_ts,
     };
     let context_ms = config.incremental_context_window.max(0) * 60_000;
-    define_analysis_events(&ctx, resume, context_ms, &Slice::All).await?;
+    define_analysis_events(&ctx, &increment, context_ms, &Slice::All).await?;
     if opts.full {
         // A full run rebuilds the failure history from scratch.
         let empty = format!("CREATE OR REPLACE VIEW failure_history AS SELECT {FAILURE_COLUMNS} FROM failures WHERE false");
@@ -159,14 +175,13 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     // Chains never cross sessions, so sessions are analyzed in buckets of bounded size,
     // side by side, each with the same plans.
     let buckets = Buckets::split(&ctx, opts.bucket_events).await?;
-    // What the cortex patterns find in the messages no analysis saw before.
-    let seen_up_to = Some(previous_state.last_processed_ts).filter(|ms| !opts.full && *ms > 0);
+    // What the cortex patterns find in the messages no analysis saw before (`fresh`).
     let cortex_file = BatchFileWriter::start(
         lake.partition_dir(Table::CortexMessages, &date),
         part_file_name(&writer, 5),
         CORTEX_MESSAGES_SCHEMA.clone(),
     );
-    let work = Arc::new(BucketWork::plan(&ctx, buckets.schema(), per_bucket, config, params, seen_up_to).await?);
+    let work = Arc::new(BucketWork::plan(&ctx, buckets.schema(), per_bucket, config, params, true).await?);
     let mut skipped_detectors = None;
     let mut stats = ChainStats::default();
     let mut newest_event_ms = None;
@@ -220,7 +235,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     if let Some(tiers) = &tiers {
         // The chains of the findings' sessions, for their transcripts.
         let sessions: Vec<String> = findings.iter().map(|f| f.session.clone()).collect();
-        define_analysis_events(&ctx, resume, context_ms, &Slice::Sessions(&sessions)).await?;
+        define_analysis_events(&ctx, &increment, context_ms, &Slice::Sessions(&sessions)).await?;
         build_chains(&ctx, params).await?;
         let chains = chain_transcripts(&ctx, &findings).await?;
         let cache = LlmCache::open(lake);
@@ -258,6 +273,8 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         total_events_processed: earlier.total_events_processed + events_processed,
         total_findings: earlier.total_findings + counts.total() as u64,
         updated_at: chrono::Utc::now().to_rfc3339(),
+        // A window (`--since`) leaves the files outside it to the next incremental run.
+        analyzed_event_files: if opts.since_ms.is_some() && !opts.full { earlier.analyzed_event_files.clone() } else { Some(event_files) },
     };
     let write = |table: Table, part: usize, schema: SchemaRef, batches: Vec<RecordBatch>| -> Result<Option<String>, LakeError> {
         if !batches.iter().any(|b| b.num_rows() > 0) {

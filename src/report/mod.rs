@@ -21,7 +21,7 @@ use crate::classify::{ActionType, Classification, FindingVerdict, TranscriptEven
 use crate::config::Config;
 use crate::detect::DetectError;
 use crate::engine::chains::{
-    BucketPlans, Buckets, CHAIN_STATS_QUERY, ChainStats, Slice, build_chains, chain_stats_of, define_analysis_events,
+    BucketPlans, Buckets, CHAIN_STATS_QUERY, ChainStats, Increment, Slice, build_chains, chain_stats_of, define_analysis_events,
 };
 use crate::engine::sql::SqlParams;
 use crate::engine::{EngineError, EngineOptions, batches_json, open_session, query_json};
@@ -143,7 +143,7 @@ async fn findings_report(
     let [over_time, by_agent, tools, lengths] = <[Vec<Value>; 4]>::try_from(charts_data).expect("four charts");
     // Transcripts need only the chains of the findings shown.
     let sessions: Vec<String> = findings.iter().map(|f| f.session.clone()).collect();
-    define_analysis_events(&ctx, None, 0, &Slice::Sessions(&sessions)).await?;
+    define_analysis_events(&ctx, &Increment::All, 0, &Slice::Sessions(&sessions)).await?;
     build_chains(&ctx, params).await?;
     let transcripts = chain_transcripts(&ctx, &findings).await?.into_iter().collect();
     let parts = ReportParts {
@@ -192,7 +192,7 @@ async fn findings_over_time(ctx: &datafusion::prelude::SessionContext) -> Result
 /// Chain counts and the chain length histogram over the whole lake, in buckets of sessions
 /// as the analysis does, so memory stays bounded.
 async fn chain_lengths(ctx: &datafusion::prelude::SessionContext, params: &SqlParams) -> Result<(ChainStats, Vec<Value>), DetectError> {
-    define_analysis_events(ctx, None, 0, &Slice::All).await?;
+    define_analysis_events(ctx, &Increment::All, 0, &Slice::All).await?;
     let buckets = Buckets::split(ctx, 0).await?;
     let plans = std::sync::Arc::new(BucketPlans::new(ctx, params, buckets.schema()).await?);
     let queries = std::sync::Arc::new([plans.plan(CHAIN_STATS_QUERY).await?, plans.plan(CHAIN_LENGTHS_SQL).await?]);

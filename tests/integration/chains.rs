@@ -248,7 +248,7 @@ fn interleaved_agents_keep_their_own_chains() {
 fn every_mode_builds_the_same_chains() {
     use datafusion::arrow::array::RecordBatch;
     use futures::TryStreamExt;
-    use tracelake::engine::chains::{BucketPlans, Buckets, Slice, build_chains, define_analysis_events};
+    use tracelake::engine::chains::{BucketPlans, Buckets, Increment, Slice, build_chains, define_analysis_events};
 
     const COLUMNS: &str = "chain_id, agent, session, CAST(idx AS BIGINT) AS idx, id, type, CAST(chain_len AS BIGINT) AS chain_len";
     let dir = tempfile::tempdir().unwrap();
@@ -276,7 +276,7 @@ fn every_mode_builds_the_same_chains() {
         let lazy = rows(&ctx.sql(&select).await.unwrap().collect().await.unwrap());
         assert!(lazy.len() > 3000, "{} chain events", lazy.len());
 
-        define_analysis_events(&ctx, None, 0, &Slice::All).await.unwrap();
+        define_analysis_events(&ctx, &Increment::All, 0, &Slice::All).await.unwrap();
         let buckets = Buckets::split(&ctx, 500).await.unwrap();
         let plans = std::sync::Arc::new(BucketPlans::new(&ctx, params, buckets.schema()).await.unwrap());
         let query = std::sync::Arc::new(plans.plan(&select).await.unwrap());

@@ -185,3 +185,22 @@ fn a_folder_that_holds_no_lake_is_named_and_left_alone() {
     assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 1, "nothing written into the folder");
     assert!(!missing.exists(), "no directory made");
 }
+
+#[test]
+fn a_folder_with_a_sub_folder_named_like_a_table_is_no_lake() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("outcomes")).unwrap();
+    std::fs::write(dir.path().join("outcomes/labels.csv"), "a,b\n").unwrap();
+    std::fs::write(dir.path().join("README.md"), "x\n").unwrap();
+    let lake = dir.path().to_str().unwrap();
+    let import = tracelake(&["import", "--lake", lake, realworld("tau-retail.events.jsonl").to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&import.stderr);
+    assert_eq!(import.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("holds other files and no lake"), "{stderr}");
+    let status = tracelake(&["status", "--lake", lake]);
+    assert!(String::from_utf8_lossy(&status.stderr).contains("holds no lake"), "{status:?}");
+    let mut left: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    left.sort();
+    assert_eq!(left, ["README.md", "outcomes"], "nothing written beside the user's files");
+}

@@ -127,7 +127,7 @@ impl Tracelake {
     /// `rule_effectiveness` and `signal_scores` over the tables as they are now.
     async fn define_output_views(&self) -> Result<(), SqlError> {
         let params = EngineOptions::default().sql_params;
-        let cortex_messages = format!("CREATE OR REPLACE VIEW cortex_messages AS {}", cortex_messages_sql(None));
+        let cortex_messages = format!("CREATE OR REPLACE VIEW cortex_messages AS {}", cortex_messages_sql(false));
         for sql in [RULE_EFFECTIVENESS, SESSION_OUTCOMES, INFERRED_OUTCOMES, SIGNAL_SCORES, SESSION_FACTORS, &cortex_messages, CORTEX] {
             run_statements(&self.ctx, &params.fill(sql), |_, _| Ok(())).await.map_err(err)?;
         }

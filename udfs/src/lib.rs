@@ -23,6 +23,7 @@ pub mod patterns;
 pub mod redact;
 mod same_keys;
 pub mod similarity;
+pub mod size_capped;
 pub mod sort_key;
 mod strings;
 pub mod superseded;

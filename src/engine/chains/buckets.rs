@@ -33,9 +33,10 @@ pub const DEFAULT_BUCKET_EVENTS: u64 = 80_000;
 /// Below this many events a lake is one bucket: splitting it for the cores does not pay.
 const SHARED_MIN_EVENTS: u64 = 100_000;
 
-/// The columns of `events` that `sql/chains.sql` reads.
-const CHAIN_COLUMNS: &str =
-    "stream_seq, id, ts, agent, session, type, schema, content, tool_name, tool_params, tool_result, tool_error, tool_is_error, \"from\"";
+/// The columns of `events` that `sql/chains.sql` reads, and whether the event is new to
+/// the analysis (`fresh`: the cortex reads those).
+const CHAIN_COLUMNS: &str = "stream_seq, id, ts, agent, session, type, schema, content, tool_name, tool_params, tool_result, \
+                             tool_error, tool_is_error, \"from\", fresh";
 
 /// Lakes of up to this many events keep their buckets in memory; larger ones write them
 /// to temporary files, so that memory stays bounded.
@@ -302,7 +303,7 @@ mod tests {
     use datafusion::arrow::compute::cast;
     use futures::TryStreamExt;
 
-    use super::super::{Slice, define_analysis_events};
+    use super::super::{Increment, Slice, define_analysis_events};
     use super::*;
     use crate::engine::EngineOptions;
     use crate::engine::session::memory_session;
@@ -341,7 +342,7 @@ mod tests {
     #[tokio::test]
     async fn buckets_written_to_files_hold_what_buckets_kept_in_memory_do() {
         let ctx = memory_session(vec![events(500)], Redactor::builtin(), &EngineOptions::default()).await.unwrap();
-        define_analysis_events(&ctx, None, 0, &Slice::All).await.unwrap();
+        define_analysis_events(&ctx, &Increment::All, 0, &Slice::All).await.unwrap();
         let in_memory = Buckets::split_keeping(&ctx, 100, u64::MAX).await.unwrap();
         let spilled = Buckets::split_keeping(&ctx, 100, 0).await.unwrap();
         assert!(matches!(in_memory.events, Events::InMemory(_)) && matches!(spilled.events, Events::Spilled(_)));

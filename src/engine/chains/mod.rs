@@ -29,32 +29,57 @@ pub enum Slice<'a> {
     Sessions(&'a [String]),
 }
 
-/// `analysis_events`: every event, or those of the sessions active after `resume`, from
-/// the context window before it on, so that chains spanning the resume point are whole;
-/// of the sessions in `slice`.
+/// The tables over the `events` files new to an analysis and those it read before, for
+/// [`Increment::Files`] (registered with `engine::session::register_event_files`).
+pub const NEW_EVENTS: &str = "new_events";
+pub const OLD_EVENTS: &str = "old_events";
+
+/// What an analysis reads: the events new to it (`fresh`), and those it reads again as
+/// their context.
+pub enum Increment {
+    /// Every event, all fresh.
+    All,
+    /// The sessions active after this time (ms), from the context window before it on;
+    /// the events after it are fresh.
+    After(i64),
+    /// The sessions with events in [`NEW_EVENTS`], however old (a backfill, a late
+    /// collector), from the context window before each one's first new event on; the
+    /// new events are fresh.
+    Files,
+}
+
+/// `analysis_events`: the events of `increment` (with a `fresh` column), of the sessions
+/// in `slice`. The context before what is new keeps chains that span it whole.
 pub async fn define_analysis_events(
     ctx: &SessionContext,
-    resume: Option<i64>,
+    increment: &Increment,
     context_ms: i64,
     slice: &Slice<'_>,
 ) -> Result<(), EngineError> {
-    let mut conditions = Vec::new();
-    if let Some(t) = resume {
-        conditions.push(format!(
-            "e.ts >= {} AND EXISTS (SELECT 1 FROM events n WHERE n.ts > {} AND n.agent = e.agent AND n.session = e.session)",
-            time_literal(t - context_ms),
-            time_literal(t)
-        ));
-    }
-    match slice {
-        Slice::All => {}
+    let events = match increment {
+        Increment::All => "SELECT *, true AS fresh FROM events".to_owned(),
+        Increment::After(t) => format!(
+            "SELECT *, ts > {after} AS fresh FROM events e WHERE e.ts >= {from} \
+             AND EXISTS (SELECT 1 FROM events n WHERE n.ts > {after} AND n.agent = e.agent AND n.session = e.session)",
+            after = time_literal(*t),
+            from = time_literal(t - context_ms),
+        ),
+        Increment::Files => format!(
+            "WITH touched AS (SELECT agent, session, min(CAST(ts AS BIGINT)) AS first_new FROM {NEW_EVENTS} GROUP BY agent, session) \
+             SELECT *, true AS fresh FROM {NEW_EVENTS} \
+             UNION ALL \
+             SELECT o.*, false AS fresh FROM {OLD_EVENTS} o JOIN touched t ON o.agent = t.agent AND o.session = t.session \
+             WHERE CAST(o.ts AS BIGINT) >= t.first_new - {context_ms}"
+        ),
+    };
+    let filter = match slice {
+        Slice::All => String::new(),
         Slice::Sessions(sessions) => {
             let list: Vec<String> = sessions.iter().map(|s| format!("'{}'", s.replace('\'', "''"))).collect();
-            conditions.push(format!("e.session IN ({})", if list.is_empty() { "NULL".to_owned() } else { list.join(", ") }));
+            format!(" WHERE session IN ({})", if list.is_empty() { "NULL".to_owned() } else { list.join(", ") })
         }
-    }
-    let filter = if conditions.is_empty() { String::new() } else { format!(" WHERE {}", conditions.join(" AND ")) };
-    ctx.sql(&format!("CREATE OR REPLACE VIEW analysis_events AS SELECT e.* FROM events e{filter}")).await?.collect().await?;
+    };
+    ctx.sql(&format!("CREATE OR REPLACE VIEW analysis_events AS SELECT * FROM ({events}) e{filter}")).await?.collect().await?;
     Ok(())
 }
 
