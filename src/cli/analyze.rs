@@ -64,6 +64,9 @@ pub struct AnalyzeArgs {
     /// smaller buckets use less memory, larger ones (up to the whole lake in one) less time.
     #[arg(long, env = "TRACELAKE_BUCKET_EVENTS", default_value_t = DEFAULT_BUCKET_EVENTS)]
     bucket_events: u64,
+    /// Print where the time went, stage by stage, on stderr.
+    #[arg(long, short)]
+    verbose: bool,
 }
 
 pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
@@ -79,6 +82,10 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         bucket_events: args.bucket_events,
     };
     let analysis = analyze(&lake, &ctx.config, ctx.redactor()?, &opts).await?;
+    if args.verbose {
+        let workers = if ctx.engine()?.workers.is_empty() { String::new() } else { " (scans on the workers)".to_owned() };
+        eprintln!("where the time went{workers}:\n{}", analysis.stage_times);
+    }
     for (name, reason) in &analysis.skipped_detectors {
         eprintln!("warning: detector {name} skipped: {reason}");
     }

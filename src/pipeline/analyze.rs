@@ -13,6 +13,7 @@ use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use futures::TryStreamExt;
 
 use super::PipelineError;
+use super::stages::StageTimes;
 use crate::classify::stage::{apply_triage, chain_transcripts, classifications_batch};
 use crate::classify::{ClassifyOptions, FindingVerdict, LlmCache, Tiers, classify};
 use crate::config::Config;
@@ -88,6 +89,8 @@ pub struct Analysis {
     pub artifact_files: Vec<PathBuf>,
     /// Things dropped on the way (invalid patterns …).
     pub warnings: Vec<String>,
+    /// Where the time went (`analyze --verbose`).
+    pub stage_times: StageTimes,
 }
 
 impl Analysis {
@@ -102,6 +105,7 @@ const FINDINGS_BATCH_ROWS: usize = 8192;
 
 pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &AnalyzeOptions) -> Result<Analysis, PipelineError> {
     let started_at = chrono::Utc::now().timestamp_millis();
+    let mut stage_times = StageTimes::start();
     let engine = EngineOptions::from_config(config)?;
     let params = &engine.sql_params;
     let tiers = Tiers::from_config(&config.llm)?;
@@ -174,7 +178,9 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
 
     // Chains never cross sessions, so sessions are analyzed in buckets of bounded size,
     // side by side, each with the same plans.
+    stage_times.end("plan");
     let buckets = Buckets::split(&ctx, opts.bucket_events).await?;
+    stage_times.end("scan and split by session");
     // What the cortex patterns find in the messages no analysis saw before (`fresh`).
     let cortex_file = BatchFileWriter::start(
         lake.partition_dir(Table::CortexMessages, &date),
@@ -203,6 +209,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
             std::future::ready(written.and_then(|()| kept.add(bucket.findings, &findings_file)))
         })
         .await?;
+    stage_times.end("chains and detectors");
     let buckets_removed = buckets.remove();
     crate::memory::release_freed();
     let skipped_detectors = skipped_detectors.unwrap_or_default();
@@ -224,6 +231,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         }
     }
     kept.add(run_detectors(&ctx, &across_sessions, config, params).await?.0, &findings_file)?;
+    stage_times.end("across sessions");
     let MostSevere { mut findings, mut counts, reported_before, .. } = kept;
     sort_most_severe_first(&mut findings);
     let ChainStats { chains, events: events_processed, first, last } = stats;
@@ -253,6 +261,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
             unclassified: outcome.verdicts.iter().filter(|v| !v.dropped() && v.classification.is_none()).count(),
         });
         verdicts = outcome.verdicts;
+        stage_times.end("llm classification");
     }
     // The last bucket's chains are not needed any more, nor held while the results are written.
     drop(ctx);
@@ -315,6 +324,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         Ok(replaced_runs)
     })?;
     registered.finish()?;
+    stage_times.end("write and commit");
     let artifact_files = match &tiers {
         Some(_) => write_artifacts(&opts.artifacts_dir.clone().unwrap_or_else(|| lake.root().join("artifacts")), &outputs)?,
         None => Vec::new(),
@@ -333,6 +343,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     } else {
         Vec::new()
     };
+    stage_times.end("rule effectiveness");
     let results = ReportParts {
         run_id,
         started_at,
@@ -347,7 +358,17 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         outputs,
         rule_effectiveness,
     };
-    Ok(Analysis { results, resumed_from: resume, replaced_runs, reported_before, skipped_detectors, llm, artifact_files, warnings })
+    Ok(Analysis {
+        results,
+        resumed_from: resume,
+        replaced_runs,
+        reported_before,
+        skipped_detectors,
+        llm,
+        artifact_files,
+        warnings,
+        stage_times,
+    })
 }
 
 /// The findings of a run: new ones (not reported by an earlier run), each once. The most

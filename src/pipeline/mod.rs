@@ -4,8 +4,10 @@
 //! rules (`output::effectiveness`).
 
 pub mod analyze;
+pub mod stages;
 
 pub use analyze::{Analysis, AnalyzeOptions, LlmStats, analyze};
+pub use stages::StageTimes;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {

@@ -158,6 +158,27 @@ fn incremental_runs_report_each_finding_once() {
     assert!(said.contains("no events since") && said.contains("the lake's events run from 2026-01-05"), "{said}");
 }
 
+#[test]
+fn verbose_says_where_the_time_went_stage_by_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("g.jsonl");
+    tracelake_ok(&["generate", "--events", "2000", "--seed", "3", "--output", input.to_str().unwrap()]);
+    let lake = dir.path().join("lake").display().to_string();
+    tracelake_ok(&["import", "--lake", &lake, input.to_str().unwrap()]);
+    let out = tracelake(&["analyze", "--lake", &lake, "--verbose"]);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (_, times) = stderr.split_once("where the time went:\n").expect(&stderr);
+    let lines: Vec<&str> = times.lines().take(7).collect();
+    let stages: Vec<&str> = lines.iter().map(|l| l.trim_start().split("  ").next().unwrap()).collect();
+    assert_eq!(
+        stages,
+        ["plan", "scan and split by session", "chains and detectors", "across sessions", "write and commit", "rule effectiveness", "total"],
+        "{stderr}"
+    );
+    assert!(lines.iter().all(|l| l.contains(" s")), "{stderr}");
+}
+
 /// Events older than what an analysis saw, imported after it (a backfill, a late
 /// collector, an agent whose clock is behind), are analyzed by the next run.
 #[test]
