@@ -7,9 +7,10 @@ use datafusion::prelude::SessionContext;
 use tracelake::config::NatsConfig;
 use tracelake::engine::{open_session, query_json};
 use tracelake::ingest::nats::NatsSource;
+use tracelake::lake::sizes::table_sizes;
 use tracelake::lake::state::Manifest;
 
-use super::Ctx;
+use super::{Ctx, human_bytes};
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
@@ -34,6 +35,11 @@ pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
         cortex["open"], cortex["threads"], cortex["decisions"]
     );
     let manifest = Manifest::load(&lake)?;
+    let tables: Vec<String> = table_sizes(&lake, &manifest)?
+        .iter()
+        .map(|t| format!("{} {} file(s) {}", t.table.dir_name(), t.files, human_bytes(t.bytes)))
+        .collect();
+    println!("tables:      {}", if tables.is_empty() { "no committed files".to_owned() } else { tables.join(", ") });
     if let Some(export) = &manifest.export {
         let nats = NatsConfig {
             url: args.nats_url.unwrap_or_else(|| ctx.config.nats.url.clone()),

@@ -13,6 +13,7 @@ pub mod repair;
 pub mod risk;
 pub mod schema;
 pub mod secret;
+pub mod sizes;
 pub mod state;
 pub mod writer;
 pub mod writers;

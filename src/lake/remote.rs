@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path as LocalPath;
 use std::sync::{Arc, LazyLock};
 
+use futures::TryStreamExt;
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
@@ -108,6 +109,16 @@ impl Remote {
         let mut writer = object_store::buffered::BufWriter::new(self.store(), self.key(relative));
         tokio::io::copy(&mut file, &mut writer).await.map_err(|e| LakeError::io(&local, e))?;
         tokio::io::AsyncWriteExt::shutdown(&mut writer).await.map_err(|e| LakeError::io(&local, e))
+    }
+
+    /// The objects under the directory `relative` (paths relative to the lake) and their sizes.
+    pub async fn list_sizes(&self, relative: &str) -> Result<Vec<(String, u64)>, LakeError> {
+        let listed: Vec<_> = self.store.list(Some(&self.key(relative))).try_collect().await.map_err(|e| self.error(relative, e))?;
+        let prefix = format!("{}/", self.prefix.as_ref());
+        Ok(listed
+            .into_iter()
+            .map(|meta| (meta.location.as_ref().strip_prefix(prefix.as_str()).unwrap_or(meta.location.as_ref()).to_owned(), meta.size))
+            .collect())
     }
 
     /// A small object by relative path, `None` when absent.

@@ -58,6 +58,15 @@ fn a_lake_on_s3_imports_queries_analyzes_and_reports_as_a_directory_does() {
 
     let status = s3.ok(&["status", "--lake", &remote]);
     assert!(status.contains(&format!("events:      {}", expected.0)), "{status}");
+    let tables = |status: &str| -> Vec<String> {
+        // Each table's name and file count, as listed on the store and on disk.
+        let line = status.lines().find(|l| l.starts_with("tables:")).unwrap_or_default().to_owned();
+        line.split(", ").map(|t| t.split(" file(s)").next().unwrap().trim_start_matches("tables:").trim().to_owned()).collect()
+    };
+    let local_status = tracelake_ok(&["status", "--lake", &local]);
+    assert!(tables(&status).iter().any(|t| t.starts_with("events ")), "{status}");
+    assert_eq!(tables(&status), tables(&local_status), "{status}\n{local_status}");
+    assert!(!status.contains(" 0 B"), "sizes listed on the store: {status}");
     let report = s3.ok(&["report", "--lake", &remote, "--format", "markdown"]);
     assert!(report.contains("SIG-"), "{report}");
 }
