@@ -31,13 +31,19 @@ pub fn counts(report: &Value) -> BTreeMap<String, u64> {
     counts
 }
 
+/// The lake `dir/lake`, of `events` generated events (`seed`, in `dir/g.jsonl`).
+fn generated_lake(dir: &Path, events: u32, seed: u32) -> String {
+    let input = dir.join("g.jsonl");
+    tracelake_ok(&["generate", "--events", &events.to_string(), "--seed", &seed.to_string(), "--output", input.to_str().unwrap()]);
+    let lake = dir.join("lake").display().to_string();
+    tracelake_ok(&["import", "--lake", &lake, input.to_str().unwrap()]);
+    lake
+}
+
 #[test]
 fn finds_exactly_what_the_generator_injected() {
     let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("g.jsonl");
-    tracelake_ok(&["generate", "--events", "12000", "--seed", "99", "--output", input.to_str().unwrap()]);
-    let lake = dir.path().join("lake").display().to_string();
-    tracelake_ok(&["import", "--lake", &lake, input.to_str().unwrap()]);
+    let lake = generated_lake(dir.path(), 12000, 99);
     let config = write_config(dir.path(), ALL_FINDINGS);
     let report = analyze_json(&lake, &config, &["--full"]);
 
@@ -97,15 +103,22 @@ fn default_config_keeps_unverified_claims_off_and_caps_findings() {
     assert!(!tool_fails.is_empty() && tool_fails.iter().all(|f| f["signal"]["severity"] == "critical"));
 }
 
+/// 6,000 generated events in `dir/g.jsonl` (returned), in time order, also split at line
+/// `at` into two files of `dir` named `names`.
+fn generated_in_two(dir: &Path, at: usize, names: [&str; 2]) -> std::path::PathBuf {
+    let input = dir.join("g.jsonl");
+    tracelake_ok(&["generate", "--events", "6000", "--seed", "5", "--output", input.to_str().unwrap()]);
+    let lines: Vec<String> = std::fs::read_to_string(&input).unwrap().lines().map(str::to_owned).collect();
+    let (first, second) = lines.split_at(at);
+    std::fs::write(dir.join(names[0]), first.join("\n") + "\n").unwrap();
+    std::fs::write(dir.join(names[1]), second.join("\n") + "\n").unwrap();
+    input
+}
+
 #[test]
 fn incremental_runs_report_each_finding_once() {
     let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("g.jsonl");
-    tracelake_ok(&["generate", "--events", "6000", "--seed", "5", "--output", input.to_str().unwrap()]);
-    let lines: Vec<String> = std::fs::read_to_string(&input).unwrap().lines().map(str::to_owned).collect();
-    let (first, second) = lines.split_at(3500);
-    std::fs::write(dir.path().join("a.jsonl"), first.join("\n") + "\n").unwrap();
-    std::fs::write(dir.path().join("b.jsonl"), second.join("\n") + "\n").unwrap();
+    let input = generated_in_two(dir.path(), 3500, ["a.jsonl", "b.jsonl"]);
     let lake = dir.path().join("lake").display().to_string();
     let config = write_config(dir.path(), ALL_FINDINGS);
 
@@ -161,10 +174,7 @@ fn incremental_runs_report_each_finding_once() {
 #[test]
 fn verbose_says_where_the_time_went_stage_by_stage() {
     let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("g.jsonl");
-    tracelake_ok(&["generate", "--events", "2000", "--seed", "3", "--output", input.to_str().unwrap()]);
-    let lake = dir.path().join("lake").display().to_string();
-    tracelake_ok(&["import", "--lake", &lake, input.to_str().unwrap()]);
+    let lake = generated_lake(dir.path(), 2000, 3);
     let out = tracelake(&["analyze", "--lake", &lake, "--verbose"]);
     assert_eq!(out.status.code(), Some(0));
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -184,12 +194,7 @@ fn verbose_says_where_the_time_went_stage_by_stage() {
 #[test]
 fn a_backfill_of_older_events_is_analyzed_by_the_next_run() {
     let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("g.jsonl");
-    tracelake_ok(&["generate", "--events", "6000", "--seed", "5", "--output", input.to_str().unwrap()]);
-    let lines: Vec<String> = std::fs::read_to_string(&input).unwrap().lines().map(str::to_owned).collect();
-    let (older, newer) = lines.split_at(3000);
-    std::fs::write(dir.path().join("older.jsonl"), older.join("\n") + "\n").unwrap();
-    std::fs::write(dir.path().join("newer.jsonl"), newer.join("\n") + "\n").unwrap();
+    let input = generated_in_two(dir.path(), 3000, ["older.jsonl", "newer.jsonl"]);
     let config = write_config(dir.path(), ALL_FINDINGS);
     // Per session; SIG-REPEAT-FAIL compares with the sessions analyzed before, which a
     // backfill changes.

@@ -181,25 +181,12 @@ fn bad_lines_are_quarantined_counted_and_nothing_valid_is_lost() {
     let tables = status.lines().find(|l| l.starts_with("tables:")).expect(&status);
     let files = |table: &str| {
         let dir = std::path::Path::new(&lake).join(table);
-        walk_parquet(&dir).iter().map(|f| std::fs::metadata(f).unwrap().len()).collect::<Vec<_>>()
+        parquet_files(&dir).iter().map(|f| std::fs::metadata(f).unwrap().len()).collect::<Vec<_>>()
     };
     let (events, quarantine) = (files("events"), files("quarantine"));
     assert_eq!((events.len(), quarantine.len()), (1, 1), "{status}");
     assert!(tables.starts_with("tables:      events 1 file(s) ") && tables.contains(", quarantine 1 file(s) "), "{tables}");
     assert!(tables.contains(&format!("events 1 file(s) {}", human(events[0]))), "the bytes of the files: {tables}");
-}
-
-fn walk_parquet(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            found.extend(walk_parquet(&path));
-        } else if path.extension().is_some_and(|e| e == "parquet") {
-            found.push(path);
-        }
-    }
-    found
 }
 
 /// As `status` prints sizes.
