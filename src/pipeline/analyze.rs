@@ -122,8 +122,12 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let last_ts = (previous_state.last_processed_ts > 0).then_some(previous_state.last_processed_ts);
     let increment = match (opts.full, opts.since_ms, &previous_state.analyzed_event_files, last_ts) {
         (true, ..) | (false, None, None, None) => Increment::All,
-        (false, Some(since), ..) => Increment::After(since),
-        (false, None, None, Some(last)) => Increment::After(last),
+        // A window: the cortex reads what no run saw, or leaves the files no run read to
+        // the next incremental run, which reads them whole.
+        (false, Some(since), analyzed, last) => {
+            Increment::After { from: since, fresh_after: if analyzed.is_some() { None } else { Some(last.unwrap_or(0)) } }
+        }
+        (false, None, None, Some(last)) => Increment::After { from: last, fresh_after: Some(last) },
         (false, None, Some(analyzed), _) => {
             let analyzed: HashSet<&str> = analyzed.iter().map(String::as_str).collect();
             let (new, old): (Vec<String>, Vec<String>) = event_files.iter().cloned().partition(|f| !analyzed.contains(f.as_str()));
@@ -134,7 +138,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     };
     let resume = match increment {
         Increment::All => None,
-        Increment::After(t) => Some(t),
+        Increment::After { from, .. } => Some(from),
         Increment::Files => last_ts,
     };
     let context_ms = config.incremental_context_window.max(0) * 60_000;

@@ -177,3 +177,25 @@ fn a_message_alone_in_its_chain_is_read_once() {
     );
     assert_eq!(sql_rows(&lake, "SELECT event_id, mood FROM cortex_messages"), vec![json!({"event_id": "x2", "mood": "productive"})]);
 }
+
+/// A backfill (messages older than what the last analysis saw) is read by the next
+/// incremental run, once: a `--since` window run in between leaves it to that run.
+#[test]
+fn a_backfilled_message_is_read_once_by_the_run_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let message = |i: i64, session: &str, minutes: i64, content: &str| {
+        json!({"id": format!("b{i}"), "ts": START_MS + minutes * 60_000, "agent": "ops", "session": session, "type": "msg.in",
+               "payload": {"content": content}})
+        .to_string()
+    };
+    let lake = lake_of(dir.path(), &[&[message(0, "late", 300, "hello"), message(1, "late", 301, "Nice, the export works now.")]]);
+    let backfill = dir.path().join("backfill.jsonl");
+    std::fs::write(&backfill, [message(2, "early", 10, "hi"), message(3, "early", 11, "Nice, the export works now.")].join("\n") + "\n")
+        .unwrap();
+    tracelake_ok(&["import", "--lake", &lake, backfill.to_str().unwrap()]);
+    tracelake_ok(&["analyze", "--lake", &lake, "--since", &at(0)]);
+    tracelake_ok(&["analyze", "--lake", &lake]);
+    tracelake_ok(&["analyze", "--lake", &lake]);
+    let read = sql_rows(&lake, "SELECT event_id, count(*) AS n FROM cortex_messages GROUP BY event_id ORDER BY event_id");
+    assert_eq!(read, vec![json!({"event_id": "b1", "n": 1}), json!({"event_id": "b3", "n": 1})]);
+}

@@ -39,9 +39,9 @@ pub const OLD_EVENTS: &str = "old_events";
 pub enum Increment {
     /// Every event, all fresh.
     All,
-    /// The sessions active after this time (ms), from the context window before it on;
-    /// the events after it are fresh.
-    After(i64),
+    /// The sessions active after `from` (ms), from the context window before it on; the
+    /// events after `fresh_after` are fresh (`None`: none is).
+    After { from: i64, fresh_after: Option<i64> },
     /// The sessions with events in [`NEW_EVENTS`], however old (a backfill, a late
     /// collector), from the context window before each one's first new event on; the
     /// new events are fresh.
@@ -58,11 +58,12 @@ pub async fn define_analysis_events(
 ) -> Result<(), EngineError> {
     let events = match increment {
         Increment::All => "SELECT *, true AS fresh FROM events".to_owned(),
-        Increment::After(t) => format!(
-            "SELECT *, ts > {after} AS fresh FROM events e WHERE e.ts >= {from} \
+        Increment::After { from, fresh_after } => format!(
+            "SELECT *, {fresh} AS fresh FROM events e WHERE e.ts >= {context} \
              AND EXISTS (SELECT 1 FROM events n WHERE n.ts > {after} AND n.agent = e.agent AND n.session = e.session)",
-            after = time_literal(*t),
-            from = time_literal(t - context_ms),
+            fresh = fresh_after.map_or("false".to_owned(), |t| format!("ts > {}", time_literal(t))),
+            after = time_literal(*from),
+            context = time_literal(from - context_ms),
         ),
         Increment::Files => format!(
             "WITH touched AS (SELECT agent, session, min(CAST(ts AS BIGINT)) AS first_new FROM {NEW_EVENTS} GROUP BY agent, session) \
