@@ -1,5 +1,5 @@
 //! DataFusion's functions whose result can be far larger than their arguments (`repeat`,
-//! `lpad`, `rpad`, `array_repeat`), capped: their results are allocated outside the
+//! `lpad`, `rpad`, `array_repeat`, `replace`, `range`, `generate_series`), capped: their results are allocated outside the
 //! memory pool, so `repeat('x', 2000000000)` would grow the process by gigabytes whatever
 //! the pool's limit. A call whose result would take more than the cap fails at once,
 //! naming the function and the size; what the cap allows runs unchanged.
@@ -27,7 +27,15 @@ enum Growth {
     Pad,
     /// `array_repeat(element, n)`: n elements of at least 8 bytes each.
     ArrayRepeat,
+    /// `replace(text, from, to)`: `to` at most once per `from` in the text (between every
+    /// two characters when `from` is empty).
+    Replace,
+    /// `range([start,] stop [, step])`, `generate_series`: a list of 8-byte integers.
+    Range,
 }
+
+/// The names of the functions capped.
+const CAPPED: [&str; 7] = ["repeat", "lpad", "rpad", "array_repeat", "replace", "range", "generate_series"];
 
 impl Growth {
     fn of(name: &str) -> Option<Self> {
@@ -35,33 +43,62 @@ impl Growth {
             "repeat" => Some(Self::Repeat),
             "lpad" | "rpad" => Some(Self::Pad),
             "array_repeat" => Some(Self::ArrayRepeat),
+            "replace" => Some(Self::Replace),
+            "range" | "generate_series" => Some(Self::Range),
             _ => None,
         }
     }
 
     /// At most how many bytes the result of `args` over `rows` rows takes, as far as the
     /// arguments tell (a count that is not an integer, or a text of another type, counts
-    /// nothing: the function itself rejects them).
+    /// nothing: the function itself rejects them; so do ranges of dates and times).
     fn bytes(self, args: &[ColumnarValue], rows: usize) -> Result<u128> {
-        let Some(count) = args.get(1) else { return Ok(0) };
-        let counts = count.to_array(rows)?;
-        let Ok(counts) = datafusion::arrow::compute::cast(&counts, &DataType::Int64) else { return Ok(0) };
-        let counts = counts.as_primitive::<Int64Type>();
-        let per_unit = |row: usize| -> Result<u128> {
-            Ok(match self {
-                Self::Repeat => text_bytes(&args[0], row)?,
-                Self::Pad => 4,
-                Self::ArrayRepeat => 8,
-            })
-        };
+        let ints = args.iter().map(|a| integers(a, rows)).collect::<Result<Vec<_>>>()?;
+        let int = |i: usize, row: usize| ints.get(i).and_then(|values| values.as_ref()?.get(row).copied().flatten());
+        let text = |i: usize, row: usize| args.get(i).map_or(Ok(0), |a| text_bytes(a, row));
         let mut total = 0u128;
-        for row in 0..counts.len() {
-            if counts.is_valid(row) && counts.value(row) > 0 {
-                total += counts.value(row) as u128 * per_unit(row)?;
-            }
+        for row in 0..rows {
+            let count = |i: usize| int(i, row).filter(|n| *n > 0).map_or(0, |n| n as u128);
+            total += match self {
+                Self::Repeat => count(1) * text(0, row)?,
+                Self::Pad => count(1) * 4,
+                Self::ArrayRepeat => count(1) * 8,
+                Self::Replace => {
+                    let (text, from, to) = (text(0, row)?, text(1, row)?, text(2, row)?);
+                    text + (text / from.max(1) + 1) * to
+                }
+                Self::Range => {
+                    let (start, stop, step) = match args.len() {
+                        1 => (Some(0), int(0, row), Some(1)),
+                        2 => (int(0, row), int(1, row), Some(1)),
+                        _ => (int(0, row), int(1, row), int(2, row)),
+                    };
+                    match (start, stop, step) {
+                        (Some(start), Some(stop), Some(step)) if step != 0 => {
+                            (i128::from(stop) - i128::from(start)).unsigned_abs() / step.unsigned_abs() as u128 * 8
+                        }
+                        _ => 0,
+                    }
+                }
+            };
         }
         Ok(total)
     }
+}
+
+/// The values of an argument as integers, row by row (a scalar's in every row); `None`
+/// when it is not an integer.
+fn integers(value: &ColumnarValue, rows: usize) -> Result<Option<Vec<Option<i64>>>> {
+    if !value.data_type().is_integer() {
+        return Ok(None);
+    }
+    let array = match value {
+        ColumnarValue::Scalar(scalar) => scalar.to_array_of_size(1)?,
+        ColumnarValue::Array(array) => Arc::clone(array),
+    };
+    let values = datafusion::arrow::compute::cast(&array, &DataType::Int64)?;
+    let values: Vec<Option<i64>> = values.as_primitive::<Int64Type>().iter().collect();
+    Ok(Some(if values.len() == 1 { vec![values[0]; rows] } else { values }))
 }
 
 /// The bytes of the text at `row` (of a scalar: the only one).
@@ -95,10 +132,10 @@ struct SizeCapped {
     max_bytes: u64,
 }
 
-/// Replaces `repeat`, `lpad`, `rpad` and `array_repeat` in `ctx` with versions whose
-/// results may take at most `max_bytes` per call.
+/// Replaces the functions of [`CAPPED`] in `ctx` with versions whose results may take at
+/// most `max_bytes` per call.
 pub fn register(ctx: &SessionContext, max_bytes: u64) {
-    for name in ["repeat", "lpad", "rpad", "array_repeat"] {
+    for name in CAPPED {
         let (Ok(inner), Some(growth)) = (ctx.udf(name), Growth::of(name)) else { continue };
         ctx.register_udf(ScalarUDF::new_from_impl(SizeCapped { inner, growth, max_bytes }));
     }
@@ -177,5 +214,12 @@ mod tests {
         assert_eq!(Growth::Repeat.bytes(&scalar, 1).unwrap(), 14);
         assert_eq!(Growth::Pad.bytes(&scalar, 1).unwrap(), 28);
         assert_eq!(Growth::ArrayRepeat.bytes(&scalar, 1).unwrap(), 56);
+        let text = |s: &str| ColumnarValue::Scalar(ScalarValue::Utf8(Some(s.into())));
+        let int = |n: i64| ColumnarValue::Scalar(ScalarValue::Int64(Some(n)));
+        assert_eq!(Growth::Replace.bytes(&[text("abcd"), text("b"), text("xyz")], 1).unwrap(), 4 + 5 * 3);
+        assert_eq!(Growth::Replace.bytes(&[text("abcd"), text(""), text("-")], 1).unwrap(), 4 + 5, "between every two characters");
+        assert_eq!(Growth::Range.bytes(&[int(1000)], 1).unwrap(), 8000);
+        assert_eq!(Growth::Range.bytes(&[int(10), int(1010), int(-10)], 1).unwrap(), 800, "a step away from stop gives at most this");
+        assert_eq!(Growth::Range.bytes(&[int(0), int(10), int(0)], 1).unwrap(), 0, "a zero step is the function's error");
     }
 }
