@@ -9,6 +9,7 @@ use tracelake::engine::{open_session, query_json};
 use tracelake::ingest::nats::NatsSource;
 use tracelake::lake::sizes::table_sizes;
 use tracelake::lake::state::Manifest;
+use tracelake::report::text::shell_word;
 
 use super::{Ctx, human_bytes};
 
@@ -66,6 +67,27 @@ pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
             println!("imports:     {} (last: {} at {}, {} events)", manifest.imports.len(), last.source, last.finished_at, last.events)
         }
         None => println!("imports:     none"),
+    }
+    match (manifest.analyses.last(), &manifest.processing_state.analyzed_event_files) {
+        (None, _) => println!("analyses:    none: `tracelake analyze --lake {}` finds what failed", shell_word(&lake.location())),
+        (Some(last), analyzed) => {
+            let waiting = analyzed.as_ref().map(|analyzed| {
+                let analyzed: std::collections::HashSet<&str> = analyzed.iter().map(String::as_str).collect();
+                manifest.event_files().iter().filter(|f| !analyzed.contains(f.as_str())).count()
+            });
+            let waiting = match waiting {
+                Some(0) => ", nothing committed since".to_owned(),
+                Some(n) => format!(", {n} events file(s) committed since: the next `analyze` reads their sessions"),
+                None => String::new(),
+            };
+            println!(
+                "analyses:    {} (last: {} at {}, {} findings{waiting})",
+                manifest.analyses.len(),
+                last.run_id,
+                last.finished_at,
+                last.findings
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

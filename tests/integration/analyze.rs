@@ -205,11 +205,15 @@ fn a_backfill_of_older_events_is_analyzed_by_the_next_run() {
     let lake = dir.path().join("lake").display().to_string();
     tracelake_ok(&["import", "--lake", &lake, dir.path().join("newer.jsonl").to_str().unwrap()]);
     analyze_json(&lake, &config, &[]);
+    let status = |lake: &str| tracelake_ok(&["status", "--lake", lake]);
+    assert!(status(&lake).contains("findings, nothing committed since)"), "{}", status(&lake));
     let sessions = |lake: &str| -> HashSet<String> {
         sql_rows(lake, "SELECT DISTINCT session FROM events").iter().map(|r| r["session"].as_str().unwrap().to_owned()).collect()
     };
     let newer_sessions = sessions(&lake);
     tracelake_ok(&["import", "--lake", &lake, dir.path().join("older.jsonl").to_str().unwrap()]);
+    let waiting = status(&lake);
+    assert!(waiting.contains("1 events file(s) committed since: the next `analyze` reads their sessions"), "{waiting}");
     // Sessions whose every event is in the backfill.
     let only_older: HashSet<String> = sessions(&lake).difference(&newer_sessions).cloned().collect();
     let full_lake = dir.path().join("full").display().to_string();
