@@ -42,6 +42,12 @@ fn lake_of(dir: &std::path::Path, parts: &[&[String]]) -> String {
     lake
 }
 
+/// A user's message to the agent `ops`, `minutes` after the start.
+fn user_message(id: &str, session: &str, minutes: i64, content: &str) -> String {
+    json!({"id": id, "ts": START_MS + minutes * 60_000, "agent": "ops", "session": session, "type": "msg.in", "payload": {"content": content}})
+        .to_string()
+}
+
 fn at(minutes_after_start: i64) -> String {
     chrono::DateTime::from_timestamp_millis(START_MS + minutes_after_start * 60_000).unwrap().to_rfc3339()
 }
@@ -162,11 +168,7 @@ fn the_report_shows_each_agents_threads_decisions_and_mood() {
 #[test]
 fn a_message_alone_in_its_chain_is_read_once() {
     let dir = tempfile::tempdir().unwrap();
-    let message = |i: i64, session: &str, minutes: i64, content: &str| {
-        json!({"id": format!("x{i}"), "ts": START_MS + minutes * 60_000, "agent": "ops", "session": session, "type": "msg.in",
-               "payload": {"content": content}})
-        .to_string()
-    };
+    let message = |i: i64, session: &str, minutes: i64, content: &str| user_message(&format!("x{i}"), session, minutes, content);
     let lake = lake_of(
         dir.path(),
         &[
@@ -183,11 +185,7 @@ fn a_message_alone_in_its_chain_is_read_once() {
 #[test]
 fn a_backfilled_message_is_read_once_by_the_run_after_it() {
     let dir = tempfile::tempdir().unwrap();
-    let message = |i: i64, session: &str, minutes: i64, content: &str| {
-        json!({"id": format!("b{i}"), "ts": START_MS + minutes * 60_000, "agent": "ops", "session": session, "type": "msg.in",
-               "payload": {"content": content}})
-        .to_string()
-    };
+    let message = |i: i64, session: &str, minutes: i64, content: &str| user_message(&format!("b{i}"), session, minutes, content);
     let lake = lake_of(dir.path(), &[&[message(0, "late", 300, "hello"), message(1, "late", 301, "Nice, the export works now.")]]);
     let backfill = dir.path().join("backfill.jsonl");
     std::fs::write(&backfill, [message(2, "early", 10, "hi"), message(3, "early", 11, "Nice, the export works now.")].join("\n") + "\n")
