@@ -1,12 +1,12 @@
 //! DataFusion's functions whose result can be far larger than their arguments (`repeat`,
-//! `lpad`, `rpad`, `array_repeat`, `replace`, `range`, `generate_series`), capped: their results are allocated outside the
-//! memory pool, so `repeat('x', 2000000000)` would grow the process by gigabytes whatever
-//! the pool's limit. A call whose result would take more than the cap fails at once,
+//! `lpad`, `rpad`, `array_repeat`, `replace`, `range`, `generate_series`), capped: their
+//! results are allocated outside the memory pool, so `repeat('x', 2000000000)` would
+//! grow the process by gigabytes whatever the pool's limit. A call whose result would take more than the cap fails at once,
 //! naming the function and the size; what the cap allows runs unchanged.
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use datafusion::arrow::array::AsArray;
 use datafusion::arrow::datatypes::{DataType, FieldRef, Int64Type};
 use datafusion::common::{ExprSchema, Result, ScalarValue, exec_err};
 use datafusion::execution::FunctionRegistry;
@@ -17,6 +17,8 @@ use datafusion::logical_expr::{
     ColumnarValue, Documentation, Expr, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
 };
 use datafusion::prelude::SessionContext;
+
+use crate::strings::string_at;
 
 /// How the size of a function's result follows from its arguments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -108,20 +110,8 @@ fn text_bytes(value: &ColumnarValue, row: usize) -> Result<u128> {
             s.as_ref().map_or(0, |s| s.len() as u128)
         }
         ColumnarValue::Scalar(_) => 0,
-        ColumnarValue::Array(array) => array_text_bytes(array, row),
+        ColumnarValue::Array(array) => string_at(array, row).ok().flatten().map_or(0, |s| s.len() as u128),
     })
-}
-
-fn array_text_bytes(array: &ArrayRef, row: usize) -> u128 {
-    if array.is_null(row) {
-        return 0;
-    }
-    (match array.data_type() {
-        DataType::Utf8 => array.as_string::<i32>().value(row).len(),
-        DataType::LargeUtf8 => array.as_string::<i64>().value(row).len(),
-        DataType::Utf8View => array.as_string_view().value(row).len(),
-        _ => 0,
-    }) as u128
 }
 
 /// A function of [`Growth`], capped at `max_bytes` per call.
@@ -202,6 +192,8 @@ impl ScalarUDFImpl for SizeCapped {
 
 #[cfg(test)]
 mod tests {
+    use datafusion::arrow::array::ArrayRef;
+
     use super::*;
 
     #[test]
