@@ -178,4 +178,13 @@ fn two_analyses_at_once_on_s3_commit_one_run_and_say_so_to_the_other() {
     assert!(n > 0 && n == ids, "each finding once: {n} rows, {ids} ids");
     let committed = outs.iter().filter(|o| o.status.success()).count() as i64;
     assert!(runs <= committed, "{runs} runs stored, {committed} committed");
+
+    // Events committed after the analysis are read from their own files on the store.
+    let more = generate(dir.path(), 2_000, 42);
+    s3.ok(&["import", "--lake", &lake, &more]);
+    let incremental: serde_json::Value = serde_json::from_str(&s3.ok(&["analyze", "--lake", &lake, "--format", "json"])).unwrap();
+    let read = incremental["stats"]["eventsProcessed"].as_u64().unwrap();
+    assert!(read > 0 && read <= 2_000, "only the new sessions are read: {read}");
+    let status = s3.ok(&["status", "--lake", &lake]);
+    assert!(status.contains("nothing committed since"), "{status}");
 }
