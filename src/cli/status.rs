@@ -68,14 +68,10 @@ pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
         }
         None => println!("imports:     none"),
     }
-    match (manifest.analyses.last(), &manifest.processing_state.analyzed_event_files) {
-        (None, _) => println!("analyses:    none: `tracelake analyze --lake {}` finds what failed", shell_word(&lake.location())),
-        (Some(last), analyzed) => {
-            let waiting = analyzed.as_ref().map(|analyzed| {
-                let analyzed: std::collections::HashSet<&str> = analyzed.iter().map(String::as_str).collect();
-                manifest.event_files().iter().filter(|f| !analyzed.contains(f.as_str())).count()
-            });
-            let waiting = match waiting {
+    match manifest.analyses.last() {
+        None => println!("analyses:    none: `tracelake analyze --lake {}` finds what failed", shell_word(&lake.location())),
+        Some(last) => {
+            let waiting = match manifest.event_files_by_analysis().map(|(new, _)| new.len()) {
                 Some(0) => ", nothing committed since".to_owned(),
                 Some(n) => format!(", {n} events file(s) committed since: the next `analyze` reads their sessions"),
                 None => String::new(),

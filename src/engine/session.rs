@@ -68,7 +68,7 @@ impl EngineOptions {
 
     fn with(patterns: Patterns, sql_params: SqlParams) -> Self {
         Self {
-            memory_limit_bytes: 1 << 30,
+            memory_limit_bytes: DEFAULT_MEMORY_LIMIT_BYTES,
             target_partitions: std::thread::available_parallelism().map_or(2, |n| n.get()),
             patterns: Arc::new(patterns),
             sql_params,
@@ -80,6 +80,9 @@ impl EngineOptions {
 
 /// Bytes of Parquet a worker's task of a scan reads, unless `workerScanBytes` says.
 pub const DEFAULT_WORKER_SCAN_BYTES: usize = 16 << 20;
+
+/// The memory pool of a query session, unless the caller says.
+const DEFAULT_MEMORY_LIMIT_BYTES: usize = 1 << 30;
 
 /// A session over `lake`: every table of the lake, `runs`, the chain views, all UDFs.
 pub async fn open_session(lake: &Lake, redactor: Redactor, opts: &EngineOptions) -> Result<SessionContext, EngineError> {
@@ -169,7 +172,7 @@ pub fn register_functions(ctx: &SessionContext, redactor: Redactor, patterns: Ar
     tracelake_udfs::register_all(ctx, redactor, patterns);
     let limit = match ctx.runtime_env().memory_pool.memory_limit() {
         MemoryLimit::Finite(bytes) => bytes,
-        MemoryLimit::Infinite | MemoryLimit::Unknown => EngineOptions::default().memory_limit_bytes,
+        MemoryLimit::Infinite | MemoryLimit::Unknown => DEFAULT_MEMORY_LIMIT_BYTES,
     };
     tracelake_udfs::size_capped::register(ctx, limit as u64);
 }
@@ -194,9 +197,7 @@ async fn register_table(ctx: &SessionContext, lake: &Lake, table: Table, file_sc
         }
         None => ListingTableUrl::parse(format!("{}/", dir.canonicalize()?.display()))?,
     };
-    let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
-        .with_file_extension(".parquet")
-        .with_table_partition_cols(vec![(PARTITION_COLUMN.to_owned(), DataType::Utf8)]);
+    let options = parquet_listing().with_table_partition_cols(vec![(PARTITION_COLUMN.to_owned(), DataType::Utf8)]);
     let config = ListingTableConfig::new(url).with_listing_options(options).with_schema(file_schema);
     ctx.register_table(name, Arc::new(ListingTable::try_new(config)?))?;
     Ok(())
@@ -216,10 +217,14 @@ pub async fn register_event_files(ctx: &SessionContext, lake: &Lake, name: &str,
         None => lake.root().canonicalize()?.display().to_string(),
     };
     let urls = files.iter().map(|f| ListingTableUrl::parse(format!("{root}/{f}"))).collect::<Result<Vec<_>, _>>()?;
-    let options = ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension(".parquet");
-    let config = ListingTableConfig::new_with_multi_paths(urls).with_listing_options(options).with_schema(schema);
+    let config = ListingTableConfig::new_with_multi_paths(urls).with_listing_options(parquet_listing()).with_schema(schema);
     ctx.register_table(name, Arc::new(ListingTable::try_new(config)?))?;
     Ok(())
+}
+
+/// How the lake's tables are listed: their Parquet files.
+fn parquet_listing() -> ListingOptions {
+    ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension(".parquet")
 }
 
 /// `runs`: the committed analysis runs in order (`run_no` from 1), from the manifest.

@@ -17,11 +17,9 @@ pub struct TableSize {
 /// Every table with committed files, in [`Table::ALL`]'s order. On object storage, one
 /// listing per table.
 pub fn table_sizes(lake: &Lake, manifest: &Manifest) -> Result<Vec<TableSize>, LakeError> {
-    let committed = manifest.committed_files();
     let mut sizes = Vec::new();
     for table in Table::ALL {
-        let prefix = format!("{}/", table.dir_name());
-        let files: HashSet<&str> = committed.iter().copied().filter(|f| f.starts_with(&prefix)).collect();
+        let files: HashSet<&str> = manifest.table_files(table).into_iter().collect();
         if files.is_empty() {
             continue;
         }

@@ -230,15 +230,22 @@ impl Manifest {
         self.imports.iter().find(|r| r.sha256 == sha256)
     }
 
-    /// Every committed data file, relative to the lake root.
-    /// The committed files of the `events` table (imported, exported, collected), sorted.
-    pub fn event_files(&self) -> Vec<String> {
-        let prefix = format!("{}/", Table::Events.dir_name());
-        let mut files: Vec<String> = self.committed_files().into_iter().filter(|f| f.starts_with(&prefix)).map(str::to_owned).collect();
-        files.sort();
+    /// The committed files of `table`, sorted.
+    pub fn table_files(&self, table: Table) -> Vec<&str> {
+        let prefix = format!("{}/", table.dir_name());
+        let mut files: Vec<&str> = self.committed_files().into_iter().filter(|f| f.starts_with(&prefix)).collect();
+        files.sort_unstable();
         files
     }
 
+    /// The committed `events` files (imported, exported, collected) that no analysis has
+    /// read, and those one has; `None` when the last analysis kept no list of them.
+    pub fn event_files_by_analysis(&self) -> Option<(Vec<String>, Vec<String>)> {
+        let analyzed: HashSet<&str> = self.processing_state.analyzed_event_files.as_ref()?.iter().map(String::as_str).collect();
+        Some(self.table_files(Table::Events).into_iter().map(str::to_owned).partition(|f| !analyzed.contains(f.as_str())))
+    }
+
+    /// Every committed data file, relative to the lake root.
     pub fn committed_files(&self) -> HashSet<&str> {
         let exported = self.export.iter().flat_map(|e| e.files.iter().map(String::as_str));
         let analysed = self.analyses.iter().flat_map(|a| a.files.iter().map(String::as_str));

@@ -118,19 +118,17 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
 
     // What is new: the events files committed since the last analysis (older events too),
     // or, after an analysis that kept no such list, the events after its newest.
-    let event_files = committed.event_files();
+    let event_files: Vec<String> = committed.table_files(Table::Events).into_iter().map(str::to_owned).collect();
     let last_ts = (previous_state.last_processed_ts > 0).then_some(previous_state.last_processed_ts);
-    let increment = match (opts.full, opts.since_ms, &previous_state.analyzed_event_files, last_ts) {
+    let increment = match (opts.full, opts.since_ms, committed.event_files_by_analysis(), last_ts) {
         (true, ..) | (false, None, None, None) => Increment::All,
         // A window: the cortex reads what no run saw, or leaves the files no run read to
         // the next incremental run, which reads them whole.
-        (false, Some(since), analyzed, last) => {
-            Increment::After { from: since, fresh_after: if analyzed.is_some() { None } else { Some(last.unwrap_or(0)) } }
+        (false, Some(since), by_analysis, last) => {
+            Increment::After { from: since, fresh_after: if by_analysis.is_some() { None } else { Some(last.unwrap_or(0)) } }
         }
         (false, None, None, Some(last)) => Increment::After { from: last, fresh_after: Some(last) },
-        (false, None, Some(analyzed), _) => {
-            let analyzed: HashSet<&str> = analyzed.iter().map(String::as_str).collect();
-            let (new, old): (Vec<String>, Vec<String>) = event_files.iter().cloned().partition(|f| !analyzed.contains(f.as_str()));
+        (false, None, Some((new, old)), _) => {
             register_event_files(&ctx, lake, NEW_EVENTS, &new).await?;
             register_event_files(&ctx, lake, OLD_EVENTS, &old).await?;
             Increment::Files

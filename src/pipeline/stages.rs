@@ -4,23 +4,23 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 /// The stages an analysis passed, each with the time it took, in order.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct StageTimes {
     stages: Vec<(&'static str, Duration)>,
-    since: Option<Instant>,
+    /// When the current stage began.
+    since: Instant,
 }
 
 impl StageTimes {
     pub fn start() -> Self {
-        Self { stages: Vec::new(), since: Some(Instant::now()) }
+        Self { stages: Vec::new(), since: Instant::now() }
     }
 
     /// Ends the stage `name`, which began where the last one ended.
     pub fn end(&mut self, name: &'static str) {
         let now = Instant::now();
-        let took = self.since.map_or(Duration::ZERO, |since| now - since);
-        self.stages.push((name, took));
-        self.since = Some(now);
+        self.stages.push((name, now - self.since));
+        self.since = now;
     }
 
     pub fn stages(&self) -> &[(&'static str, Duration)] {
