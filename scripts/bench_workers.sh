@@ -37,9 +37,9 @@ chain_query="SET datafusion.runtime.memory_limit = '8G'; SELECT count(*) AS atte
 session_query="SET datafusion.runtime.memory_limit = '8G'; SELECT count(*) FILTER (WHERE idx = 1) AS sessions, max(idx) AS longest FROM (SELECT row_number() OVER (PARTITION BY agent, session ORDER BY ts, stream_seq) AS idx FROM events)"
 measure() { # name, then the command
     local name="$1"; shift
-    /usr/bin/time -f "%e %M" -o "$work/time" "$@" > "$work/$name.out"
-    read -r wall rss < "$work/time"
-    printf '%-28s %8s s  %6d MiB peak RSS (this process)\n' "$name" "$wall" $((rss / 1024))
+    /usr/bin/time -f "%e %M %U %S" -o "$work/time" "$@" > "$work/$name.out"
+    read -r wall rss user sys < "$work/time"
+    printf '%-28s %8s s  %6.2f s CPU  %6d MiB peak RSS (this process)\n' "$name" "$wall" "$(awk "BEGIN { print $user + $sys }")" $((rss / 1024))
 }
 for run in $(seq "$runs"); do
     measure "analyze embedded" "$bin" analyze --lake "$lake" --full --format json

@@ -83,8 +83,10 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     };
     let analysis = analyze(&lake, &ctx.config, ctx.redactor()?, &opts).await?;
     if args.verbose {
-        let workers = if ctx.engine()?.workers.is_empty() { String::new() } else { " (scans on the workers)".to_owned() };
-        eprintln!("where the time went{workers}:\n{}", analysis.stage_times);
+        eprintln!("where the time went:\n{}", analysis.stage_times);
+        if let Some(stages) = &analysis.worker_stages {
+            eprintln!("on the workers:\n{stages}");
+        }
     }
     for (name, reason) in &analysis.skipped_detectors {
         eprintln!("warning: detector {name} skipped: {reason}");

@@ -36,7 +36,11 @@ fn memory_size(text: &str) -> Result<usize, String> {
 }
 
 pub async fn run(ctx: &Ctx, args: WorkerArgs) -> anyhow::Result<ExitCode> {
-    let engine = tracelake::engine::EngineOptions { memory_limit_bytes: args.memory_limit, ..ctx.engine()? };
+    let engine = tracelake::engine::EngineOptions {
+        memory_limit_bytes: args.memory_limit,
+        session_jobs: Some(std::sync::Arc::new(tracelake::detect::on_workers::AnalysisJobs)),
+        ..ctx.engine()?
+    };
     let interrupted = super::interrupt::on_interrupt()?;
     let mut terminated = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let stop = async {

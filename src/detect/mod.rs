@@ -2,6 +2,7 @@
 //! chains, yielding findings.
 
 pub mod detectors;
+pub mod on_workers;
 pub mod run;
 
 pub use detectors::{Detector, builtin_detectors, enabled_builtin_detectors, user_detectors};
@@ -14,6 +15,9 @@ pub enum DetectorFailure {
     Query(#[from] crate::engine::EngineError),
     #[error(transparent)]
     Row(#[from] crate::model::finding::FindingRowError),
+    /// How it failed on a worker.
+    #[error("{0}")]
+    OnWorker(String),
 }
 
 #[derive(Debug, thiserror::Error)]

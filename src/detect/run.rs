@@ -1,6 +1,7 @@
 //! Running detectors over chains: per bucket of sessions with plans made once
 //! ([`BucketWork`]), or over a session's materialized chains ([`run_detectors`]).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
@@ -16,7 +17,16 @@ use crate::engine::chains::{BucketEvents, BucketPlans, CHAIN_STATS_QUERY, chain_
 use crate::engine::cortex::cortex_messages_sql;
 use crate::engine::sql::{SqlParams, query_only};
 use crate::lake::schema::CORTEX_MESSAGES_SCHEMA;
+use crate::model::Severity;
 use crate::model::finding::{Finding, finding_id, from_detector_batch};
+
+/// The severity the config gives a signal, by signal.
+pub type Severities = BTreeMap<String, Severity>;
+
+/// The severities `config` sets (`signals.NAME.severity`).
+pub fn severities(config: &Config) -> Severities {
+    config.signals.iter().filter_map(|(signal, s)| Some((signal.clone(), s.severity?))).collect()
+}
 
 /// A detector's plan, or why it has none (shared: it fails in every bucket).
 pub type DetectorPlan = Result<Arc<dyn ExecutionPlan>, Arc<DetectorFailure>>;
@@ -34,7 +44,7 @@ pub struct BucketWork {
     failures: Arc<dyn ExecutionPlan>,
     /// The `cortex_messages` rows of the messages no analysis saw before.
     cortex: Arc<dyn ExecutionPlan>,
-    config: Config,
+    severities: Severities,
 }
 
 impl BucketWork {
@@ -42,7 +52,7 @@ impl BucketWork {
         ctx: &SessionContext,
         events: &Schema,
         detectors: Vec<Detector>,
-        config: &Config,
+        severities: Severities,
         params: &SqlParams,
         cortex_fresh_only: bool,
     ) -> Result<Self, DetectError> {
@@ -59,12 +69,13 @@ impl BucketWork {
             cortex: plans.plan(&cortex_messages_sql(cortex_fresh_only)).await?,
             plans,
             detectors: planned,
-            config: config.clone(),
+            severities,
         })
     }
 }
 
 /// What one bucket of sessions yields.
+#[derive(Default)]
 pub struct BucketFindings {
     pub stats: (u64, u64, (i64, i64)),
     pub findings: Vec<Finding>,
@@ -99,7 +110,7 @@ pub async fn analyze_bucket(work: Arc<BucketWork>, events: BucketEvents) -> Resu
     });
     let (stats, detected, failures) =
         futures::join!(plans.query(&work.stats, chains), futures::future::join_all(detected), plans.query(&work.failures, chains));
-    let (findings, skipped) = gather_findings(detected, &work.config)?;
+    let (findings, skipped) = gather_findings(detected, &work.severities)?;
     let cortex = cortex?
         .into_iter()
         .filter(|b| b.num_rows() > 0)
@@ -122,7 +133,7 @@ pub async fn run_detectors(
 ) -> Result<(Vec<Finding>, SkippedDetectors), DetectError> {
     // Together, so that one detector's single-threaded steps overlap another's work.
     let results = futures::future::join_all(detectors.iter().map(|d| async move { (d, run_detector(ctx, d, params).await) })).await;
-    gather_findings(results, config)
+    gather_findings(results, &severities(config))
 }
 
 async fn run_detector(ctx: &SessionContext, detector: &Detector, params: &SqlParams) -> Result<Vec<Finding>, Arc<DetectorFailure>> {
@@ -142,7 +153,7 @@ fn findings_of(batches: &[RecordBatch]) -> Result<Vec<Finding>, DetectorFailure>
 /// user detectors that failed (a failed built-in one is an error).
 fn gather_findings<'a>(
     results: impl IntoIterator<Item = (&'a Detector, Result<Vec<Finding>, Arc<DetectorFailure>>)>,
-    config: &Config,
+    severities: &Severities,
 ) -> Result<(Vec<Finding>, SkippedDetectors), DetectError> {
     let mut findings = Vec::new();
     let mut skipped = Vec::new();
@@ -156,8 +167,8 @@ fn gather_findings<'a>(
         }
     }
     for f in &mut findings {
-        if let Some(severity) = config.signals.get(&f.signal).and_then(|s| s.severity) {
-            f.severity = severity;
+        if let Some(severity) = severities.get(&f.signal) {
+            f.severity = *severity;
         }
         f.finding_id = finding_id(&f.signal, &f.agent, &f.session, &f.start_event_id, &f.end_event_id);
     }

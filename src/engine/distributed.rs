@@ -32,11 +32,11 @@ use tonic::transport::server::TcpIncoming;
 use url::Url;
 
 use super::EngineError;
-use super::session::{EngineOptions, register_functions};
+use super::session::EngineOptions;
+use super::session_job::{SessionFunctions, SessionJobDecoder, SessionJobExec};
 use super::window_memory::ReservedInput;
 use crate::lake::remote::{SCHEMES, object_store_for};
 use crate::redact::Redactor;
-use tracelake_udfs::Patterns;
 
 /// The workers' URLs (`http://host:port`), checked.
 pub fn worker_urls(workers: &[String]) -> Result<Vec<Url>, EngineError> {
@@ -53,13 +53,18 @@ pub fn worker_urls(workers: &[String]) -> Result<Vec<Url>, EngineError> {
 /// `builder` planning distributed over `workers`, each task of a scan reading about
 /// `scan_bytes` of Parquet. Every worker must take a connection: the planner runs a small
 /// plan here rather than on a worker, and would not notice one that is gone.
-pub fn distribute(builder: SessionStateBuilder, workers: Vec<Url>, scan_bytes: usize) -> Result<SessionStateBuilder, EngineError> {
+pub fn distribute(
+    builder: SessionStateBuilder,
+    workers: Vec<Url>,
+    scan_bytes: usize,
+    jobs: Option<Arc<dyn SessionJobDecoder>>,
+) -> Result<SessionStateBuilder, EngineError> {
     for worker in &workers {
         answers(worker)?;
     }
     Ok(builder
         .with_distributed_worker_resolver(Workers(workers))
-        .with_distributed_user_codec(TracelakeCodec)
+        .with_distributed_user_codec(TracelakeCodec { jobs })
         .with_distributed_file_scan_config_bytes_per_partition(scan_bytes.max(1))?
         .with_distributed_planner())
 }
@@ -126,6 +131,7 @@ impl WorkerResolver for Workers {
 }
 
 /// Serves plans at `listen` until `stop` completes; `ready` is told the address bound.
+/// The jobs over sessions it runs are those of `engine.session_jobs`.
 pub async fn serve_worker(
     listen: SocketAddr,
     redactor: Redactor,
@@ -140,7 +146,10 @@ pub async fn serve_worker(
         .with_object_store_registry(stores)
         .with_memory_pool(Arc::new(FairSpillPool::new(engine.memory_limit_bytes)))
         .build_arc()?;
-    let sessions = WorkerSessions { redactor, patterns: Arc::clone(&engine.patterns) };
+    let sessions = WorkerSessions {
+        functions: SessionFunctions { redactor, patterns: Arc::clone(&engine.patterns) },
+        jobs: engine.session_jobs.clone(),
+    };
     let worker = Worker::from_session_builder(sessions).with_runtime_env(runtime);
     let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| EngineError::Workers(format!("listening on {listen}: {e}")))?;
     ready(listener.local_addr().map_err(|e| EngineError::Workers(format!("listening on {listen}: {e}")))?);
@@ -154,26 +163,28 @@ pub async fn serve_worker(
 /// Builds each query's session on a worker: tracelake's functions and plan nodes.
 #[derive(Clone)]
 struct WorkerSessions {
-    redactor: Redactor,
-    patterns: Arc<Patterns>,
+    functions: SessionFunctions,
+    jobs: Option<Arc<dyn SessionJobDecoder>>,
 }
 
 #[async_trait]
 impl WorkerSessionBuilder for WorkerSessions {
     async fn build_session_state(&self, ctx: WorkerQueryContext) -> Result<SessionState, DataFusionError> {
-        let mut state = ctx.builder.with_distributed_user_codec(TracelakeCodec).build();
-        datafusion_functions_json::register_all(&mut state)?;
-        let ctx = SessionContext::new_with_state(state);
-        register_functions(&ctx, self.redactor.clone(), Arc::clone(&self.patterns));
-        Ok(ctx.state())
+        let builder = ctx.builder.with_distributed_user_codec(TracelakeCodec { jobs: self.jobs.clone() });
+        Ok(self.functions.context(builder)?.state())
     }
 }
 
-/// The plan nodes of tracelake's own, across the wire: [`ReservedInput`].
+/// The plan nodes of tracelake's own, across the wire: [`ReservedInput`], and
+/// [`SessionJobExec`] with the jobs `jobs` decodes.
 #[derive(Debug)]
-struct TracelakeCodec;
+struct TracelakeCodec {
+    jobs: Option<Arc<dyn SessionJobDecoder>>,
+}
 
 const RESERVED_INPUT: &[u8] = b"reserved_input";
+/// A [`SessionJobExec`]: this, the job's kind, a NUL, then the job's bytes.
+const SESSION_JOB: &[u8] = b"session_job:";
 
 impl PhysicalExtensionCodec for TracelakeCodec {
     fn try_decode(
@@ -185,6 +196,17 @@ impl PhysicalExtensionCodec for TracelakeCodec {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         match (buf, inputs) {
             (RESERVED_INPUT, [input]) => Ok(Arc::new(ReservedInput::new(Arc::clone(input)))),
+            (job, [input]) if job.starts_with(SESSION_JOB) => {
+                let Some(jobs) = &self.jobs else {
+                    return internal_err!("this process runs no jobs over sessions: start it with `tracelake worker`");
+                };
+                let rest = &job[SESSION_JOB.len()..];
+                let Some(end) = rest.iter().position(|b| *b == 0) else {
+                    return internal_err!("a job over sessions without its kind");
+                };
+                let job = jobs.decode(&String::from_utf8_lossy(&rest[..end]), &rest[end + 1..])?;
+                Ok(Arc::new(SessionJobExec::new(Arc::clone(input), job)?))
+            }
             _ => internal_err!("a plan node this tracelake does not know ({} bytes)", buf.len()),
         }
     }
@@ -192,6 +214,13 @@ impl PhysicalExtensionCodec for TracelakeCodec {
     fn try_encode(&self, node: Arc<dyn ExecutionPlan>, buf: &mut Vec<u8>, _converter: &dyn PhysicalProtoConverterExtension) -> Result<()> {
         if node.is::<ReservedInput>() {
             buf.extend_from_slice(RESERVED_INPUT);
+            return Ok(());
+        }
+        if let Some(exec) = node.downcast_ref::<SessionJobExec>() {
+            buf.extend_from_slice(SESSION_JOB);
+            buf.extend_from_slice(exec.job().kind().as_bytes());
+            buf.push(0);
+            buf.extend_from_slice(&exec.job().encode());
             return Ok(());
         }
         not_impl_err!("{} cannot be sent to a worker", node.name())

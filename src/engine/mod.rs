@@ -9,6 +9,7 @@ pub mod files;
 pub mod functions;
 pub mod print;
 pub mod session;
+pub mod session_job;
 pub mod sql;
 pub mod window_memory;
 

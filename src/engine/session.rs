@@ -20,6 +20,7 @@ use super::committed::CommittedFiles;
 use super::cortex::cortex_messages_sql;
 use super::distributed::{distribute, explain_distributed, worker_urls};
 use super::print::{PrintFormat, PrintOptions};
+use super::session_job::{SessionFunctions, SessionJobDecoder};
 use super::sql::{
     CHAIN_VIEWS, CHAINS, CORTEX, INFERRED_OUTCOMES, RULE_EFFECTIVENESS, SESSION_FACTORS, SESSION_OUTCOMES, SIGNAL_SCORES, SqlParams,
 };
@@ -49,6 +50,8 @@ pub struct EngineOptions {
     pub workers: Vec<url::Url>,
     /// Bytes of Parquet a worker's task of a scan reads.
     pub worker_scan_bytes: usize,
+    /// The jobs over whole sessions that plans may send to workers.
+    pub session_jobs: Option<Arc<dyn SessionJobDecoder>>,
 }
 
 impl Default for EngineOptions {
@@ -74,6 +77,7 @@ impl EngineOptions {
             sql_params,
             workers: Vec::new(),
             worker_scan_bytes: DEFAULT_WORKER_SCAN_BYTES,
+            session_jobs: None,
         }
     }
 }
@@ -156,14 +160,9 @@ fn new_context(redactor: Redactor, opts: &EngineOptions) -> Result<SessionContex
         .with_default_features()
         .with_physical_optimizer_rule(Arc::new(AccountWindowInputs));
     if !opts.workers.is_empty() {
-        builder = distribute(builder, opts.workers.clone(), opts.worker_scan_bytes)?;
+        builder = distribute(builder, opts.workers.clone(), opts.worker_scan_bytes, opts.session_jobs.clone())?;
     }
-    let mut state = builder.build();
-    // `->`, `->>`, `json_get*` over the JSON text columns (payload, params, result, …).
-    datafusion_functions_json::register_all(&mut state)?;
-    let ctx = SessionContext::new_with_state(state);
-    register_functions(&ctx, redactor, Arc::clone(&opts.patterns));
-    Ok(ctx)
+    Ok(SessionFunctions { redactor, patterns: Arc::clone(&opts.patterns) }.context(builder)?)
 }
 
 /// tracelake's functions, in this process and in every worker's, and DataFusion's that

@@ -57,7 +57,7 @@ pub fn query_only() -> datafusion::execution::context::SQLOptions {
 }
 
 /// Settings filled into the SQL templates.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct SqlParams {
     pub chain_gap_ms: i64,
     pub max_chain_events: i64,

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 
 use super::severity::{Severity, UnknownSeverity};
 
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Finding {
     pub finding_id: String,
     pub run_id: String,

@@ -17,7 +17,8 @@ use super::stages::StageTimes;
 use crate::classify::stage::{apply_triage, chain_transcripts, classifications_batch};
 use crate::classify::{ClassifyOptions, FindingVerdict, LlmCache, Tiers, classify};
 use crate::config::Config;
-use crate::detect::run::{BucketWork, SkippedDetectors, analyze_bucket};
+use crate::detect::on_workers::{AnalysisJob, AnalysisJobs, analyze_on_workers, plan_with_metrics};
+use crate::detect::run::{BucketFindings, BucketWork, SkippedDetectors, analyze_bucket, severities};
 use crate::detect::{Detector, enabled_builtin_detectors, run_detectors, user_detectors};
 use crate::engine::chains::{Buckets, ChainStats, Increment, NEW_EVENTS, OLD_EVENTS, Slice, build_chains, define_analysis_events};
 use crate::engine::session::{FAILURE_COLUMNS, register_event_files};
@@ -91,6 +92,8 @@ pub struct Analysis {
     pub warnings: Vec<String>,
     /// Where the time went (`analyze --verbose`).
     pub stage_times: StageTimes,
+    /// With workers, the stages of their plan with what each node did (`analyze --verbose`).
+    pub worker_stages: Option<String>,
 }
 
 impl Analysis {
@@ -106,7 +109,7 @@ const FINDINGS_BATCH_ROWS: usize = 8192;
 pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &AnalyzeOptions) -> Result<Analysis, PipelineError> {
     let started_at = chrono::Utc::now().timestamp_millis();
     let mut stage_times = StageTimes::start();
-    let engine = EngineOptions::from_config(config)?;
+    let engine = EngineOptions { session_jobs: Some(Arc::new(AnalysisJobs)), ..EngineOptions::from_config(config)? };
     let params = &engine.sql_params;
     let tiers = Tiers::from_config(&config.llm)?;
     let ctx = open_session(lake, redactor.clone(), &engine).await?;
@@ -178,43 +181,60 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         reported_before: 0,
     };
 
-    // Chains never cross sessions, so sessions are analyzed in buckets of bounded size,
-    // side by side, each with the same plans.
-    stage_times.end("plan");
-    let buckets = Buckets::split(&ctx, opts.bucket_events).await?;
-    stage_times.end("scan and split by session");
     // What the cortex patterns find in the messages no analysis saw before (`fresh`).
     let cortex_file = BatchFileWriter::start(
         lake.partition_dir(Table::CortexMessages, &date),
         part_file_name(&writer, 5),
         CORTEX_MESSAGES_SCHEMA.clone(),
     );
-    let work = Arc::new(BucketWork::plan(&ctx, buckets.schema(), per_bucket, config, params, true).await?);
-    let mut skipped_detectors = None;
+    let mut skipped_detectors: SkippedDetectors = Vec::new();
     let mut stats = ChainStats::default();
     let mut newest_event_ms = None;
-    buckets
-        .run(&ctx, |events| {
-            let work = Arc::clone(&work);
-            async move { Ok::<_, PipelineError>(analyze_bucket(work, events).await?) }
-        })
-        .try_for_each(|bucket| {
-            stats.add(bucket.stats);
-            newest_event_ms = newest_event_ms.max(bucket.newest_event_ms);
-            skipped_detectors.get_or_insert(bucket.skipped);
-            let written = bucket
-                .failures
-                .into_iter()
-                .try_for_each(|batch| failures_file.write(batch))
-                .and_then(|()| bucket.cortex.into_iter().try_for_each(|batch| cortex_file.write(batch)))
-                .map_err(PipelineError::from);
-            std::future::ready(written.and_then(|()| kept.add(bucket.findings, &findings_file)))
-        })
-        .await?;
-    stage_times.end("chains and detectors");
-    let buckets_removed = buckets.remove();
+    // With workers: their plan's stages, with what each did.
+    let mut worker_stages = None;
+    let mut merge = |bucket: BucketFindings| {
+        stats.add(bucket.stats);
+        newest_event_ms = newest_event_ms.max(bucket.newest_event_ms);
+        for (name, why) in bucket.skipped {
+            if !skipped_detectors.iter().any(|(skipped, _)| *skipped == name) {
+                skipped_detectors.push((name, why));
+            }
+        }
+        let written = bucket
+            .failures
+            .into_iter()
+            .try_for_each(|batch| failures_file.write(batch))
+            .and_then(|()| bucket.cortex.into_iter().try_for_each(|batch| cortex_file.write(batch)))
+            .map_err(PipelineError::from);
+        std::future::ready(written.and_then(|()| kept.add(bucket.findings, &findings_file)))
+    };
+    stage_times.end("plan");
+    let buckets_removed = if engine.workers.is_empty() {
+        // Chains never cross sessions, so sessions are analyzed in buckets of bounded size,
+        // side by side, each with the same plans.
+        let buckets = Buckets::split(&ctx, opts.bucket_events).await?;
+        stage_times.end("scan and split by session");
+        let work = Arc::new(BucketWork::plan(&ctx, buckets.schema(), per_bucket, severities(config), params, true).await?);
+        buckets
+            .run(&ctx, |events| {
+                let work = Arc::clone(&work);
+                async move { Ok::<_, PipelineError>(analyze_bucket(work, events).await?) }
+            })
+            .try_for_each(&mut merge)
+            .await?;
+        stage_times.end("chains and detectors");
+        Some(buckets.remove())
+    } else {
+        // The workers scan, shuffle by session, build the chains and detect; this process
+        // merges what they found.
+        let job = AnalysisJob::new(&per_bucket, severities(config), params, true);
+        let (found, plan) = analyze_on_workers(&ctx, engine.workers.len(), opts.bucket_events, job).await?;
+        found.map_err(PipelineError::from).try_for_each(&mut merge).await?;
+        stage_times.end("workers: scan to findings");
+        worker_stages = Some(plan_with_metrics(plan).await?);
+        None
+    };
     crate::memory::release_freed();
-    let skipped_detectors = skipped_detectors.unwrap_or_default();
     // The same failure in other sessions: over every bucket's failures at once, read back.
     let failures_written = failures_file.finish()?;
     ctx.deregister_table("failure_occurrences")?;
@@ -338,7 +358,9 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         }
     }
     drop(run_lock);
-    buckets_removed.await.map_err(EngineError::Worker)?;
+    if let Some(removed) = buckets_removed {
+        removed.await.map_err(EngineError::Worker)?;
+    }
     // Rules are generated outputs: a lake that never had one has nothing to measure.
     let rule_effectiveness = if lake.remote().is_some() || lake.table_dir(Table::Outputs).is_dir() {
         rule_effectiveness(&open_session(lake, redactor, &engine).await?).await?
@@ -370,6 +392,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         artifact_files,
         warnings,
         stage_times,
+        worker_stages,
     })
 }
 

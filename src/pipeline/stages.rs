@@ -34,9 +34,9 @@ impl fmt::Display for StageTimes {
         let total_s = total.as_secs_f64();
         for (name, took) in &self.stages {
             let share = if total_s > 0.0 { took.as_secs_f64() / total_s * 100.0 } else { 0.0 };
-            writeln!(f, "  {name:<28} {:>8.3} s  {share:>3.0} %", took.as_secs_f64())?;
+            writeln!(f, "  {name:<26} {:>8.3} s  {share:>3.0} %", took.as_secs_f64())?;
         }
-        write!(f, "  {:<28} {total_s:>8.3} s", "total")
+        write!(f, "  {:<26} {total_s:>8.3} s", "total")
     }
 }
 

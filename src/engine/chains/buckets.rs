@@ -35,8 +35,14 @@ const SHARED_MIN_EVENTS: u64 = 100_000;
 
 /// The columns of `events` that `sql/chains.sql` reads, and whether the event is new to
 /// the analysis (`fresh`: the cortex reads those).
-const CHAIN_COLUMNS: &str = "stream_seq, id, ts, agent, session, type, schema, content, tool_name, tool_params, tool_result, \
+pub const CHAIN_COLUMNS: &str = "stream_seq, id, ts, agent, session, type, schema, content, tool_name, tool_params, tool_result, \
                              tool_error, tool_is_error, \"from\", fresh";
+
+/// `schema` with every column nullable: how execution marks columns need not match the
+/// plan, and the plans of a bucket's rows are made once for all buckets.
+pub fn nullable(schema: &Schema) -> SchemaRef {
+    Arc::new(Schema::new(schema.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>()))
+}
 
 /// Lakes of up to this many events keep their buckets in memory; larger ones write them
 /// to temporary files, so that memory stays bounded.
@@ -87,8 +93,7 @@ impl Buckets {
         // The bucket column is last; the buckets hold the others, every one nullable (how
         // execution marks them need not match the plan).
         let planned = df.schema().as_arrow();
-        let fields = planned.fields().iter().take(planned.fields().len() - 1);
-        let schema: SchemaRef = Arc::new(Schema::new(fields.map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>()));
+        let schema = nullable(&planned.project(&(0..planned.fields().len() - 1).collect::<Vec<_>>())?);
         // Each partition of the scan is split on its own thread, into its own file per
         // bucket when they are spilled.
         let tasks: Vec<_> = df
