@@ -16,7 +16,9 @@ pub enum DetectorFailure {
     #[error(transparent)]
     Row(#[from] crate::model::finding::FindingRowError),
     /// How it failed on a worker.
-    #[error("{0}")]
+    #[error(
+        "{0} (on a worker, where a per-session detector reads `chain_events`, the chain views and `analysis_events`, not the lake's other tables)"
+    )]
     OnWorker(String),
 }
 
