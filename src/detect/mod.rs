@@ -36,6 +36,10 @@ pub enum DetectError {
     Patterns(#[from] tracelake_udfs::PatternError),
     #[error("a row of the findings table is not a finding ({0}); was the lake written by another version?")]
     FindingRow(#[source] serde_json::Error),
+    /// The workers' part of an analysis ended early: a worker stopped, or the work failed
+    /// there.
+    #[error("the analysis on the workers failed, and nothing was committed (if a worker stopped, start it again and rerun analyze)")]
+    OnWorkers(#[source] datafusion::error::DataFusionError),
     #[error("built-in detector {name} failed: {source}")]
     Builtin {
         name: String,

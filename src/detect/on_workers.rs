@@ -166,7 +166,7 @@ pub async fn analyze_on_workers(
     let table = SessionJobTable::new(events, partitions, Arc::new(job));
     let plan = ctx.read_table(Arc::new(table)).map_err(EngineError::from)?.create_physical_plan().await.map_err(EngineError::from)?;
     let results = execute_stream(Arc::clone(&plan), ctx.task_ctx()).map_err(EngineError::from)?;
-    let found = results.map_err(|e| DetectError::from(EngineError::from(e))).and_then(|batch| std::future::ready(decode(&batch)));
+    let found = results.map_err(DetectError::OnWorkers).and_then(|batch| std::future::ready(decode(&batch)));
     Ok((found, plan))
 }
 
