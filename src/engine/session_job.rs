@@ -21,7 +21,7 @@ use datafusion::logical_expr::{Expr, LogicalPlan};
 use datafusion::physical_expr::{Distribution, EquivalenceProperties, Partitioning, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType, ReplaceChildrenOptions};
 use datafusion::physical_plan::expressions::col;
-use datafusion::physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, RecordOutput};
 use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
@@ -186,7 +186,9 @@ impl ExecutionPlan for SessionJobExec {
             let timer = baseline.elapsed_compute().timer();
             let batches = job.run(ctx, events).await?;
             timer.done();
-            baseline.record_output(batches.iter().map(RecordBatch::num_rows).sum());
+            for batch in &batches {
+                batch.record_output(&baseline);
+            }
             baseline.done();
             Ok::<_, DataFusionError>(futures::stream::iter(batches.into_iter().map(Ok)))
         };
