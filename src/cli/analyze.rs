@@ -4,9 +4,11 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
+use tracelake::detect::on_workers::plan_with_metrics;
 use tracelake::engine::chains::DEFAULT_BUCKET_EVENTS;
 use tracelake::engine::{open_session, query_json};
 use tracelake::lake::Lake;
@@ -84,8 +86,8 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let analysis = analyze(&lake, &ctx.config, ctx.redactor()?, &opts).await?;
     if args.verbose {
         eprintln!("where the time went:\n{}", analysis.stage_times);
-        if let Some(stages) = &analysis.worker_stages {
-            eprintln!("on the workers:\n{stages}");
+        if let Some(plan) = &analysis.worker_plan {
+            eprintln!("on the workers:\n{}", plan_with_metrics(Arc::clone(plan)).await?);
         }
     }
     for (name, reason) in &analysis.skipped_detectors {

@@ -24,10 +24,10 @@ use tokio::sync::OnceCell;
 use super::detectors::Detector;
 use super::run::{BucketFindings, BucketWork, Severities, analyze_bucket};
 use super::{DetectError, DetectorFailure};
-use crate::engine::chains::{BucketEvents, CHAIN_COLUMNS, DEFAULT_BUCKET_EVENTS, nullable};
+use crate::engine::EngineError;
+use crate::engine::chains::{BucketEvents, CHAIN_COLUMNS, count_analysis_events, nullable};
 use crate::engine::session_job::{SessionJob, SessionJobDecoder, SessionJobTable, local_plan};
 use crate::engine::sql::SqlParams;
-use crate::engine::{EngineError, query_json};
 use crate::model::{Finding, Scope};
 
 /// The kind of [`AnalysisJob`] on the wire.
@@ -136,11 +136,9 @@ pub async fn analyze_on_workers(
     bucket_events: u64,
     job: AnalysisJob,
 ) -> Result<(impl Stream<Item = Result<BucketFindings, DetectError>>, Arc<dyn ExecutionPlan>), DetectError> {
-    let counted = query_json(ctx, "SELECT count(*) AS n FROM analysis_events").await?;
-    let events = counted.first().and_then(|r| r["n"].as_u64()).unwrap_or(0);
-    let size = if bucket_events == 0 { DEFAULT_BUCKET_EVENTS } else { bucket_events };
+    let (_, shares) = count_analysis_events(ctx, bucket_events).await?;
     // Each worker's task gets this many of the shares (the shuffle's partitions).
-    let per_task = usize::try_from(events.div_ceil(size)).unwrap_or(usize::MAX).div_ceil(workers.max(1));
+    let per_task = usize::try_from(shares).unwrap_or(usize::MAX).div_ceil(workers.max(1));
     let state = ctx.state();
     let partitions = per_task.max(state.config().target_partitions());
     let events =
@@ -163,7 +161,7 @@ pub async fn analyze_on_workers(
     let scaled = (scan_bytes.saturating_mul(state.config().target_partitions()) / partitions).max(1);
     config.set_distributed_file_scan_config_bytes_per_partition(scaled).map_err(EngineError::from)?;
     let ctx = SessionContext::new_with_state(SessionStateBuilder::new_from_existing(state).with_config(config).build());
-    let table = SessionJobTable::new(events, partitions, Arc::new(job));
+    let table = SessionJobTable::new(events, Arc::new(job));
     let plan = ctx.read_table(Arc::new(table)).map_err(EngineError::from)?.create_physical_plan().await.map_err(EngineError::from)?;
     let results = execute_stream(Arc::clone(&plan), ctx.task_ctx()).map_err(EngineError::from)?;
     let found = results.map_err(DetectError::OnWorkers).and_then(|batch| std::future::ready(decode(&batch)));

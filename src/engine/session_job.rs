@@ -24,9 +24,7 @@ use datafusion::physical_plan::expressions::col;
 use datafusion::physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, RecordOutput};
 use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::{
-    ChildrenPropertiesMode, DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties,
-};
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties};
 use datafusion::physical_planner::{DefaultPhysicalPlanner, PhysicalPlanner};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::TryStreamExt;
@@ -34,7 +32,7 @@ use futures::future::BoxFuture;
 use tokio::sync::Semaphore;
 
 use super::session::register_functions;
-use super::window_memory::AccountWindowInputs;
+use super::window_memory::{AccountWindowInputs, recompute};
 use crate::redact::Redactor;
 use tracelake_udfs::Patterns;
 
@@ -166,7 +164,7 @@ impl ExecutionPlan for SessionJobExec {
         Ok(Arc::new(Self::new(children.swap_remove(0), Arc::clone(&self.job))?))
     }
     fn with_new_children(self: Arc<Self>, children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
-        self.replace_children(children, ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute))
+        self.replace_children(children, recompute())
     }
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
         let functions = context.session_config().get_extension::<SessionFunctions>().ok_or_else(|| {
@@ -202,15 +200,15 @@ impl ExecutionPlan for SessionJobExec {
 #[derive(Debug)]
 pub struct SessionJobTable {
     input: Arc<dyn ExecutionPlan>,
-    partitions: usize,
     job: Arc<dyn SessionJob>,
 }
 
 impl SessionJobTable {
     /// `job` over the rows of `input` (which has a `session` column), planned as one
-    /// process would (see [`local_plan`]), spread over `partitions` by session.
-    pub fn new(input: Arc<dyn ExecutionPlan>, partitions: usize, job: Arc<dyn SessionJob>) -> Self {
-        Self { input, partitions, job }
+    /// process would (see [`local_plan`]), spread by session over the target partitions
+    /// of the session that selects from it.
+    pub fn new(input: Arc<dyn ExecutionPlan>, job: Arc<dyn SessionJob>) -> Self {
+        Self { input, job }
     }
 }
 
@@ -230,11 +228,12 @@ impl TableProvider for SessionJobTable {
     }
     async fn scan(
         &self,
-        _state: &dyn Session,
+        state: &dyn Session,
         _projection: Option<&Vec<usize>>,
         _filters: &[Expr],
         _limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        Ok(Arc::new(SessionJobExec::over(Arc::clone(&self.input), self.partitions, Arc::clone(&self.job))?))
+        let partitions = state.config().target_partitions();
+        Ok(Arc::new(SessionJobExec::over(Arc::clone(&self.input), partitions, Arc::clone(&self.job))?))
     }
 }

@@ -106,7 +106,8 @@ impl ExecutionPlan for ReservedInput {
     }
 }
 
-fn recompute() -> ReplaceChildrenOptions {
+/// Options that have a node work out its properties again from its new children.
+pub(super) fn recompute() -> ReplaceChildrenOptions {
     ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute)
 }
 

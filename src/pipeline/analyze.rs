@@ -9,6 +9,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::datasource::MemTable;
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use futures::TryStreamExt;
 
@@ -17,7 +18,7 @@ use super::stages::StageTimes;
 use crate::classify::stage::{apply_triage, chain_transcripts, classifications_batch};
 use crate::classify::{ClassifyOptions, FindingVerdict, LlmCache, Tiers, classify};
 use crate::config::Config;
-use crate::detect::on_workers::{AnalysisJob, AnalysisJobs, analyze_on_workers, plan_with_metrics};
+use crate::detect::on_workers::{AnalysisJob, AnalysisJobs, analyze_on_workers};
 use crate::detect::run::{BucketFindings, BucketWork, SkippedDetectors, analyze_bucket, severities};
 use crate::detect::{Detector, enabled_builtin_detectors, run_detectors, user_detectors};
 use crate::engine::chains::{Buckets, ChainStats, Increment, NEW_EVENTS, OLD_EVENTS, Slice, build_chains, define_analysis_events};
@@ -92,8 +93,9 @@ pub struct Analysis {
     pub warnings: Vec<String>,
     /// Where the time went (`analyze --verbose`).
     pub stage_times: StageTimes,
-    /// With workers, the stages of their plan with what each node did (`analyze --verbose`).
-    pub worker_stages: Option<String>,
+    /// With workers, the plan they ran, with what each node did (`analyze --verbose`
+    /// prints it: `detect::on_workers::plan_with_metrics`).
+    pub worker_plan: Option<Arc<dyn ExecutionPlan>>,
 }
 
 impl Analysis {
@@ -190,8 +192,8 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let mut skipped_detectors: SkippedDetectors = Vec::new();
     let mut stats = ChainStats::default();
     let mut newest_event_ms = None;
-    // With workers: their plan's stages, with what each did.
-    let mut worker_stages = None;
+    // With workers: the plan they ran.
+    let mut worker_plan = None;
     let mut merge = |bucket: BucketFindings| {
         stats.add(bucket.stats);
         newest_event_ms = newest_event_ms.max(bucket.newest_event_ms);
@@ -231,7 +233,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         let (found, plan) = analyze_on_workers(&ctx, engine.workers.len(), opts.bucket_events, job).await?;
         found.map_err(PipelineError::from).try_for_each(&mut merge).await?;
         stage_times.end("workers: scan to findings");
-        worker_stages = Some(plan_with_metrics(plan).await?);
+        worker_plan = Some(plan);
         None
     };
     crate::memory::release_freed();
@@ -392,7 +394,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         artifact_files,
         warnings,
         stage_times,
-        worker_stages,
+        worker_plan,
     })
 }
 

@@ -18,7 +18,7 @@ use datafusion::prelude::{SessionContext, col};
 
 pub use bucket_plans::BucketPlans;
 use bucket_plans::{CHAIN_BUILD_SETTINGS, KEEP_TABLE_ORDER};
-pub use buckets::{BucketEvents, Buckets, CHAIN_COLUMNS, DEFAULT_BUCKET_EVENTS, nullable};
+pub use buckets::{BucketEvents, Buckets, CHAIN_COLUMNS, DEFAULT_BUCKET_EVENTS, count_analysis_events, nullable};
 
 use super::EngineError;
 use super::sql::{CHAIN_VIEWS, CHAINS, SqlParams, time_literal};
