@@ -24,7 +24,7 @@ GROUP BY chain_id, agent, session;
 
 -- Tool attempts: a tool.call directly followed by its tool.result.
 CREATE OR REPLACE VIEW tool_attempts AS
-SELECT chain_id, chain_no, agent, session, idx AS call_idx, idx + 1 AS result_idx, id AS call_id, next_id AS result_id, ts,
+SELECT chain_id, chain_shard, chain_no, agent, session, idx AS call_idx, idx + 1 AS result_idx, id AS call_id, next_id AS result_id, ts,
     tool_name, tool_params, next_failed AS failed, next_tool_error AS error
 FROM chain_events
 WHERE type = 'tool.call' AND next_type = 'tool.result';
@@ -98,7 +98,7 @@ marked AS (
         max(CASE WHEN type = 'msg.out' AND NOT acknowledges THEN pos END) OVER w AS agent_spoke_at,
         max(CASE WHEN type = 'msg.in' AND is_confirmation(content) THEN pos END) OVER w AS user_confirmed_at
     FROM positioned
-    WINDOW w AS (ORDER BY chain_no, idx ROWS UNBOUNDED PRECEDING)
+    WINDOW w AS (PARTITION BY chain_shard ORDER BY chain_no, idx ROWS UNBOUNDED PRECEDING)
 ),
 actions AS (
     SELECT *,

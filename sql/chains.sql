@@ -13,6 +13,10 @@
 -- groups each (agent, session). The three are packed into one `sort_key`, so that the
 -- sort compares one value per pair of rows, not three columns. (Windows ordered by it
 -- name a frame of rows: the default range frame needs a numeric order.)
+-- The windows are partitioned by `chain_shard`, ${chain_shard} (a hash of (agent, session)
+-- where chains are built over the whole lake, so that the shards run on every core or
+-- worker; 0 where a bucket of sessions is built at a time): a session's events are always
+-- in one shard.
 CREATE OR REPLACE VIEW deduped_events AS
 WITH keyed AS (
     SELECT *,
@@ -20,12 +24,13 @@ WITH keyed AS (
         dedup_key(type, content, tool_name, tool_params) AS dedup_key,
         CASE WHEN schema NOT IN ('A', 'B') THEN 0
              WHEN type IN ('msg.in', 'msg.out', 'tool.call', 'tool.result') THEN 1000 ELSE 1 END AS dedup_window_ms,
-        sort_key(key_hash(agent, session), CAST(ts AS BIGINT), stream_seq) AS chain_order
+        sort_key(key_hash(agent, session), CAST(ts AS BIGINT), stream_seq) AS chain_order,
+        ${chain_shard} AS chain_shard
     FROM analysis_events
 ),
 marked AS (
     SELECT *,
-        superseded(ts_ms, stream_seq, dedup_window_ms, agent, session, type, dedup_key) OVER (ORDER BY chain_order ROWS UNBOUNDED PRECEDING) AS is_copy
+        superseded(ts_ms, stream_seq, dedup_window_ms, agent, session, type, dedup_key) OVER (PARTITION BY chain_shard ORDER BY chain_order ROWS UNBOUNDED PRECEDING) AS is_copy
     FROM keyed
 )
 SELECT * FROM marked WHERE NOT is_copy;
@@ -34,7 +39,9 @@ SELECT * FROM marked WHERE NOT is_copy;
 -- session.end, a run.end → run.start pause over 5 minutes, an inactivity gap over
 -- chainGapMinutes, and pieces of at most the cap). Chains under 2 events go. Every event
 -- also carries its neighbours in the chain (prev_*, next_*), so detectors that look one
--- step back or ahead need no window of their own.
+-- step back or ahead need no window of their own. Chains are numbered in each shard from
+-- 2²⁴ · shard on: `chain_no` is unique among the chains built together and ascends in
+-- chain order (shard, then session, then time).
 CREATE OR REPLACE VIEW chain_events AS
 WITH positioned AS (
     SELECT *,
@@ -45,16 +52,16 @@ WITH positioned AS (
         lead(tool_error) OVER w AS lead_tool_error,
         lead(tool_error IS NOT NULL OR coalesce(tool_is_error, false)) OVER w AS lead_failed
     FROM deduped_events
-    WINDOW w AS (ORDER BY chain_order ROWS UNBOUNDED PRECEDING)
+    WINDOW w AS (PARTITION BY chain_shard ORDER BY chain_order ROWS UNBOUNDED PRECEDING)
 ),
 chained AS (
-    SELECT *, pos['chain_no'] AS chain_no, pos['idx'] AS idx, pos['len'] AS chain_len,
+    SELECT *, chain_shard * 16777216 + pos['chain_no'] AS chain_no, pos['idx'] AS idx, pos['len'] AS chain_len,
         pos['start_ms'] AS chain_start_ms, pos['piece'] AS piece
     FROM positioned
 )
 SELECT
     chain_id(session, agent, chain_start_ms) AS chain_id,
-    chain_no, idx, chain_len, agent, session, id, ts, ts_ms, type, content, tool_name, tool_params, tool_result, tool_error,
+    chain_shard, chain_no, idx, chain_len, agent, session, id, ts, ts_ms, type, content, tool_name, tool_params, tool_result, tool_error,
     (tool_error IS NOT NULL OR coalesce(tool_is_error, false)) AS failed,
     piece, stream_seq,
     CASE WHEN idx > 0 THEN lag_type END AS prev_type,

@@ -3,7 +3,7 @@
 -- SIG-DOOM-LOOP (spec §7.3): three or more consecutive failing attempts of the same tool
 -- with parameters over 0.8 similar to the first; five or more are critical.
 WITH attempts AS (
-    SELECT *, doom_loop_id(chain_no, tool_name, tool_params, failed, 3, 0.8) OVER (ORDER BY chain_no, call_idx) AS loop_id
+    SELECT *, doom_loop_id(chain_no, tool_name, tool_params, failed, 3, 0.8) OVER (PARTITION BY chain_shard ORDER BY chain_no, call_idx) AS loop_id
     FROM tool_attempts
 ),
 loops AS (

@@ -18,7 +18,7 @@ WITH attempts AS (
             CASE WHEN type = 'tool.call' AND is_noop_tool(tool_name) THEN 'tool.noop' ELSE type END,
             tool_name, tool_params, next_type, next_failed,
             coalesce(is_read_tool(tool_name) AND is_not_found(next_tool_error), false)
-        ) OVER (ORDER BY chain_no, idx) AS unrecovered
+        ) OVER (PARTITION BY chain_shard ORDER BY chain_no, idx) AS unrecovered
     FROM chain_events
 )
 SELECT

@@ -12,7 +12,7 @@ WITH marked AS (
         ungrounded_value(
             key_hash(agent, session), type, content, tool_params, tool_result, tool_error,
             type = 'tool.call' AND coalesce(is_consequential_tool(tool_name), false) AND NOT coalesce(next_failed, true)
-        ) OVER (ORDER BY chain_no, idx) AS value
+        ) OVER (PARTITION BY chain_shard ORDER BY chain_no, idx) AS value
     FROM chain_events
 )
 SELECT

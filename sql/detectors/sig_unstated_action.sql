@@ -16,7 +16,7 @@ WITH marked AS (
             key_hash(agent, session), type, content, tool_params, tool_result,
             type = 'tool.call' AND coalesce(is_consequential_tool(tool_name), false) AND NOT coalesce(next_failed, true),
             type = 'tool.call' AND coalesce(is_read_tool(tool_name), false)
-        ) OVER (ORDER BY chain_no, idx) AS unstated
+        ) OVER (PARTITION BY chain_shard ORDER BY chain_no, idx) AS unstated
     FROM chain_events
 )
 SELECT

@@ -10,7 +10,7 @@ WITH marked AS (
         tool_call_since_user(chain_no, type) OVER w AS verified,
         lag(id, 2) OVER w AS id_2_back, lag(ts, 2) OVER w AS ts_2_back
     FROM chain_events
-    WINDOW w AS (ORDER BY chain_no, idx)
+    WINDOW w AS (PARTITION BY chain_shard ORDER BY chain_no, idx)
 )
 SELECT
     'SIG-UNVERIFIED-CLAIM' AS signal, 'medium' AS severity, chain_id, agent, session,

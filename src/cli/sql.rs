@@ -17,7 +17,9 @@ use super::repl::{Ended, Repl};
 #[derive(Debug, Args)]
 pub struct SqlArgs {
     /// SQL to run (several statements separated by `;`). Without it and without -f: an
-    /// interactive prompt on a terminal, or SQL read from standard input.
+    /// interactive prompt on a terminal, or SQL read from standard input. SQL that begins
+    /// with a `--` comment is SQL too, not an option.
+    #[arg(allow_hyphen_values = true)]
     query: Option<String>,
     /// Read the SQL from a file.
     #[arg(short = 'f', long = "file", env = "TRACELAKE_SQL_FILE", conflicts_with = "query")]

@@ -261,7 +261,7 @@ async fn define_chain_views(ctx: &SessionContext, params: &SqlParams, cortex: Co
     ctx.sql("CREATE VIEW analysis_events AS SELECT * FROM events").await?.collect().await?;
     ctx.sql(&format!("CREATE VIEW failure_history AS SELECT {FAILURE_COLUMNS} FROM failures")).await?.collect().await?;
     for sql in [CHAINS, CHAIN_VIEWS, RULE_EFFECTIVENESS, SESSION_OUTCOMES, INFERRED_OUTCOMES, SIGNAL_SCORES, SESSION_FACTORS] {
-        run_statements(ctx, &params.fill(sql), |_, _| Ok(())).await?;
+        run_statements(ctx, &params.over_lake().fill(sql), |_, _| Ok(())).await?;
     }
     if cortex == CortexMessages::FromEvents {
         ctx.sql(&format!("CREATE VIEW cortex_messages AS {}", cortex_messages_sql(false))).await?.collect().await?;

@@ -56,11 +56,21 @@ pub fn query_only() -> datafusion::execution::context::SQLOptions {
     datafusion::execution::context::SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false)
 }
 
+/// The shards of sessions whose chains the views over the whole lake build side by side
+/// (`chain_shard` in `sql/chains.sql`). Chains are numbered from 2²⁴ · shard on, and
+/// `unconfirmed_calls` counts positions as `chain_no` · 2³²: at most 128 shards keep
+/// those under 2⁶³.
+pub const LAKE_CHAIN_SHARDS: u64 = 128;
+
 /// Settings filled into the SQL templates.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct SqlParams {
     pub chain_gap_ms: i64,
     pub max_chain_events: i64,
+    /// Shards of sessions the chain windows are partitioned into: 1 where chains are built
+    /// a bucket of sessions at a time, [`LAKE_CHAIN_SHARDS`] for the views over the lake.
+    #[serde(default = "one_shard")]
+    pub chain_shards: u64,
     /// The size factors' bucket edges (`factors`).
     pub factor_buckets: FactorsConfig,
     /// Threads' and decisions' settings (`cortex`).
@@ -72,10 +82,15 @@ impl Default for SqlParams {
         Self {
             chain_gap_ms: 30 * 60_000,
             max_chain_events: 1000,
+            chain_shards: 1,
             factor_buckets: FactorsConfig::default(),
             cortex: CortexConfig::default(),
         }
     }
+}
+
+fn one_shard() -> u64 {
+    1
 }
 
 impl SqlParams {
@@ -89,8 +104,19 @@ impl SqlParams {
         }
     }
 
+    /// These settings for the chain views over the whole lake, built in shards side by side.
+    pub fn over_lake(&self) -> Self {
+        Self { chain_shards: LAKE_CHAIN_SHARDS, ..self.clone() }
+    }
+
     pub fn fill(&self, sql: &str) -> String {
+        // One shard is a constant, which the windows' sorts then leave out.
+        let chain_shard = match self.chain_shards {
+            0 | 1 => "CAST(0 AS BIGINT)".to_owned(),
+            n => format!("CAST(key_hash(agent, session) % CAST({n} AS BIGINT UNSIGNED) AS BIGINT)"),
+        };
         let mut sql = sql
+            .replace("${chain_shard}", &chain_shard)
             .replace("${chain_gap_ms}", &self.chain_gap_ms.to_string())
             .replace("${max_chain_events}", &self.max_chain_events.to_string());
         for (key, [small, medium]) in self.factor_buckets.sizes() {

@@ -275,6 +275,12 @@ fn every_mode_builds_the_same_chains() {
         let select = format!("SELECT {COLUMNS} FROM chain_events");
         let lazy = rows(&ctx.sql(&select).await.unwrap().collect().await.unwrap());
         assert!(lazy.len() > 3000, "{} chain events", lazy.len());
+        // Over the lake, chains are built shard by shard of sessions, and numbered apart.
+        let numbering = "SELECT count(DISTINCT chain_shard) AS shards, count(DISTINCT chain_no) AS numbers, \
+                         count(DISTINCT chain_id) AS chains FROM chain_events";
+        let counts = tracelake::engine::query_json(&ctx, numbering).await.unwrap();
+        assert!(counts[0]["shards"].as_i64().unwrap() > 10, "{counts:?}");
+        assert_eq!(counts[0]["numbers"], counts[0]["chains"], "{counts:?}");
 
         define_analysis_events(&ctx, &Increment::All, 0, &Slice::All).await.unwrap();
         let buckets = Buckets::split(&ctx, 500).await.unwrap();

@@ -32,6 +32,10 @@ fn prints_every_format() {
 
     let empty = tracelake_ok(&["sql", "--lake", &lake, "--format", "json", "SELECT id FROM events WHERE false"]);
     assert_eq!(empty.trim(), "[]");
+
+    // A query pasted from a file often begins with a comment, which is no option.
+    let commented = format!("-- sessions begun and ended\n{QUERY}");
+    assert_eq!(tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", &commented]), csv);
 }
 
 #[test]

@@ -109,6 +109,16 @@ fn two_workers_give_the_embedded_findings_and_query_results() {
     ];
     let plan = tracelake_ok(&explain);
     assert!(plan.contains("distributed_plan") && plan.contains("[Stage 1]") && plan.contains("tasks=2"), "{plan}");
+    // A detector's SQL over the chain views: the chains are built on the workers, shard
+    // by shard of sessions, behind a shuffle.
+    let detector = include_str!("../../sql/detectors/sig_doom_loop.sql");
+    let loops = rows(&lake, None, detector);
+    assert!(!loops.is_empty());
+    assert_eq!(rows(&lake, Some((&workers, &config)), detector), loops);
+    let analyzed = format!("EXPLAIN ANALYZE {detector}");
+    let plan = tracelake_ok(&["sql", "--lake", &lake, "--workers", &workers, "--config", &config, "--format", "csv", &analyzed]);
+    let shuffled = plan.lines().skip_while(|l| !l.contains("NetworkShuffleExec")).collect::<Vec<_>>().join("\n");
+    assert!(shuffled.contains("WindowAggExec") && shuffled.contains("chain_shard"), "{plan}");
 
     // The results came from the workers: without them the same command fails.
     drop((a, b));

@@ -31,7 +31,7 @@ pub fn udf() -> WindowUDF {
         || Box::new(DoomLoopEvaluator),
         crate::docs::doc(
             "Over tool attempts, rows of a chain together and in order: the doom loop each attempt belongs to (`min_loop` or more consecutive failing calls of one tool with params more than `min_similarity` similar to the first).",
-            "doom_loop_id(chain_no, tool, params, failed, min_loop, min_similarity) OVER (ORDER BY chain_no, call_idx)",
+            "doom_loop_id(chain_no, tool, params, failed, min_loop, min_similarity) OVER (PARTITION BY chain_shard ORDER BY chain_no, call_idx)",
             &[
                 ("min_loop", "the fewest failures that make a loop (a constant)"),
                 ("min_similarity", "0 to 1: how similar to the first call's params a failure must be to continue the loop (a constant)"),

@@ -26,7 +26,7 @@ pub fn udf() -> WindowUDF {
         || Box::new(ToolCallSinceUserEvaluator),
         crate::docs::doc(
             "Over chain events: whether a tool was called between the user's last message before the event (or the chain's start) and the event.",
-            "tool_call_since_user(chain_no, type) OVER (ORDER BY chain_no, idx)",
+            "tool_call_since_user(chain_no, type) OVER (PARTITION BY chain_shard ORDER BY chain_no, idx)",
             &[],
         ),
     )

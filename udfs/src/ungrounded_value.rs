@@ -1,5 +1,5 @@
 //! `ungrounded_value(session, type, content, tool_params, tool_result, tool_error,
-//! checks_call) OVER (ORDER BY chain_no, idx)` over chain events: on each event that
+//! checks_call) OVER (PARTITION BY chain_shard ORDER BY chain_no, idx)` over chain events: on each event that
 //! states a value nothing in the session gave, that value; null elsewhere.
 //!
 //! What grounds a value: the user's messages and the tools' results (and errors) before
@@ -42,7 +42,7 @@ pub fn udf() -> WindowUDF {
         || Box::new(UngroundedValueEvaluator),
         crate::docs::doc(
             "Over chain events: the first value an event states that no earlier user message or tool result of the session gave (in the arguments of calls marked by `checks_call`, and the figures of agent messages), not a sum or difference of two that did; null elsewhere.",
-            "ungrounded_value(key_hash(agent, session), type, content, tool_params, tool_result, tool_error, checks_call) OVER (ORDER BY chain_no, idx)",
+            "ungrounded_value(key_hash(agent, session), type, content, tool_params, tool_result, tool_error, checks_call) OVER (PARTITION BY chain_shard ORDER BY chain_no, idx)",
             &[],
         ),
     )

@@ -1,5 +1,5 @@
 //! `unrecovered_failure(session, type, tool_name, tool_params, next_type, next_failed,
-//! lookup_miss) OVER (ORDER BY chain_no, idx)` over chain events: true on the call of every
+//! lookup_miss) OVER (PARTITION BY chain_shard ORDER BY chain_no, idx)` over chain events: true on the call of every
 //! failed tool attempt that the session never recovers from (spec §7.2, judged over the
 //! session), false elsewhere.
 //!
@@ -37,7 +37,7 @@ pub fn udf() -> WindowUDF {
         || Box::new(UnrecoveredFailureEvaluator),
         crate::docs::doc(
             "Over chain events: true on the call of each failed tool attempt the agent answered but the session never recovered from (no later success of the same tool, none before the agent's answer, and the agent's first attempt after it failed too); a lookup that found nothing counts only when it missed twice with the same parameters.",
-            "unrecovered_failure(key_hash(agent, session), type, tool, params, next_type, next_failed, lookup_miss) OVER (ORDER BY chain_no, idx)",
+            "unrecovered_failure(key_hash(agent, session), type, tool, params, next_type, next_failed, lookup_miss) OVER (PARTITION BY chain_shard ORDER BY chain_no, idx)",
             &[],
         ),
     )

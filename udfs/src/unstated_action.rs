@@ -1,5 +1,5 @@
 //! `unstated_action(session, type, content, tool_params, tool_result, checks_call, reads)
-//! OVER (ORDER BY chain_no, idx)` over chain events: on each call marked by `checks_call`
+//! OVER (PARTITION BY chain_shard ORDER BY chain_no, idx)` over chain events: on each call marked by `checks_call`
 //! (SQL marks the consequential calls that took effect) that the agent never spelled out,
 //! the values it left unsaid; null elsewhere.
 //!
@@ -44,7 +44,7 @@ pub fn udf() -> WindowUDF {
         || Box::new(UnstatedActionEvaluator),
         crate::docs::doc(
             "Over chain events: on each call marked by `checks_call` whose values the conversation has shown (ids, dates, amounts in its arguments) but none of which the agent named since its last such call, those values; or else an id of the call that the agent picked among others of its form that tools returned and that no message named; null elsewhere.",
-            "unstated_action(key_hash(agent, session), type, content, tool_params, tool_result, checks_call, reads) OVER (ORDER BY chain_no, idx)",
+            "unstated_action(key_hash(agent, session), type, content, tool_params, tool_result, checks_call, reads) OVER (PARTITION BY chain_shard ORDER BY chain_no, idx)",
             &[],
         ),
     )

@@ -37,6 +37,9 @@ pub(super) const CHAIN_BUILD_SETTINGS: [&str; 2] = [
     "SET datafusion.execution.sort_in_place_threshold_bytes = 1073741824",
 ];
 
+/// The order chain events come out of the chain build in.
+pub(super) const CHAIN_ORDER: [&str; 3] = ["chain_shard", "chain_no", "idx"];
+
 /// Splitting an in-memory table into partitions forgets its order (DataFusion 55), and a
 /// window over (chain_no, idx) would sort it again.
 pub(super) const KEEP_TABLE_ORDER: &str = "SET datafusion.optimizer.repartition_file_scans = false";
@@ -73,9 +76,9 @@ impl BucketPlans {
         crate::engine::run_statements(&session, &params.fill(CHAINS), |_, _| Ok(())).await?;
         let chain_build = session.sql(&format!("SELECT * FROM {CHAIN_EVENTS}")).await?.create_physical_plan().await?;
         // Chain events come out of the build in chain order: windows over (chain_no, idx)
-        // need no sort.
+        // in each shard need no sort.
         session.deregister_table(CHAIN_EVENTS)?;
-        let chains = SlotTable::new(CHAIN_EVENTS, &chain_build.schema(), &["chain_no", "idx"]);
+        let chains = SlotTable::new(CHAIN_EVENTS, &chain_build.schema(), &CHAIN_ORDER);
         session.register_table(CHAIN_EVENTS, Arc::new(chains))?;
         crate::engine::run_statements(&session, &params.fill(CHAIN_VIEWS), |_, _| Ok(())).await?;
         let mut shared = Vec::with_capacity(SHARED_VIEWS.len());

@@ -17,7 +17,7 @@ use datafusion::datasource::MemTable;
 use datafusion::prelude::{SessionContext, col};
 
 pub use bucket_plans::BucketPlans;
-use bucket_plans::{CHAIN_BUILD_SETTINGS, KEEP_TABLE_ORDER};
+use bucket_plans::{CHAIN_BUILD_SETTINGS, CHAIN_ORDER, KEEP_TABLE_ORDER};
 pub use buckets::{BucketEvents, Buckets, CHAIN_COLUMNS, DEFAULT_BUCKET_EVENTS, count_analysis_events, nullable};
 
 use super::EngineError;
@@ -85,7 +85,7 @@ pub async fn define_analysis_events(
 }
 
 /// Runs the chain SQL over the session's `analysis_events`, keeping `chain_events` in
-/// memory in chain order: every detector reads it, and windows over (chain_no, idx) then
+/// memory in chain order: every detector reads it, and windows over (chain_no, idx) per shard then
 /// need no sort. Chain order is the order `chain_position` ran in, so it costs no sort.
 /// (An analysis builds its buckets' chains with [`BucketPlans`].)
 pub async fn build_chains(ctx: &SessionContext, params: &SqlParams) -> Result<(), EngineError> {
@@ -101,7 +101,7 @@ pub async fn build_chains(ctx: &SessionContext, params: &SqlParams) -> Result<()
     let partitions = chains.collect_partitioned().await?;
     // Execution may mark columns nullable where planning did not; the batches decide.
     let schema = partitions.iter().flatten().next().map_or(planned, |b| b.schema());
-    let order = vec![vec![col("chain_no").sort(true, false), col("idx").sort(true, false)]];
+    let order = vec![CHAIN_ORDER.iter().map(|c| col(*c).sort(true, false)).collect()];
     let cached = MemTable::try_new(schema, partitions)?.with_sort_order(order);
     ctx.sql(KEEP_TABLE_ORDER).await?.collect().await?;
     ctx.deregister_table("chain_events")?;
