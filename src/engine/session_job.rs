@@ -21,15 +21,16 @@ use datafusion::logical_expr::{Expr, LogicalPlan};
 use datafusion::physical_expr::{Distribution, EquivalenceProperties, Partitioning, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType, ReplaceChildrenOptions};
 use datafusion::physical_plan::expressions::col;
-use datafusion::physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, RecordOutput};
+use datafusion::physical_plan::metrics::{BaselineMetrics, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, RecordOutput, SpillMetrics};
 use datafusion::physical_plan::repartition::RepartitionExec;
+use datafusion::physical_plan::spill::SpillManager;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties};
 use datafusion::physical_planner::{DefaultPhysicalPlanner, PhysicalPlanner};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::TryStreamExt;
 use futures::future::BoxFuture;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::session::register_functions;
 use super::window_memory::{AccountWindowInputs, recompute};
@@ -94,8 +95,8 @@ pub struct SessionJobExec {
     session: Arc<dyn PhysicalExpr>,
     job: Arc<dyn SessionJob>,
     properties: Arc<PlanProperties>,
-    /// Partitions worked on at once: one per core, so that memory holds the work of a few
-    /// partitions (and the rows of all).
+    /// Partitions worked on at once: one per core, so that memory holds the rows and the
+    /// work of a few partitions (the others wait with their rows on disk).
     running: Arc<Semaphore>,
     metrics: ExecutionPlanMetricsSet,
 }
@@ -171,15 +172,15 @@ impl ExecutionPlan for SessionJobExec {
             DataFusionError::Configuration("this process's sessions do not know tracelake's functions (SessionFunctions)".into())
         })?;
         let (input, job, running) = (Arc::clone(&self.input), Arc::clone(&self.job), Arc::clone(&self.running));
-        // `elapsed_compute`: the job's time; `input_rows`: the rows it was given.
+        // `elapsed_compute`: the job's time; `input_rows`: the rows it was given; the spill
+        // metrics: the rows that waited for a core on disk.
         let baseline = BaselineMetrics::new(&self.metrics, partition);
         let input_rows = MetricBuilder::new(&self.metrics).counter("input_rows", partition);
+        let spill = SpillManager::new(context.runtime_env(), SpillMetrics::new(&self.metrics, partition), input.schema());
         let results = async move {
-            // Every partition reads its rows at once: a shuffle sends them to all partitions
-            // together, and one left unread would stall the others.
-            let events: Vec<RecordBatch> = input.execute(partition, Arc::clone(&context))?.try_collect().await?;
+            let rows = input.execute(partition, Arc::clone(&context))?;
+            let (events, _running) = read_rows(rows, &running, &spill).await?;
             input_rows.add(events.iter().map(RecordBatch::num_rows).sum());
-            let _running = running.acquire_owned().await.map_err(|e| DataFusionError::External(Box::new(e)))?;
             let ctx = functions.session(context.session_config().clone(), context.runtime_env())?;
             let timer = baseline.elapsed_compute().timer();
             let batches = job.run(ctx, events).await?;
@@ -193,6 +194,31 @@ impl ExecutionPlan for SessionJobExec {
         let stream = futures::stream::once(results).try_flatten();
         Ok(Box::pin(RecordBatchStreamAdapter::new(self.job.schema(), stream)))
     }
+}
+
+/// A partition's rows, and its turn to work on them. Every partition reads its rows at
+/// once: a shuffle sends them to all partitions together, and one left unread would stall
+/// the others. A partition that finds every core taken writes them to a spill file while
+/// it waits, so that memory holds only the rows of partitions being worked on.
+async fn read_rows(
+    mut rows: SendableRecordBatchStream,
+    running: &Arc<Semaphore>,
+    spill: &SpillManager,
+) -> Result<(Vec<RecordBatch>, OwnedSemaphorePermit)> {
+    if let Ok(turn) = Arc::clone(running).try_acquire_owned() {
+        return Ok((rows.try_collect().await?, turn));
+    }
+    let mut file = spill.create_in_progress_file("rows of sessions waiting for a core")?;
+    while let Some(batch) = rows.try_next().await? {
+        file.append_batch(&batch)?;
+    }
+    let file = file.finish()?;
+    let turn = Arc::clone(running).acquire_owned().await.map_err(|e| DataFusionError::External(Box::new(e)))?;
+    let events = match file {
+        Some(file) => spill.read_spill_as_stream(file, None)?.try_collect().await?,
+        None => Vec::new(),
+    };
+    Ok((events, turn))
 }
 
 /// A table whose scan is a [`SessionJobExec`] over a plan: selected from, it runs the job
@@ -235,5 +261,65 @@ impl TableProvider for SessionJobTable {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let partitions = state.config().target_partitions();
         Ok(Arc::new(SessionJobExec::over(Arc::clone(&self.input), partitions, Arc::clone(&self.job))?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{AsArray, Int64Array, StringArray};
+    use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema};
+    use datafusion::datasource::memory::MemorySourceConfig;
+
+    /// Counts the rows it is given, after letting the other partitions run.
+    #[derive(Debug)]
+    struct CountRows;
+
+    impl SessionJob for CountRows {
+        fn kind(&self) -> &str {
+            "count"
+        }
+        fn encode(&self) -> Vec<u8> {
+            Vec::new()
+        }
+        fn schema(&self) -> SchemaRef {
+            Arc::new(Schema::new(vec![Field::new("rows", DataType::Int64, false)]))
+        }
+        fn run(self: Arc<Self>, _ctx: SessionContext, events: Vec<RecordBatch>) -> BoxFuture<'static, Result<Vec<RecordBatch>>> {
+            Box::pin(async move {
+                tokio::task::yield_now().await;
+                let rows = events.iter().map(|b| b.num_rows() as i64).sum::<i64>();
+                Ok(vec![RecordBatch::try_new(self.schema(), vec![Arc::new(Int64Array::from(vec![rows]))])?])
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn partitions_that_wait_for_a_core_keep_their_rows_on_disk() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let partitions = cores + 2;
+        let schema = Arc::new(Schema::new(vec![Field::new("session", DataType::Utf8, false)]));
+        let rows_of = |p: usize| 100 + p;
+        let batches: Vec<Vec<RecordBatch>> = (0..partitions)
+            .map(|p| {
+                let sessions = StringArray::from(vec![format!("s{p}"); rows_of(p)]);
+                vec![RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(sessions)]).unwrap()]
+            })
+            .collect();
+        let input = MemorySourceConfig::try_new_exec(&batches, schema, None).unwrap();
+        let exec = SessionJobExec::new(input, Arc::new(CountRows)).unwrap();
+        let functions = SessionFunctions { redactor: Redactor::builtin(), patterns: Arc::new(Patterns::default_languages()) };
+        let config = SessionConfig::new().with_extension(Arc::new(functions));
+        let task = Arc::new(TaskContext::default().with_session_config(config));
+
+        // All partitions at once, as a shuffle's consumer reads them.
+        let streams = (0..partitions).map(|p| exec.execute(p, Arc::clone(&task)).unwrap().try_collect::<Vec<_>>());
+        let results = futures::future::try_join_all(streams).await.unwrap();
+        let counted: Vec<usize> = results.iter().map(|b| b[0].column(0).as_primitive::<Int64Type>().value(0) as usize).collect();
+        assert_eq!(counted, (0..partitions).map(rows_of).collect::<Vec<_>>());
+        // The two partitions that found every core at work waited on disk.
+        let metrics = exec.metrics().unwrap();
+        assert_eq!(metrics.spilled_rows(), Some(rows_of(cores) + rows_of(cores + 1)));
+        assert_eq!(metrics.sum_by_name("input_rows").map(|m| m.as_usize()), Some((0..partitions).map(rows_of).sum()));
     }
 }
