@@ -13,10 +13,9 @@
 -- groups each (agent, session). The three are packed into one `sort_key`, so that the
 -- sort compares one value per pair of rows, not three columns. (Windows ordered by it
 -- name a frame of rows: the default range frame needs a numeric order.)
--- The windows are partitioned by `chain_shard`, ${chain_shard} (a hash of (agent, session)
--- where chains are built over the whole lake, so that the shards run on every core or
--- worker; 0 where a bucket of sessions is built at a time): a session's events are always
--- in one shard.
+-- The windows are partitioned by `chain_shard`: a hash of (agent, session) where chains are
+-- built over the whole lake, so that the shards run on every core or worker, and 0 where a
+-- bucket of sessions is built at a time. A session's events are always in one shard.
 CREATE OR REPLACE VIEW deduped_events AS
 WITH keyed AS (
     SELECT *,
