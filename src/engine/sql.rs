@@ -69,7 +69,6 @@ pub struct SqlParams {
     pub max_chain_events: i64,
     /// Shards of sessions the chain windows are partitioned into: 1 where chains are built
     /// a bucket of sessions at a time, [`LAKE_CHAIN_SHARDS`] for the views over the lake.
-    #[serde(default = "one_shard")]
     pub chain_shards: u64,
     /// The size factors' bucket edges (`factors`).
     pub factor_buckets: FactorsConfig,
@@ -87,10 +86,6 @@ impl Default for SqlParams {
             cortex: CortexConfig::default(),
         }
     }
-}
-
-fn one_shard() -> u64 {
-    1
 }
 
 impl SqlParams {
