@@ -1,13 +1,17 @@
 //! Import and analyze over a generated lake (`tracelake generate`'s traces, every signal
-//! injected). `cargo bench --bench pipeline`; the 1M and 10M runs and the DuckDB
-//! comparison are in `scripts/` (BENCHMARKS.md).
+//! injected), and one commit with and without the tables' Delta logs. `cargo bench
+//! --bench pipeline`; the 1M and 10M runs and the DuckDB comparison are in `scripts/`
+//! (BENCHMARKS.md).
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use tracelake::config::Config;
 use tracelake::generate::{GenerateOptions, generate};
 use tracelake::ingest::Decoder;
-use tracelake::lake::Lake;
+use tracelake::lake::commit::{ManifestLock, begin, commit};
 use tracelake::lake::import::{ImportOptions, ImportSource, import_source};
+use tracelake::lake::state::{AnalysisRecord, Manifest};
+use tracelake::lake::writers::sweep_uncommitted;
+use tracelake::lake::{Lake, LakeError};
 use tracelake::pipeline::{AnalyzeOptions, analyze};
 use tracelake::redact::Redactor;
 
@@ -42,5 +46,45 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+/// A commit of one new findings file, as `collect` and `export --every` make many: the
+/// manifest alone (load, change, save, sweep), and as `commit` does it, with the Delta log
+/// of the table it changed brought in step.
+fn commits(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Lake::new(dir.path().join("lake"));
+    begin(&lake).unwrap();
+    let mut n = 0u64;
+    let mut new_file = || {
+        n += 1;
+        let relative = format!("findings/date=2026-01-01/part-{n:016x}-00001.parquet");
+        let path = lake.root().join(&relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, b"PAR1").unwrap();
+        AnalysisRecord { run_id: n.to_string(), files: vec![relative], ..AnalysisRecord::default() }
+    };
+    let mut group = c.benchmark_group("commit");
+    group.bench_function("manifest_only", |b| {
+        b.iter(|| {
+            let record = new_file();
+            let lock = ManifestLock::acquire(&lake).unwrap();
+            let mut manifest = Manifest::load(&lake).unwrap();
+            manifest.analyses.push(record);
+            manifest.save(&lake).unwrap();
+            sweep_uncommitted(&lake, &manifest, &lock).unwrap();
+        })
+    });
+    group.bench_function("manifest_and_delta_log", |b| {
+        b.iter(|| {
+            let record = new_file();
+            commit::<_, LakeError>(&lake, |m| {
+                m.analyses.push(record.clone());
+                Ok(())
+            })
+            .unwrap();
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench, commits);
 criterion_main!(benches);

@@ -43,7 +43,7 @@ WITH keyed AS (
             ELSE ''
         END AS dedup_key,
         CASE WHEN type IN ('msg.in', 'msg.out', 'tool.call', 'tool.result') THEN 1000 ELSE 1 END AS dedup_window_ms
-    FROM read_parquet('{lake}/events/*/*.parquet', hive_partitioning = true)
+    FROM read_parquet('{lake}/events/date=*/*.parquet', hive_partitioning = true)
 ),
 neighbours AS (
     SELECT *,

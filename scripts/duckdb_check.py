@@ -57,7 +57,7 @@ def main():
 
     expected = expected_counts(args.files)
     con = duckdb.connect()
-    glob = f"{args.lake}/events/*/*.parquet"
+    glob = f"{args.lake}/events/date=*/*.parquet"
     duck = dict(
         con.execute(
             f"SELECT type, count(*) FROM read_parquet('{glob}', hive_partitioning = true) GROUP BY type"

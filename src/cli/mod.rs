@@ -22,6 +22,7 @@ mod score;
 mod sql;
 mod status;
 mod time_args;
+mod upgrade;
 mod watch;
 mod worker;
 
@@ -98,6 +99,8 @@ enum Command {
     Repair(repair::RepairArgs),
     /// Write deterministic synthetic traces with injected failure patterns.
     Generate(generate::GenerateArgs),
+    /// Write the Delta logs of a lake made before its tables had them (in place).
+    Upgrade(upgrade::UpgradeArgs),
 }
 
 /// Settings every command shares.
@@ -296,6 +299,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Repair(args) => repair::run(&ctx, args),
         Command::Worker(args) => block_on(worker::run(&ctx, args)),
         Command::Generate(args) => generate::run(args),
+        Command::Upgrade(args) => upgrade::run(&ctx, args),
     }
 }
 

@@ -36,11 +36,18 @@ pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
         cortex["open"], cortex["threads"], cortex["decisions"]
     );
     let manifest = Manifest::load(&lake)?;
-    let tables: Vec<String> = table_sizes(&lake, &manifest)?
+    let table_sizes = table_sizes(&lake, &manifest)?;
+    let tables: Vec<String> = table_sizes
         .iter()
-        .map(|t| format!("{} {} file(s) {}", t.table.dir_name(), t.files, human_bytes(t.bytes)))
+        .map(|t| {
+            let version = t.version.map(|v| format!(" v{v}")).unwrap_or_default();
+            format!("{}{version} {} file(s) {}", t.table.dir_name(), t.files, human_bytes(t.bytes))
+        })
         .collect();
     println!("tables:      {}", if tables.is_empty() { "no committed files".to_owned() } else { tables.join(", ") });
+    if table_sizes.iter().any(|t| t.version.is_none()) {
+        println!("delta:       tables without a Delta log yet; `tracelake upgrade --lake {}` writes them", shell_word(&lake.location()));
+    }
     if let Some(export) = &manifest.export {
         let nats = NatsConfig {
             url: args.nats_url.unwrap_or_else(|| ctx.config.nats.url.clone()),

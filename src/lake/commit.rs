@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 
 use futures::future::try_join_all;
 
-use super::LakeError;
 use super::holder::{HeldLock, LockHolder};
 use super::layout::Lake;
 use super::remote::{Remote, block_on};
 use super::state::Manifest;
 use super::writers::sweep_uncommitted;
+use super::{LakeError, delta};
 
 const MANIFEST_LOCK: &str = "lock";
 
@@ -158,8 +158,9 @@ impl ManifestLock {
 }
 
 /// Commits: re-reads the manifest under the manifest lock, lets `update` change it, saves
-/// it, and sweeps the uncommitted files of writers that are gone (those `update` retired
-/// among them). Returns what `update` returned; nothing is saved when it fails.
+/// it, brings the Delta logs of the tables it changed in step ([`delta`]), and sweeps the
+/// uncommitted files of writers that are gone (those `update` retired among them).
+/// Returns what `update` returned; nothing is saved when it fails.
 ///
 /// On object storage there is no lock: the files the new manifest names are uploaded,
 /// and the manifest is written only if no other writer committed since it was read; else
@@ -169,9 +170,12 @@ pub fn commit<T, E: From<LakeError>>(lake: &Lake, mut update: impl FnMut(&mut Ma
         return commit_remote(lake, remote, update);
     }
     let lock = ManifestLock::acquire(lake)?;
-    let mut manifest = Manifest::load(lake)?;
+    let before = Manifest::load(lake)?;
+    let mut manifest = before.clone();
     let value = update(&mut manifest)?;
+    manifest.revision += 1;
     manifest.save(lake)?;
+    delta::sync_changed(lake, &before, &manifest)?;
     sweep_uncommitted(lake, &manifest, &lock)?;
     Ok(value)
 }
@@ -190,8 +194,9 @@ fn commit_remote<T, E: From<LakeError>>(
             let ms = rand::random_range(0..=(10u64 << lost.min(6)));
             std::thread::sleep(std::time::Duration::from_millis(ms));
         }
-        let (mut manifest, version) = block_on(Manifest::read_remote(remote))?;
-        let before: HashSet<String> = manifest.committed_files().into_iter().map(str::to_owned).collect();
+        let (read, version) = block_on(Manifest::read_remote(remote))?;
+        let before: HashSet<String> = read.committed_files().into_iter().map(str::to_owned).collect();
+        let mut manifest = read.clone();
         let value = update(&mut manifest)?;
         manifest.revision += 1;
         let staged: Vec<String> = manifest
@@ -209,6 +214,7 @@ fn commit_remote<T, E: From<LakeError>>(
         })?;
         uploaded.extend(staged);
         if won {
+            delta::sync_changed(lake, &read, &manifest)?;
             for file in &uploaded {
                 // Committed and uploaded: the staged copy is no longer needed.
                 let _ = fs::remove_file(lake.root().join(file));
@@ -222,24 +228,29 @@ fn commit_remote<T, E: From<LakeError>>(
 /// Files uploaded at once by a commit to object storage.
 const UPLOADS: usize = 8;
 
-/// At the start of a run: sweeps what crashed writers left, and writes the manifest of a
-/// new lake, so that a reader never takes the files of a first write still under way for
+/// At the start of a run: sweeps what crashed writers left, brings the tables' Delta logs
+/// in step with the manifest (after a process killed between the two), and writes the
+/// manifest of a new lake, so that a reader never takes the files of a first write still under way for
 /// a lake whose manifest is lost. Returns the manifest and how many files were swept.
 pub fn begin(lake: &Lake) -> Result<(Manifest, usize), LakeError> {
     if let Some(remote) = lake.remote() {
         let (manifest, _) = block_on(Manifest::read_remote(remote))?;
         if manifest.exists {
+            delta::sync_all(lake, &manifest)?;
             return Ok((manifest, 0));
         }
         // Of two writers making a lake at once, one writes its manifest; both go on.
         block_on(remote.write_manifest(manifest.to_json(), None))?;
-        return Ok((block_on(Manifest::read_remote(remote))?.0, 0));
+        let manifest = block_on(Manifest::read_remote(remote))?.0;
+        delta::sync_all(lake, &manifest)?;
+        return Ok((manifest, 0));
     }
     let lock = ManifestLock::acquire(lake)?;
     let manifest = Manifest::load(lake)?;
     if !manifest.exists {
         manifest.save(lake)?;
     }
+    delta::sync_all(lake, &manifest)?;
     let swept = sweep_uncommitted(lake, &manifest, &lock)?.len();
     Ok((Manifest::load(lake)?, swept))
 }

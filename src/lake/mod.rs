@@ -2,6 +2,7 @@
 
 pub mod collect;
 pub mod commit;
+pub mod delta;
 pub mod export;
 pub mod holder;
 pub mod import;
@@ -64,6 +65,15 @@ pub enum LakeError {
          nothing of this run was committed: run it again"
     )]
     Concurrent { lake: String, run: &'static str },
+    #[error(
+        "the Delta log of table {table} is behind the lake's manifest ({source}); the next import, export or analyze, \
+         or `tracelake upgrade`, brings it in step"
+    )]
+    Delta {
+        table: &'static str,
+        #[source]
+        source: Box<deltalake_core::DeltaTableError>,
+    },
     #[error("reading {source_name}: {error}")]
     Read {
         source_name: String,

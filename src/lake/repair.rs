@@ -16,6 +16,7 @@ use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use datafusion::parquet::errors::ParquetError;
 
 use super::commit::{ManifestLock, RunLock};
+use super::delta;
 use super::state::{AnalysisRecord, ExportState, ImportRecord, Manifest, OutcomeImportRecord, data_files};
 use super::writers::{gone_writer_ids, sweep_uncommitted, writer_of};
 use super::{Lake, LakeError, Table};
@@ -212,8 +213,10 @@ pub fn apply_repair(lake: &Lake, mut manifest: Manifest, plan: &RepairPlan, stre
         }
     }
     manifest.version = manifest.version.max(1);
+    manifest.revision += 1;
     let lock = ManifestLock::acquire(lake)?;
     manifest.save(lake)?;
+    delta::sync_repaired(lake, &manifest)?;
     sweep_uncommitted(lake, &manifest, &lock)?;
     drop(lock);
     Manifest::load(lake)

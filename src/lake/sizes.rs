@@ -1,7 +1,9 @@
-//! How many committed files each table has, and how many bytes they take.
+//! How many committed files each table has, how many bytes they take, and the version
+//! of its Delta log.
 
 use std::collections::HashSet;
 
+use super::delta;
 use super::remote::block_on;
 use super::state::Manifest;
 use super::{Lake, LakeError, Table};
@@ -12,6 +14,8 @@ pub struct TableSize {
     pub table: Table,
     pub files: usize,
     pub bytes: u64,
+    /// The version of the table's Delta log.
+    pub version: Option<u64>,
 }
 
 /// Every table with committed files, in [`Table::ALL`]'s order. On object storage, one
@@ -30,7 +34,7 @@ pub fn table_sizes(lake: &Lake, manifest: &Manifest) -> Result<Vec<TableSize>, L
             }
             None => files.iter().map(|f| std::fs::metadata(lake.root().join(f)).map_or(0, |m| m.len())).sum(),
         };
-        sizes.push(TableSize { table, files: files.len(), bytes });
+        sizes.push(TableSize { table, files: files.len(), bytes, version: delta::version(lake, table)? });
     }
     Ok(sizes)
 }

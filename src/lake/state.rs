@@ -16,6 +16,7 @@ use super::writer::sync_dir;
 use super::{Damage, LakeError};
 
 const MANIFEST: &str = "manifest.json";
+const PARTITION_PREFIX: &str = "date=";
 
 /// One committed import of a JSONL source.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -283,7 +284,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LakeError> {
     sync_dir(dir)
 }
 
-/// Files under a table directory: `*.parquet`, and the `.*.tmp` files of unfinished writes.
+/// Files in a table's partitions: `*.parquet`, and the `.*.tmp` files of unfinished writes.
 pub fn data_files(table_dir: &Path) -> Result<Vec<PathBuf>, LakeError> {
     let mut files = Vec::new();
     let partitions = match fs::read_dir(table_dir) {
@@ -293,7 +294,9 @@ pub fn data_files(table_dir: &Path) -> Result<Vec<PathBuf>, LakeError> {
     };
     for partition in partitions {
         let partition = partition.map_err(|e| LakeError::io(table_dir, e))?.path();
-        if !partition.is_dir() {
+        // `_delta_log` holds the table's Delta log, checkpoints in Parquet among it.
+        let is_partition = partition.file_name().is_some_and(|n| n.to_string_lossy().starts_with(PARTITION_PREFIX));
+        if !is_partition || !partition.is_dir() {
             continue;
         }
         for entry in fs::read_dir(&partition).map_err(|e| LakeError::io(&partition, e))? {

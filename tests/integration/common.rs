@@ -51,7 +51,7 @@ pub fn realworld(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/realworld").join(name)
 }
 
-/// Every `*.parquet` file below `dir`.
+/// Every `*.parquet` data file below `dir`.
 pub fn parquet_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -59,7 +59,10 @@ pub fn parquet_files(dir: &Path) -> Vec<PathBuf> {
         for entry in std::fs::read_dir(&d).unwrap() {
             let path = entry.unwrap().path();
             if path.is_dir() {
-                stack.push(path);
+                // Not the Delta logs' checkpoints.
+                if !path.ends_with("_delta_log") {
+                    stack.push(path);
+                }
             } else if path.extension().is_some_and(|e| e == "parquet") {
                 files.push(path);
             }

@@ -6,6 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::{parquet_files, parquet_rows, realworld, tracelake, tracelake_ok};
+use crate::delta::delta_event_rows;
 
 fn count(lake: &str) -> String {
     let out = tracelake_ok(&["sql", "--lake", lake, "--format", "csv", "SELECT count(*) AS n FROM events"]);
@@ -124,10 +125,12 @@ fn a_killed_import_leaves_nothing_readers_see_and_the_next_writer_sweeps_it() {
     assert!(parquet_files(&dir.path().join("lake")).len() > before, "the import wrote files before it was killed");
 
     assert_eq!(count(&lake), "3160", "a reader sees the committed state only");
+    assert_eq!(delta_event_rows(&lake), 3160, "so does a Delta reader");
     let out = tracelake_ok(&["import", "--lake", &lake, realworld("tau-airline.events.jsonl").to_str().unwrap()]);
     assert!(out.contains("leftover file(s)"), "{out}");
     assert_eq!(count(&lake), "8758");
     assert_eq!(parquet_rows(&dir.path().join("lake/events")), 8758, "the killed import's files are gone");
+    assert_eq!(delta_event_rows(&lake), 8758);
 }
 
 #[test]

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::{sql_rows, tracelake, tracelake_ok};
+use crate::delta::delta_event_rows;
 use crate::nats_server::NatsServer;
 
 const STREAM: &str = "openclaw-events";
@@ -117,12 +118,16 @@ fn kill_9_at_any_point_then_rerun_gives_every_event_exactly_once() {
         child.wait().unwrap();
         let (rows, seqs, _) = if std::path::Path::new(&lake).join("events").exists() { counts(&lake) } else { (0, 0, 0) };
         assert_eq!(rows, seqs, "no duplicate after a kill at {delay_ms} ms");
+        // The Delta log follows the manifest: a kill between the two leaves it a commit behind.
+        let delta_rows = delta_event_rows(&lake);
+        assert!(delta_rows <= rows as u64, "a Delta reader sees only committed rows after a kill at {delay_ms} ms");
         progress.push(rows);
     }
     assert!(progress.iter().any(|&n| n > 0 && n < 40_000), "some kill landed mid-export: {progress:?}");
     let out = export(&lake, &server, &[]);
     assert!(out.contains("cursor 40000 of 40000"), "{out}");
     assert_eq!(counts(&lake), (40_000, 40_000, 40_000));
+    assert_eq!(delta_event_rows(&lake), 40_000);
     let gaps = sql_rows(&lake, "SELECT min(stream_seq) AS lo, max(stream_seq) AS hi FROM events");
     assert_eq!((gaps[0]["lo"].as_i64(), gaps[0]["hi"].as_i64()), (Some(1), Some(40_000)));
 }

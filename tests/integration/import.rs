@@ -185,8 +185,8 @@ fn bad_lines_are_quarantined_counted_and_nothing_valid_is_lost() {
     };
     let (events, quarantine) = (files("events"), files("quarantine"));
     assert_eq!((events.len(), quarantine.len()), (1, 1), "{status}");
-    assert!(tables.starts_with("tables:      events 1 file(s) ") && tables.contains(", quarantine 1 file(s) "), "{tables}");
-    assert!(tables.contains(&format!("events 1 file(s) {}", human(events[0]))), "the bytes of the files: {tables}");
+    assert!(tables.starts_with("tables:      events v1 1 file(s) ") && tables.contains(", quarantine v1 1 file(s) "), "{tables}");
+    assert!(tables.contains(&format!("events v1 1 file(s) {}", human(events[0]))), "the bytes of the files: {tables}");
 }
 
 /// As `status` prints sizes.

@@ -8,6 +8,7 @@ mod classify;
 mod common;
 mod config;
 mod damage;
+mod delta;
 mod demo;
 mod export;
 mod factors;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::{finding_ids, realworld, sql_rows, tracelake_ok};
+use crate::delta::{delta_reader, read_as_delta};
 use crate::nats_server::NatsServer;
 use crate::s3_server::S3Server;
 
@@ -35,7 +36,7 @@ fn a_lake_on_s3_imports_queries_analyzes_and_reports_as_a_directory_does() {
     let imported = s3.ok(&["import", "--lake", &remote, &generated, &airline]);
     assert!(imported.contains("events"), "{imported}");
     assert!(s3.keys("traces/a/_state/").contains(&"traces/a/_state/manifest.json".to_owned()));
-    assert!(s3.keys("traces/a/events/").iter().all(|k| k.ends_with(".parquet")));
+    assert!(s3.keys("traces/a/events/").iter().all(|k| k.ends_with(".parquet") || k.starts_with("traces/a/events/_delta_log/")));
 
     let expected = counts(&sql_rows(&local, COUNTS));
     assert!(expected.0 > 3000);
@@ -61,7 +62,8 @@ fn a_lake_on_s3_imports_queries_analyzes_and_reports_as_a_directory_does() {
     let tables = |status: &str| -> Vec<String> {
         // Each table's name and file count, as listed on the store and on disk.
         let line = status.lines().find(|l| l.starts_with("tables:")).unwrap_or_default().to_owned();
-        line.split(", ").map(|t| t.split(" file(s)").next().unwrap().trim_start_matches("tables:").trim().to_owned()).collect()
+        let without_version = |t: &str| t.split_whitespace().filter(|w| !w.starts_with('v')).collect::<Vec<_>>().join(" ");
+        line.split(", ").map(|t| without_version(t.split(" file(s)").next().unwrap().trim_start_matches("tables:"))).collect()
     };
     let local_status = tracelake_ok(&["status", "--lake", &local]);
     assert!(tables(&status).iter().any(|t| t.starts_with("events ")), "{status}");
@@ -69,6 +71,12 @@ fn a_lake_on_s3_imports_queries_analyzes_and_reports_as_a_directory_does() {
     assert!(!status.contains(" 0 B"), "sizes listed on the store: {status}");
     let report = s3.ok(&["report", "--lake", &remote, "--format", "markdown"]);
     assert!(report.contains("SIG-"), "{report}");
+
+    // A Delta reader on the bucket sees what tracelake sees.
+    let delta = read_as_delta(s3.with_credentials(delta_reader(&remote)));
+    assert_eq!(delta["events"]["rows"].as_i64(), Some(expected.0), "{delta}");
+    let finding_keys: Vec<Value> = kept.iter().map(|r| r["finding_id"].clone()).collect();
+    assert_eq!(delta["findings"]["keys"].as_array(), Some(&finding_keys));
 }
 
 #[test]
@@ -110,6 +118,8 @@ fn two_concurrent_importers_lose_nothing_and_duplicate_nothing() {
     let expected = counts(&sql_rows(&local, COUNTS));
     assert_eq!(expected.0, expected.1);
     assert_eq!(counts(&s3.sql_rows(&lake, COUNTS)), expected);
+    let delta = read_as_delta(s3.with_credentials(delta_reader(&lake)));
+    assert_eq!(delta["events"]["rows"].as_i64(), Some(expected.0), "both importers' files are in the Delta log: {delta}");
 
     // The same new file from two importers at once: it counts once.
     let shared = generate(dir.path(), 3000, 20);

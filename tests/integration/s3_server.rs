@@ -48,10 +48,13 @@ impl S3Server {
     /// The tracelake binary, with this server's endpoint and test credentials.
     pub fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_tracelake"));
+        command.args(args).env_remove("TRACELAKE_LAKE").env_remove("TRACELAKE_CONFIG");
+        self.with_credentials(command)
+    }
+
+    /// `command` with this server's endpoint and test credentials.
+    pub fn with_credentials(&self, mut command: Command) -> Command {
         command
-            .args(args)
-            .env_remove("TRACELAKE_LAKE")
-            .env_remove("TRACELAKE_CONFIG")
             .env("AWS_ACCESS_KEY_ID", "test")
             .env("AWS_SECRET_ACCESS_KEY", "test")
             .env("AWS_REGION", "us-east-1")

@@ -1,0 +1,348 @@
+//! Every table of the lake is also a Delta table: its `_delta_log` is kept in step with
+//! the manifest, so DuckDB, Spark, Polars and delta-rs read exactly the committed rows.
+//!
+//! After each commit of the manifest, each table whose files changed gets one Delta
+//! version whose `add` and `remove` actions make its files those the manifest names. The
+//! version carries the manifest's revision as the `txn` of app id [`APP_ID`]: a log that
+//! already holds a later revision is never taken back to an earlier one (two writers on
+//! object storage sync in any order). A process killed between the manifest and the logs
+//! leaves each log at its previous version, whole; the next run's [`sync_all`] catches
+//! up. Local directories and object stores go through the same object_store code.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, LazyLock, Mutex};
+
+use deltalake_core::kernel::engine::arrow_conversion::TryIntoKernel;
+use deltalake_core::kernel::transaction::{CommitBuilder, CommitProperties, TransactionError};
+use deltalake_core::kernel::{Action, Add, DataType, StructField, StructType, Transaction};
+use deltalake_core::logstore::{LogStoreRef, StorageConfig, default_logstore};
+use deltalake_core::operations::create::CreateBuilder;
+use deltalake_core::protocol::{DeltaOperation, SaveMode};
+use deltalake_core::{DeltaTable, DeltaTableError};
+use futures::{StreamExt, TryStreamExt};
+use object_store::local::LocalFileSystem;
+use object_store::path::Path;
+use object_store::prefix::PrefixStore;
+use object_store::{ObjectStore, ObjectStoreExt};
+use url::Url;
+
+use super::LakeError;
+use super::layout::{Lake, Table};
+use super::remote::block_on;
+use super::schema::{PARTITION_COLUMN, file_schema};
+use super::state::Manifest;
+
+/// The application id of the `txn` whose version is the manifest revision a log is at.
+pub const APP_ID: &str = "tracelake";
+
+/// How many times a sync reads a log again after another writer took its next version.
+const SYNC_ATTEMPTS: usize = 20;
+
+/// Files whose size is read at once when a sync adds many (a lake's first sync).
+const HEADS: usize = 16;
+
+/// Brings the logs of the tables whose files differ between `before` and `after` (the
+/// manifest as committed) in step with `after`.
+pub fn sync_changed(lake: &Lake, before: &Manifest, after: &Manifest) -> Result<(), LakeError> {
+    let changed: Vec<Table> = Table::ALL.into_iter().filter(|t| before.table_files(*t) != after.table_files(*t)).collect();
+    sync(lake, after, &changed, Order::Revision)
+}
+
+/// Brings every table's log in step with `manifest`, making the logs of a new lake.
+pub fn sync_all(lake: &Lake, manifest: &Manifest) -> Result<(), LakeError> {
+    sync(lake, manifest, &Table::ALL, Order::Revision)
+}
+
+/// Brings every table's log in step with a repaired manifest, whatever revision the logs
+/// hold (that of a manifest that was lost, say). Every writer is stopped meanwhile.
+pub fn sync_repaired(lake: &Lake, manifest: &Manifest) -> Result<(), LakeError> {
+    sync(lake, manifest, &Table::ALL, Order::Overrule)
+}
+
+/// Whether a log that holds a later manifest revision is left as it is.
+#[derive(Clone, Copy, PartialEq)]
+enum Order {
+    Revision,
+    Overrule,
+}
+
+fn sync(lake: &Lake, manifest: &Manifest, tables: &[Table], order: Order) -> Result<(), LakeError> {
+    if tables.is_empty() {
+        return Ok(());
+    }
+    block_on(async {
+        for &table in tables {
+            sync_table(lake, manifest, table, order).await?;
+        }
+        Ok(())
+    })
+}
+
+async fn sync_table(lake: &Lake, manifest: &Manifest, table: Table, order: Order) -> Result<(), LakeError> {
+    let error = |source: DeltaTableError| LakeError::Delta { table: table.dir_name(), source: Box::new(source) };
+    if lake.remote().is_none() {
+        let dir = lake.table_dir(table);
+        std::fs::create_dir_all(&dir).map_err(|e| LakeError::io(&dir, e))?;
+    }
+    let log_store = log_store(lake, table)?;
+    let prefix = format!("{}/", table.dir_name());
+    let want: HashSet<&str> = manifest.table_files(table).into_iter().filter_map(|f| f.strip_prefix(prefix.as_str())).collect();
+    let revision = i64::try_from(manifest.revision).unwrap_or(i64::MAX);
+    let key = log_store.root_url().to_string();
+    let mut delta = take_loaded(&key).unwrap_or_else(|| DeltaTable::new(log_store.clone()));
+    for _ in 0..SYNC_ATTEMPTS {
+        let txn = Transaction::new(APP_ID, revision);
+        match delta.load().await {
+            Ok(()) => {}
+            Err(DeltaTableError::NotATable(_)) => {
+                // The table's first version holds the files committed so far.
+                let files = want.iter().map(|f| (*f).to_owned()).collect();
+                let adds = adds(&log_store, files).await.map_err(error)?;
+                match create(&log_store, table, adds, txn).await {
+                    Ok(()) => return Ok(()),
+                    // Another writer made it first: then the log reads now.
+                    Err(e) if lost_the_race(&e) || DeltaTable::new(log_store.clone()).load().await.is_ok() => continue,
+                    Err(e) => return Err(error(e)),
+                }
+            }
+            Err(e) => return Err(error(e)),
+        }
+        let snapshot = delta.snapshot().map_err(error)?;
+        let at = snapshot.transaction_version(log_store.as_ref(), APP_ID).await.map_err(error)?;
+        if order == Order::Revision && at.is_some_and(|v| v > revision) {
+            keep_loaded(key, delta);
+            return Ok(());
+        }
+        let mut have = HashSet::new();
+        let mut removes = Vec::new();
+        for file in snapshot.log_data().iter() {
+            if want.contains(file.path().as_ref()) {
+                have.insert(file.path().into_owned());
+            } else {
+                removes.push(Action::Remove(file.remove_action(true)));
+            }
+        }
+        let added: Vec<String> = want.iter().filter(|f| !have.contains(**f)).map(|f| (*f).to_owned()).collect();
+        if added.is_empty() && removes.is_empty() {
+            keep_loaded(key, delta);
+            return Ok(());
+        }
+        // A commit that replaces files (a full analysis, a repair) overwrites part of the table.
+        let mode = if removes.is_empty() { SaveMode::Append } else { SaveMode::Overwrite };
+        let mut actions = adds(&log_store, added).await.map_err(error)?;
+        actions.extend(removes);
+        let operation = DeltaOperation::Write { mode, partition_by: Some(vec![PARTITION_COLUMN.to_owned()]), predicate: None };
+        // No retry inside delta-rs: after another writer's version, the difference is
+        // worked out again from the log as it now is.
+        let commit = CommitBuilder::from(CommitProperties::default().with_application_transaction(txn))
+            .with_actions(actions)
+            .with_max_retries(0)
+            .build(Some(snapshot), log_store.clone(), operation);
+        match commit.await {
+            Ok(_) => {
+                keep_loaded(key, delta);
+                return Ok(());
+            }
+            Err(e) if lost_the_race(&e) => continue,
+            Err(e) => return Err(error(e)),
+        }
+    }
+    Err(LakeError::Concurrent { lake: lake.location(), run: "commit" })
+}
+
+/// The logs this process has read, by table URL, so that the next sync of a table reads
+/// only the versions since (a `collect` or `export --every` commits several times a second).
+static LOADED: LazyLock<Mutex<HashMap<String, DeltaTable>>> = LazyLock::new(Mutex::default);
+
+fn take_loaded(key: &str) -> Option<DeltaTable> {
+    LOADED.lock().ok()?.remove(key)
+}
+
+fn keep_loaded(key: String, delta: DeltaTable) {
+    if let Ok(mut loaded) = LOADED.lock() {
+        loaded.insert(key, delta);
+    }
+}
+
+/// Whether a commit failed only because another writer took the version it meant to write.
+fn lost_the_race(error: &DeltaTableError) -> bool {
+    matches!(
+        error,
+        DeltaTableError::Transaction { source: TransactionError::VersionAlreadyExists(_) | TransactionError::MaxCommitAttempts(_) }
+    )
+}
+
+/// Makes the table's log: version 0 with the table's columns and `adds`.
+async fn create(log_store: &LogStoreRef, table: Table, adds: Vec<Action>, txn: Transaction) -> Result<(), DeltaTableError> {
+    CreateBuilder::new()
+        .with_log_store(log_store.clone())
+        .with_table_name(table.dir_name())
+        .with_columns(columns(table)?.fields().cloned())
+        .with_partition_columns([PARTITION_COLUMN])
+        .with_actions(adds)
+        .with_commit_properties(CommitProperties::default().with_application_transaction(txn))
+        .await?;
+    Ok(())
+}
+
+/// The Delta columns of a table: those of its files, then the partition column.
+pub fn columns(table: Table) -> Result<StructType, DeltaTableError> {
+    let files: StructType = file_schema(table).as_ref().try_into_kernel()?;
+    let partition = StructField::new(PARTITION_COLUMN, DataType::STRING, false);
+    Ok(StructType::try_new(files.fields().cloned().chain([partition]))?)
+}
+
+/// `add` actions for files of the table (paths relative to it, `date=…/part-….parquet`).
+async fn adds(log_store: &LogStoreRef, files: Vec<String>) -> Result<Vec<Action>, DeltaTableError> {
+    let store = log_store.object_store(None);
+    let heads = files.into_iter().map(move |file| {
+        let store = Arc::clone(&store);
+        async move {
+            let meta = store.head(&Path::from(file.as_str())).await?;
+            let date = file.split('/').next().and_then(|d| d.strip_prefix("date=")).map(str::to_owned);
+            Ok::<_, DeltaTableError>(Action::Add(Add {
+                path: file,
+                partition_values: HashMap::from([(PARTITION_COLUMN.to_owned(), date)]),
+                size: i64::try_from(meta.size).unwrap_or(i64::MAX),
+                modification_time: meta.last_modified.timestamp_millis(),
+                data_change: true,
+                ..Default::default()
+            }))
+        }
+    });
+    futures::stream::iter(heads).buffered(HEADS).try_collect().await
+}
+
+/// The log store of a table: on the lake's object store, or on the local file system.
+fn log_store(lake: &Lake, table: Table) -> Result<LogStoreRef, LakeError> {
+    let (root, prefix, url): (Arc<dyn ObjectStore>, Path, Url) = match lake.remote() {
+        Some(remote) => {
+            let url =
+                Url::parse(&remote.table_url(table)).map_err(|e| LakeError::Storage { lake: lake.location(), problem: e.to_string() })?;
+            (remote.store(), remote.key(table.dir_name()), url)
+        }
+        None => {
+            let dir = lake.table_dir(table);
+            let dir = std::path::absolute(&dir).map_err(|e| LakeError::io(&dir, e))?;
+            let bad = |problem: String| LakeError::Storage { lake: lake.location(), problem };
+            let prefix = Path::from_absolute_path(&dir).map_err(|e| bad(e.to_string()))?;
+            let url = Url::from_directory_path(&dir).map_err(|()| bad(format!("{} is not an absolute path", dir.display())))?;
+            (Arc::new(LocalFileSystem::new()), prefix, url)
+        }
+    };
+    let prefixed: Arc<dyn ObjectStore> = Arc::new(PrefixStore::new(Arc::clone(&root), prefix));
+    Ok(default_logstore(prefixed, root, &url, &StorageConfig::default()))
+}
+
+/// The version a table's log is at; `None` when it has none yet.
+pub fn version(lake: &Lake, table: Table) -> Result<Option<u64>, LakeError> {
+    let error = |source: DeltaTableError| LakeError::Delta { table: table.dir_name(), source: Box::new(source) };
+    if lake.remote().is_none() && !lake.table_dir(table).is_dir() {
+        return Ok(None);
+    }
+    let log_store = log_store(lake, table)?;
+    block_on(async {
+        let mut delta = DeltaTable::new(log_store);
+        match delta.load().await {
+            Ok(()) => Ok(delta.version()),
+            Err(DeltaTableError::NotATable(_)) => Ok(None),
+            Err(e) => Err(error(e)),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lake::commit::{begin, commit};
+    use crate::lake::state::AnalysisRecord;
+
+    /// The files of a table's log as a Delta reader sees them, relative to the lake.
+    fn files_in_log(lake: &Lake, table: Table) -> Vec<String> {
+        let log_store = log_store(lake, table).unwrap();
+        block_on(async {
+            let mut delta = DeltaTable::new(log_store);
+            delta.load().await.unwrap();
+            let mut files: Vec<String> =
+                delta.snapshot().unwrap().log_data().iter().map(|f| format!("{}/{}", table.dir_name(), f.path())).collect();
+            files.sort();
+            files
+        })
+    }
+
+    /// A data file of `table` (the log reads only its size).
+    fn data_file(lake: &Lake, table: Table, name: &str) -> String {
+        let relative = format!("{}/date=2026-01-01/{name}", table.dir_name());
+        let path = lake.root().join(&relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, b"PAR1").unwrap();
+        relative
+    }
+
+    fn analysis(files: &[&String]) -> AnalysisRecord {
+        AnalysisRecord { run_id: "r".into(), files: files.iter().map(|f| (*f).clone()).collect(), ..AnalysisRecord::default() }
+    }
+
+    #[test]
+    fn each_commit_brings_the_logs_of_the_tables_it_changed_in_step() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::new(dir.path());
+        begin(&lake).unwrap();
+        assert_eq!(version(&lake, Table::Findings).unwrap(), Some(0), "a new lake's tables have logs");
+        let first = data_file(&lake, Table::Findings, "part-0000000000000001-00001.parquet");
+        commit::<_, LakeError>(&lake, |m| {
+            m.analyses.push(analysis(&[&first]));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(files_in_log(&lake, Table::Findings), vec![first.clone()]);
+        assert_eq!(version(&lake, Table::Events).unwrap(), Some(0), "a table the commit did not change keeps its version");
+
+        let second = data_file(&lake, Table::Findings, "part-0000000000000002-00001.parquet");
+        commit::<_, LakeError>(&lake, |m| {
+            m.analyses = vec![analysis(&[&second])];
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(files_in_log(&lake, Table::Findings), vec![second], "a replaced file is removed from the log");
+        assert_eq!(version(&lake, Table::Findings).unwrap(), Some(2));
+    }
+
+    #[test]
+    fn a_log_is_never_taken_back_to_an_earlier_manifest_revision_but_a_repair_overrules() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::new(dir.path());
+        let file = data_file(&lake, Table::Findings, "part-0000000000000001-00001.parquet");
+        let newer = Manifest { revision: 5, analyses: vec![analysis(&[&file])], ..Manifest::default() };
+        sync_all(&lake, &newer).unwrap();
+        let older = Manifest { revision: 4, ..Manifest::default() };
+        sync_changed(&lake, &newer, &older).unwrap();
+        assert_eq!(files_in_log(&lake, Table::Findings), vec![file], "a writer that synced late changes nothing");
+        sync_repaired(&lake, &older).unwrap();
+        assert!(files_in_log(&lake, Table::Findings).is_empty());
+    }
+
+    #[test]
+    fn a_log_a_killed_process_left_behind_catches_up_at_the_next_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::new(dir.path());
+        begin(&lake).unwrap();
+        let file = data_file(&lake, Table::Findings, "part-0000000000000001-00001.parquet");
+        let mut manifest = Manifest::load(&lake).unwrap();
+        manifest.analyses.push(analysis(&[&file]));
+        manifest.revision += 1;
+        manifest.save(&lake).unwrap(); // and killed before the logs
+        assert!(files_in_log(&lake, Table::Findings).is_empty());
+        begin(&lake).unwrap();
+        assert_eq!(files_in_log(&lake, Table::Findings), vec![file]);
+    }
+
+    #[test]
+    fn every_table_has_delta_columns_with_its_partition_last() {
+        for table in Table::ALL {
+            let columns = columns(table).unwrap();
+            assert_eq!(columns.fields().len(), file_schema(table).fields().len() + 1, "{table:?}");
+            assert_eq!(columns.fields().last().unwrap().name(), PARTITION_COLUMN);
+        }
+    }
+}
