@@ -8,23 +8,31 @@
 //! object storage sync in any order). A process killed between the manifest and the logs
 //! leaves each log at its previous version, whole; the next run's [`sync_all`] catches
 //! up. Local directories and object stores go through the same object_store code.
+//!
+//! A commit reads a log whole (delta-rs's snapshot holds every file of the table) only
+//! when it does not know it: the first time in a process, or after another writer. Then
+//! this process remembers the version it wrote and the revision that version holds, and
+//! its next commit appends the difference between the two manifests as the next version,
+//! written create-if-absent, without reading the log again ([`append`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, LazyLock, Mutex};
 
+use deltalake_core::checkpoints;
 use deltalake_core::kernel::engine::arrow_conversion::TryIntoKernel;
-use deltalake_core::kernel::transaction::{CommitBuilder, CommitProperties, TransactionError};
-use deltalake_core::kernel::{Action, Add, DataType, StructField, StructType, Transaction};
-use deltalake_core::logstore::{LogStoreRef, StorageConfig, default_logstore};
+use deltalake_core::kernel::transaction::{CommitBuilder, CommitData, CommitProperties, TransactionError};
+use deltalake_core::kernel::{Action, Add, DataType, Remove, StructField, StructType, Transaction};
+use deltalake_core::logstore::{CommitOrBytes, LogStoreRef, StorageConfig, default_logstore};
 use deltalake_core::operations::create::CreateBuilder;
 use deltalake_core::protocol::{DeltaOperation, SaveMode};
-use deltalake_core::{DeltaTable, DeltaTableError};
+use deltalake_core::{DeltaTable, DeltaTableError, TableProperty};
 use futures::{StreamExt, TryStreamExt};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::prefix::PrefixStore;
 use object_store::{ObjectStore, ObjectStoreExt};
 use url::Url;
+use uuid::Uuid;
 
 use super::LakeError;
 use super::layout::{Lake, Table};
@@ -38,6 +46,9 @@ pub const APP_ID: &str = "tracelake";
 /// How many times a sync reads a log again after another writer took its next version.
 const SYNC_ATTEMPTS: usize = 20;
 
+/// Versions between checkpoints (Delta's default), which readers start from.
+const CHECKPOINT_INTERVAL: u64 = 100;
+
 /// Files whose size is read at once when a sync adds many (a lake's first sync).
 const HEADS: usize = 16;
 
@@ -45,7 +56,21 @@ const HEADS: usize = 16;
 /// manifest as committed) in step with `after`.
 pub fn sync_changed(lake: &Lake, before: &Manifest, after: &Manifest) -> Result<(), LakeError> {
     let changed: Vec<Table> = Table::ALL.into_iter().filter(|t| before.table_files(*t) != after.table_files(*t)).collect();
-    sync(lake, after, &changed, Order::Revision)
+    if changed.is_empty() {
+        return Ok(());
+    }
+    block_on(async {
+        for table in changed {
+            let log_store = log_store(lake, table)?;
+            let appended = append(&log_store, table, before, after)
+                .await
+                .map_err(|source| LakeError::Delta { table: table.dir_name(), source: Box::new(source) })?;
+            if !appended {
+                sync_table(lake, after, table, Order::Revision).await?;
+            }
+        }
+        Ok(())
+    })
 }
 
 /// Brings every table's log in step with `manifest`, making the logs of a new lake.
@@ -85,11 +110,9 @@ async fn sync_table(lake: &Lake, manifest: &Manifest, table: Table, order: Order
         std::fs::create_dir_all(&dir).map_err(|e| LakeError::io(&dir, e))?;
     }
     let log_store = log_store(lake, table)?;
-    let prefix = format!("{}/", table.dir_name());
-    let want: HashSet<&str> = manifest.table_files(table).into_iter().filter_map(|f| f.strip_prefix(prefix.as_str())).collect();
-    let revision = i64::try_from(manifest.revision).unwrap_or(i64::MAX);
-    let key = log_store.root_url().to_string();
-    let mut delta = take_loaded(&key).unwrap_or_else(|| DeltaTable::new(log_store.clone()));
+    let want = table_relative(manifest, table);
+    let revision = revision_of(manifest);
+    let mut delta = DeltaTable::new(log_store.clone());
     for _ in 0..SYNC_ATTEMPTS {
         let txn = Transaction::new(APP_ID, revision);
         match delta.load().await {
@@ -99,7 +122,10 @@ async fn sync_table(lake: &Lake, manifest: &Manifest, table: Table, order: Order
                 let files = want.iter().map(|f| (*f).to_owned()).collect();
                 let adds = adds(&log_store, files).await.map_err(error)?;
                 match create(&log_store, table, adds, txn).await {
-                    Ok(()) => return Ok(()),
+                    Ok(()) => {
+                        remember(&log_store, Known { version: 0, revision });
+                        return Ok(());
+                    }
                     // Another writer made it first: then the log reads now.
                     Err(e) if lost_the_race(&e) || DeltaTable::new(log_store.clone()).load().await.is_ok() => continue,
                     Err(e) => return Err(error(e)),
@@ -109,8 +135,10 @@ async fn sync_table(lake: &Lake, manifest: &Manifest, table: Table, order: Order
         }
         let snapshot = delta.snapshot().map_err(error)?;
         let at = snapshot.transaction_version(log_store.as_ref(), APP_ID).await.map_err(error)?;
-        if order == Order::Revision && at.is_some_and(|v| v > revision) {
-            keep_loaded(key, delta);
+        if order == Order::Revision
+            && let Some(at) = at.filter(|at| *at > revision)
+        {
+            remember(&log_store, Known { version: snapshot.version(), revision: at });
             return Ok(());
         }
         let mut have = HashSet::new();
@@ -124,14 +152,12 @@ async fn sync_table(lake: &Lake, manifest: &Manifest, table: Table, order: Order
         }
         let added: Vec<String> = want.iter().filter(|f| !have.contains(**f)).map(|f| (*f).to_owned()).collect();
         if added.is_empty() && removes.is_empty() {
-            keep_loaded(key, delta);
+            remember(&log_store, Known { version: snapshot.version(), revision });
             return Ok(());
         }
-        // A commit that replaces files (a full analysis, a repair) overwrites part of the table.
-        let mode = if removes.is_empty() { SaveMode::Append } else { SaveMode::Overwrite };
+        let operation = write_operation(!removes.is_empty());
         let mut actions = adds(&log_store, added).await.map_err(error)?;
         actions.extend(removes);
-        let operation = DeltaOperation::Write { mode, partition_by: Some(vec![PARTITION_COLUMN.to_owned()]), predicate: None };
         // No retry inside delta-rs: after another writer's version, the difference is
         // worked out again from the log as it now is.
         let commit = CommitBuilder::from(CommitProperties::default().with_application_transaction(txn))
@@ -139,8 +165,8 @@ async fn sync_table(lake: &Lake, manifest: &Manifest, table: Table, order: Order
             .with_max_retries(0)
             .build(Some(snapshot), log_store.clone(), operation);
         match commit.await {
-            Ok(_) => {
-                keep_loaded(key, delta);
+            Ok(finalized) => {
+                remember(&log_store, Known { version: finalized.version(), revision });
                 return Ok(());
             }
             Err(e) if lost_the_race(&e) => continue,
@@ -150,18 +176,92 @@ async fn sync_table(lake: &Lake, manifest: &Manifest, table: Table, order: Order
     Err(LakeError::Concurrent { lake: lake.location(), run: "commit" })
 }
 
-/// The logs this process has read, by table URL, so that the next sync of a table reads
-/// only the versions since (a `collect` or `export --every` commits several times a second).
-static LOADED: LazyLock<Mutex<HashMap<String, DeltaTable>>> = LazyLock::new(Mutex::default);
-
-fn take_loaded(key: &str) -> Option<DeltaTable> {
-    LOADED.lock().ok()?.remove(key)
+/// What this process knows of a table's log, by table URL: the version it last read or
+/// wrote, and the manifest revision that version holds.
+#[derive(Clone, Copy)]
+struct Known {
+    version: u64,
+    revision: i64,
 }
 
-fn keep_loaded(key: String, delta: DeltaTable) {
-    if let Ok(mut loaded) = LOADED.lock() {
-        loaded.insert(key, delta);
+static KNOWN: LazyLock<Mutex<HashMap<String, Known>>> = LazyLock::new(Mutex::default);
+
+fn known(log_store: &LogStoreRef) -> Option<Known> {
+    KNOWN.lock().ok()?.get(log_store.root_url().as_str()).copied()
+}
+
+fn remember(log_store: &LogStoreRef, known: Known) {
+    if let Ok(mut all) = KNOWN.lock() {
+        all.insert(log_store.root_url().to_string(), known);
     }
+}
+
+/// Appends the change from `before` to `after` to the table's log as its next version,
+/// when this process wrote the log's last version and that holds `before`'s revision.
+/// Returns `false`, having written nothing, when it does not know the log to be there.
+async fn append(log_store: &LogStoreRef, table: Table, before: &Manifest, after: &Manifest) -> Result<bool, DeltaTableError> {
+    let Some(known) = known(log_store) else { return Ok(false) };
+    let fresh = known.revision == revision_of(before) && revision_of(after) > known.revision;
+    if !fresh || log_store.get_latest_version(known.version).await? != known.version {
+        return Ok(false);
+    }
+    let (old, new) = (table_relative(before, table), table_relative(after, table));
+    let added: Vec<String> = new.difference(&old).map(|f| (*f).to_owned()).collect();
+    let now = chrono::Utc::now().timestamp_millis();
+    let removes = old.difference(&new).map(|f| {
+        Action::Remove(Remove {
+            path: (*f).to_owned(),
+            data_change: true,
+            deletion_timestamp: Some(now),
+            partition_values: Some(partition_values(f)),
+            ..Default::default()
+        })
+    });
+    let mut actions = adds(log_store, added).await?;
+    let replaces = old.difference(&new).next().is_some();
+    actions.extend(removes);
+    let version = known.version + 1;
+    let txn = Transaction::new(APP_ID, revision_of(after));
+    let bytes = CommitData::new(actions, write_operation(replaces), HashMap::new(), vec![txn]).get_bytes()?;
+    match log_store.write_commit_entry(version, CommitOrBytes::LogBytes(bytes), Uuid::new_v4()).await {
+        Ok(()) => {}
+        Err(TransactionError::VersionAlreadyExists(_)) => return Ok(false),
+        Err(e) => return Err(e.into()),
+    }
+    remember(log_store, Known { version, revision: revision_of(after) });
+    if version % CHECKPOINT_INTERVAL == 0 {
+        let mut delta = DeltaTable::new(log_store.clone());
+        delta.load_version(version).await?;
+        checkpoints::create_checkpoint(&delta, None).await?;
+    }
+    Ok(true)
+}
+
+/// A commit's operation as the log records it: one that replaces files (a full analysis,
+/// a repair) overwrites part of the table.
+fn write_operation(replaces: bool) -> DeltaOperation {
+    DeltaOperation::Write {
+        mode: if replaces { SaveMode::Overwrite } else { SaveMode::Append },
+        partition_by: Some(vec![PARTITION_COLUMN.to_owned()]),
+        predicate: None,
+    }
+}
+
+/// The manifest's revision, as a `txn` version.
+fn revision_of(manifest: &Manifest) -> i64 {
+    i64::try_from(manifest.revision).unwrap_or(i64::MAX)
+}
+
+/// The committed files of a table, relative to it (`date=…/part-….parquet`).
+fn table_relative(manifest: &Manifest, table: Table) -> HashSet<&str> {
+    let prefix = format!("{}/", table.dir_name());
+    manifest.table_files(table).into_iter().filter_map(|f| f.strip_prefix(prefix.as_str())).collect()
+}
+
+/// The partition values of a file, from its path.
+fn partition_values(file: &str) -> HashMap<String, Option<String>> {
+    let date = file.split('/').next().and_then(|d| d.strip_prefix("date=")).map(str::to_owned);
+    HashMap::from([(PARTITION_COLUMN.to_owned(), date)])
 }
 
 /// Whether a commit failed only because another writer took the version it meant to write.
@@ -179,6 +279,7 @@ async fn create(log_store: &LogStoreRef, table: Table, adds: Vec<Action>, txn: T
         .with_table_name(table.dir_name())
         .with_columns(columns(table)?.fields().cloned())
         .with_partition_columns([PARTITION_COLUMN])
+        .with_configuration_property(TableProperty::CheckpointInterval, Some(CHECKPOINT_INTERVAL.to_string()))
         .with_actions(adds)
         .with_commit_properties(CommitProperties::default().with_application_transaction(txn))
         .await?;
@@ -199,10 +300,9 @@ async fn adds(log_store: &LogStoreRef, files: Vec<String>) -> Result<Vec<Action>
         let store = Arc::clone(&store);
         async move {
             let meta = store.head(&Path::from(file.as_str())).await?;
-            let date = file.split('/').next().and_then(|d| d.strip_prefix("date=")).map(str::to_owned);
             Ok::<_, DeltaTableError>(Action::Add(Add {
+                partition_values: partition_values(&file),
                 path: file,
-                partition_values: HashMap::from([(PARTITION_COLUMN.to_owned(), date)]),
                 size: i64::try_from(meta.size).unwrap_or(i64::MAX),
                 modification_time: meta.last_modified.timestamp_millis(),
                 data_change: true,
