@@ -409,6 +409,28 @@ mod tests {
     }
 
     #[test]
+    fn a_process_that_appends_version_after_version_writes_the_checkpoints_readers_start_from() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::new(dir.path());
+        begin(&lake).unwrap();
+        let mut files = Vec::new();
+        for n in 1..=CHECKPOINT_INTERVAL {
+            let file = data_file(&lake, Table::Findings, &format!("part-{n:016x}-00001.parquet"));
+            commit::<_, LakeError>(&lake, |m| {
+                m.analyses.push(analysis(&[&file]));
+                Ok(())
+            })
+            .unwrap();
+            files.push(file);
+        }
+        let checkpoint = format!("{CHECKPOINT_INTERVAL:020}.checkpoint.parquet");
+        assert!(lake.table_dir(Table::Findings).join("_delta_log").join(checkpoint).is_file());
+        files.sort();
+        assert_eq!(files_in_log(&lake, Table::Findings), files);
+        assert_eq!(version(&lake, Table::Findings).unwrap(), Some(CHECKPOINT_INTERVAL));
+    }
+
+    #[test]
     fn a_log_is_never_taken_back_to_an_earlier_manifest_revision_but_a_repair_overrules() {
         let dir = tempfile::tempdir().unwrap();
         let lake = Lake::new(dir.path());
