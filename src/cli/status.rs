@@ -36,8 +36,8 @@ pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
         cortex["open"], cortex["threads"], cortex["decisions"]
     );
     let manifest = Manifest::load(&lake)?;
-    let table_sizes = table_sizes(&lake, &manifest)?;
-    let tables: Vec<String> = table_sizes
+    let sizes = table_sizes(&lake, &manifest)?;
+    let tables: Vec<String> = sizes
         .iter()
         .map(|t| {
             let version = t.version.map(|v| format!(" v{v}")).unwrap_or_default();
@@ -45,7 +45,7 @@ pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
         })
         .collect();
     println!("tables:      {}", if tables.is_empty() { "no committed files".to_owned() } else { tables.join(", ") });
-    if table_sizes.iter().any(|t| t.version.is_none()) {
+    if sizes.iter().any(|t| t.version.is_none()) {
         println!("delta:       tables without a Delta log yet; `tracelake upgrade --lake {}` writes them", shell_word(&lake.location()));
     }
     if let Some(export) = &manifest.export {

@@ -35,7 +35,7 @@ use url::Url;
 use uuid::Uuid;
 
 use super::LakeError;
-use super::layout::{Lake, Table};
+use super::layout::{Lake, Table, partition_value};
 use super::remote::block_on;
 use super::schema::{PARTITION_COLUMN, file_schema};
 use super::state::Manifest;
@@ -56,32 +56,18 @@ const HEADS: usize = 16;
 /// manifest as committed) in step with `after`.
 pub fn sync_changed(lake: &Lake, before: &Manifest, after: &Manifest) -> Result<(), LakeError> {
     let changed: Vec<Table> = Table::ALL.into_iter().filter(|t| before.table_files(*t) != after.table_files(*t)).collect();
-    if changed.is_empty() {
-        return Ok(());
-    }
-    block_on(async {
-        for table in changed {
-            let log_store = log_store(lake, table)?;
-            let appended = append(&log_store, table, before, after)
-                .await
-                .map_err(|source| LakeError::Delta { table: table.dir_name(), source: Box::new(source) })?;
-            if !appended {
-                sync_table(lake, after, table, Order::Revision).await?;
-            }
-        }
-        Ok(())
-    })
+    sync(lake, after, &changed, Order::Revision, Some(before))
 }
 
 /// Brings every table's log in step with `manifest`, making the logs of a new lake.
 pub fn sync_all(lake: &Lake, manifest: &Manifest) -> Result<(), LakeError> {
-    sync(lake, manifest, &Table::ALL, Order::Revision)
+    sync(lake, manifest, &Table::ALL, Order::Revision, None)
 }
 
 /// Brings every table's log in step with a repaired manifest, whatever revision the logs
 /// hold (that of a manifest that was lost, say). Every writer is stopped meanwhile.
 pub fn sync_repaired(lake: &Lake, manifest: &Manifest) -> Result<(), LakeError> {
-    sync(lake, manifest, &Table::ALL, Order::Overrule)
+    sync(lake, manifest, &Table::ALL, Order::Overrule, None)
 }
 
 /// Whether a log that holds a later manifest revision is left as it is.
@@ -91,25 +77,32 @@ enum Order {
     Overrule,
 }
 
-fn sync(lake: &Lake, manifest: &Manifest, tables: &[Table], order: Order) -> Result<(), LakeError> {
+/// Brings the logs of `tables` in step with `manifest`; with the manifest it replaced
+/// (`before`), a log this process wrote last is appended to without being read.
+fn sync(lake: &Lake, manifest: &Manifest, tables: &[Table], order: Order, before: Option<&Manifest>) -> Result<(), LakeError> {
     if tables.is_empty() {
         return Ok(());
     }
     block_on(async {
         for &table in tables {
-            sync_table(lake, manifest, table, order).await?;
+            sync_table(lake, manifest, table, order, before).await?;
         }
         Ok(())
     })
 }
 
-async fn sync_table(lake: &Lake, manifest: &Manifest, table: Table, order: Order) -> Result<(), LakeError> {
+async fn sync_table(lake: &Lake, manifest: &Manifest, table: Table, order: Order, before: Option<&Manifest>) -> Result<(), LakeError> {
     let error = |source: DeltaTableError| LakeError::Delta { table: table.dir_name(), source: Box::new(source) };
     if lake.remote().is_none() {
         let dir = lake.table_dir(table);
         std::fs::create_dir_all(&dir).map_err(|e| LakeError::io(&dir, e))?;
     }
     let log_store = log_store(lake, table)?;
+    if let Some(before) = before
+        && append(&log_store, table, before, manifest).await.map_err(error)?
+    {
+        return Ok(());
+    }
     let want = table_relative(manifest, table);
     let revision = revision_of(manifest);
     let mut delta = DeltaTable::new(log_store.clone());
@@ -208,21 +201,24 @@ async fn append(log_store: &LogStoreRef, table: Table, before: &Manifest, after:
     let (old, new) = (table_relative(before, table), table_relative(after, table));
     let added: Vec<String> = new.difference(&old).map(|f| (*f).to_owned()).collect();
     let now = chrono::Utc::now().timestamp_millis();
-    let removes = old.difference(&new).map(|f| {
-        Action::Remove(Remove {
-            path: (*f).to_owned(),
-            data_change: true,
-            deletion_timestamp: Some(now),
-            partition_values: Some(partition_values(f)),
-            ..Default::default()
+    let removes: Vec<Action> = old
+        .difference(&new)
+        .map(|f| {
+            Action::Remove(Remove {
+                path: (*f).to_owned(),
+                data_change: true,
+                deletion_timestamp: Some(now),
+                partition_values: Some(partition_values(f)),
+                ..Default::default()
+            })
         })
-    });
+        .collect();
+    let operation = write_operation(!removes.is_empty());
     let mut actions = adds(log_store, added).await?;
-    let replaces = old.difference(&new).next().is_some();
     actions.extend(removes);
     let version = known.version + 1;
     let txn = Transaction::new(APP_ID, revision_of(after));
-    let bytes = CommitData::new(actions, write_operation(replaces), HashMap::new(), vec![txn]).get_bytes()?;
+    let bytes = CommitData::new(actions, operation, HashMap::new(), vec![txn]).get_bytes()?;
     match log_store.write_commit_entry(version, CommitOrBytes::LogBytes(bytes), Uuid::new_v4()).await {
         Ok(()) => {}
         Err(TransactionError::VersionAlreadyExists(_)) => return Ok(false),
@@ -260,7 +256,7 @@ fn table_relative(manifest: &Manifest, table: Table) -> HashSet<&str> {
 
 /// The partition values of a file, from its path.
 fn partition_values(file: &str) -> HashMap<String, Option<String>> {
-    let date = file.split('/').next().and_then(|d| d.strip_prefix("date=")).map(str::to_owned);
+    let date = file.split('/').next().and_then(partition_value).map(str::to_owned);
     HashMap::from([(PARTITION_COLUMN.to_owned(), date)])
 }
 

@@ -135,9 +135,14 @@ impl Lake {
 
 /// Whether `dir` holds a partition directory (`date=…`).
 fn has_partition(dir: &Path) -> bool {
-    let prefix = format!("{PARTITION_COLUMN}=");
     std::fs::read_dir(dir)
-        .is_ok_and(|entries| entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with(&prefix) && e.path().is_dir()))
+        .is_ok_and(|entries| entries.flatten().any(|e| partition_value(&e.file_name().to_string_lossy()).is_some() && e.path().is_dir()))
+}
+
+/// The value in the name of a partition directory (`2026-01-01` of `date=2026-01-01`);
+/// `None` for any other name (a table's `_delta_log`).
+pub fn partition_value(name: &str) -> Option<&str> {
+    name.strip_prefix(PARTITION_COLUMN)?.strip_prefix('=')
 }
 
 /// A partition value `YYYY-MM-DD`, made only from a timestamp.
@@ -185,6 +190,13 @@ mod tests {
     fn partition_dates_come_from_utc_time() {
         assert_eq!(PartitionDate::from_millis(1_767_225_603_963).as_str(), "2026-01-01");
         assert_eq!(PartitionDate::from_millis(1_767_225_599_999).as_str(), "2025-12-31");
+    }
+
+    #[test]
+    fn only_partition_directories_have_a_partition_value() {
+        assert_eq!(partition_value("date=2026-01-01"), Some("2026-01-01"));
+        assert_eq!(partition_value("_delta_log"), None);
+        assert_eq!(partition_value("dates=2026-01-01"), None);
     }
 
     #[test]

@@ -9,14 +9,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::layout::{Lake, Table};
+use super::layout::{Lake, Table, partition_value};
 use super::remote::{MANIFEST_KEY, ManifestVersion, Remote, block_on};
 use super::risk::RiskFitRecord;
 use super::writer::sync_dir;
 use super::{Damage, LakeError};
 
 const MANIFEST: &str = "manifest.json";
-const PARTITION_PREFIX: &str = "date=";
 
 /// One committed import of a JSONL source.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -295,7 +294,7 @@ pub fn data_files(table_dir: &Path) -> Result<Vec<PathBuf>, LakeError> {
     for partition in partitions {
         let partition = partition.map_err(|e| LakeError::io(table_dir, e))?.path();
         // `_delta_log` holds the table's Delta log, checkpoints in Parquet among it.
-        let is_partition = partition.file_name().is_some_and(|n| n.to_string_lossy().starts_with(PARTITION_PREFIX));
+        let is_partition = partition.file_name().is_some_and(|n| partition_value(&n.to_string_lossy()).is_some());
         if !is_partition || !partition.is_dir() {
             continue;
         }
