@@ -283,6 +283,10 @@ pub struct StorageConfig {
     /// `google_service_account`, `azure_storage_account_name`, …); they win over the
     /// environment.
     pub options: BTreeMap<String, String>,
+    /// Days each table (`events`, `quarantine`, …) keeps its partitions: `tracelake
+    /// vacuum` drops older ones and deletes their files at once. Tables not named keep
+    /// everything.
+    pub retention_days: BTreeMap<String, u32>,
 }
 
 /// The `traceAnalyzer` object as written.

@@ -3,6 +3,7 @@
 mod analyze;
 mod brief;
 mod collect;
+mod compact;
 mod config;
 mod demo;
 mod export;
@@ -23,6 +24,7 @@ mod sql;
 mod status;
 mod time_args;
 mod upgrade;
+mod vacuum;
 mod watch;
 mod worker;
 
@@ -101,6 +103,10 @@ enum Command {
     Generate(generate::GenerateArgs),
     /// Write the Delta logs of a lake made before its tables had them (in place).
     Upgrade(upgrade::UpgradeArgs),
+    /// Merge each partition's small files (from collect and frequent exports) into one.
+    Compact(compact::CompactArgs),
+    /// Delete the files earlier commits replaced, once older than the retention (7 days).
+    Vacuum(vacuum::VacuumArgs),
 }
 
 /// Settings every command shares.
@@ -300,6 +306,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Worker(args) => block_on(worker::run(&ctx, args)),
         Command::Generate(args) => generate::run(args),
         Command::Upgrade(args) => upgrade::run(&ctx, args),
+        Command::Compact(args) => compact::run(&ctx, args),
+        Command::Vacuum(args) => vacuum::run(&ctx, args),
     }
 }
 

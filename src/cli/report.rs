@@ -6,11 +6,13 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
+use tracelake::lake::history::AsOf;
 use tracelake::report::anonymize::anonymize;
 use tracelake::report::json::write_json_pretty;
 use tracelake::report::{html, lake_report};
 
 use super::Ctx;
+use super::time_args::parse_as_of;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -34,6 +36,9 @@ pub struct ReportArgs {
     /// Findings to show at most (most severe first) [default: output.maxFindings].
     #[arg(long, env = "TRACELAKE_MAX_FINDINGS")]
     max_findings: Option<usize>,
+    /// Report on the lake as it was: at a revision (as `status` prints it) or a time.
+    #[arg(long, value_parser = parse_as_of)]
+    as_of: Option<AsOf>,
 }
 
 pub async fn run(ctx: &Ctx, args: ReportArgs) -> anyhow::Result<ExitCode> {
@@ -42,7 +47,7 @@ pub async fn run(ctx: &Ctx, args: ReportArgs) -> anyhow::Result<ExitCode> {
         bail!("the HTML report is a page for a browser: pass --output report.html, or --format markdown to read it here");
     }
     let max = args.max_findings.unwrap_or_else(|| usize::try_from(ctx.config.output.max_findings.max(0)).unwrap_or(usize::MAX));
-    let mut report = lake_report(&lake, &ctx.config, ctx.redactor()?, max).await?;
+    let mut report = lake_report(&lake, &ctx.config, ctx.redactor()?, max, args.as_of).await?;
     if args.anonymize {
         anonymize(&mut report);
     }

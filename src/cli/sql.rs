@@ -9,10 +9,12 @@ use clap::Args;
 use tracelake::engine::files::with_file_tables;
 use tracelake::engine::print::MAX_TABLE_ROWS;
 use tracelake::engine::session::lakeless_session;
-use tracelake::engine::{PrintFormat, PrintOptions, open_session};
+use tracelake::engine::{EngineOptions, PrintFormat, PrintOptions, open_session};
+use tracelake::lake::history::AsOf;
 
 use super::Ctx;
 use super::repl::{Ended, Repl};
+use super::time_args::parse_as_of;
 
 #[derive(Debug, Args)]
 pub struct SqlArgs {
@@ -31,6 +33,10 @@ pub struct SqlArgs {
     /// printed below the table.
     #[arg(long, env = "TRACELAKE_SQL_MAXROWS", default_value_t = MAX_TABLE_ROWS, value_parser = max_rows)]
     maxrows: usize,
+    /// Read the lake as it was: at a revision (as `status` prints it) or a time
+    /// (`2026-11-27T10:00:00Z`, `2026-11-27`, `2h` ago).
+    #[arg(long, value_parser = parse_as_of)]
+    as_of: Option<AsOf>,
 }
 
 /// `inf` or a number of rows (0 for all).
@@ -44,8 +50,11 @@ pub fn max_rows(text: &str) -> Result<usize, String> {
 pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
     // Without a lake, files queried by path are the only tables, as in datafusion-cli.
     let lake = if ctx.lake.is_some() { Some(ctx.existing_lake()?) } else { None };
+    if lake.is_none() && args.as_of.is_some() {
+        anyhow::bail!("--as-of reads a lake as it was: give the lake with --lake DIR or TRACELAKE_LAKE");
+    }
     let session = match &lake {
-        Some(lake) => open_session(lake, ctx.redactor()?, &ctx.engine()?).await?,
+        Some(lake) => open_session(lake, ctx.redactor()?, &EngineOptions { as_of: args.as_of, ..ctx.engine()? }).await?,
         None => lakeless_session(ctx.redactor()?, &ctx.engine()?)?,
     };
     let session = with_file_tables(session)?;

@@ -5,12 +5,14 @@ use std::process::ExitCode;
 use clap::Args;
 use datafusion::prelude::SessionContext;
 use tracelake::config::NatsConfig;
-use tracelake::engine::{open_session, query_json};
+use tracelake::engine::{EngineOptions, open_session, query_json};
 use tracelake::ingest::nats::NatsSource;
-use tracelake::lake::sizes::table_sizes;
+use tracelake::lake::history::{AsOf, tables_as_of};
+use tracelake::lake::sizes::{TableSize, table_sizes, table_sizes_as_of};
 use tracelake::lake::state::Manifest;
 use tracelake::report::text::shell_word;
 
+use super::time_args::parse_as_of;
 use super::{Ctx, human_bytes};
 
 #[derive(Debug, Args)]
@@ -18,11 +20,14 @@ pub struct StatusArgs {
     /// NATS server to compare the export cursor with (default: traceAnalyzer.nats.url).
     #[arg(long, env = "NATS_URL")]
     nats_url: Option<String>,
+    /// Show the lake as it was: at a revision (as this command prints it) or a time.
+    #[arg(long, value_parser = parse_as_of)]
+    as_of: Option<AsOf>,
 }
 
 pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
     let lake = ctx.existing_lake()?;
-    let session = open_session(&lake, ctx.redactor()?, &ctx.engine()?).await?;
+    let session = open_session(&lake, ctx.redactor()?, &EngineOptions { as_of: args.as_of, ..ctx.engine()? }).await?;
     print!("{}", describe(&session).await?);
     let cortex = query_json(
         &session,
@@ -36,15 +41,22 @@ pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
         cortex["open"], cortex["threads"], cortex["decisions"]
     );
     let manifest = Manifest::load(&lake)?;
+    if let Some(as_of) = args.as_of {
+        let sizes = table_sizes_as_of(&lake, &tables_as_of(&lake, as_of)?)?;
+        println!("tables:      {}", tables_line(&sizes));
+        println!("as of:       {as_of}; the lake is now at revision {}", manifest.revision);
+        return Ok(ExitCode::SUCCESS);
+    }
     let sizes = table_sizes(&lake, &manifest)?;
-    let tables: Vec<String> = sizes
-        .iter()
-        .map(|t| {
-            let version = t.version.map(|v| format!(" v{v}")).unwrap_or_default();
-            format!("{}{version} {} file(s) {}", t.table.dir_name(), t.files, human_bytes(t.bytes))
-        })
-        .collect();
-    println!("tables:      {}", if tables.is_empty() { "no committed files".to_owned() } else { tables.join(", ") });
+    println!("tables:      {}", tables_line(&sizes));
+    println!("revision:    {} (sql, report and status read an earlier one with --as-of REVISION|TIME)", manifest.revision);
+    if !manifest.removed.is_empty() {
+        println!(
+            "replaced:    {} file(s) kept for --as-of; `tracelake vacuum --lake {}` deletes those replaced over 7 days ago",
+            manifest.removed.len(),
+            shell_word(&lake.location())
+        );
+    }
     if sizes.iter().any(|t| t.version.is_none()) {
         println!("delta:       tables without a Delta log yet; `tracelake upgrade --lake {}` writes them", shell_word(&lake.location()));
     }
@@ -124,4 +136,16 @@ pub async fn describe(session: &SessionContext) -> anyhow::Result<String> {
         if reasons.is_empty() { String::new() } else { format!(" ({})", reasons.join(", ")) }
     ));
     Ok(out)
+}
+
+/// Each table's version, files and bytes: `events v3 2 file(s) 1.2 MB, …`.
+fn tables_line(sizes: &[TableSize]) -> String {
+    let tables: Vec<String> = sizes
+        .iter()
+        .map(|t| {
+            let version = t.version.map(|v| format!(" v{v}")).unwrap_or_default();
+            format!("{}{version} {} file(s) {}", t.table.dir_name(), t.files, human_bytes(t.bytes))
+        })
+        .collect();
+    if tables.is_empty() { "no committed files".to_owned() } else { tables.join(", ") }
 }

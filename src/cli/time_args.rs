@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use tracelake::ingest::time::{display as ms_display, is_plausible, number_ms};
+use tracelake::lake::history::AsOf;
 
 /// A duration of more than zero (an interval: `--every`, `--window`).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -87,6 +88,21 @@ pub fn parse_time(text: &str) -> Result<i64, String> {
     }
 }
 
+/// A point in the lake's past for `--as-of`: a revision (`12`, as `status` prints it), or
+/// a time as [`parse_time`] reads it.
+pub fn parse_as_of(text: &str) -> Result<AsOf, String> {
+    let text = text.trim();
+    if !text.is_empty() && text.len() < 9 && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text.parse().map(AsOf::Revision).map_err(|e| format!("{text:?}: {e}"));
+    }
+    parse_time(text).map(AsOf::Time).map_err(|e| format!("{e}; or a revision, as `tracelake status` prints it"))
+}
+
+/// A duration that may be zero (`--retain 0s`).
+pub fn parse_span(text: &str) -> Result<Duration, String> {
+    span(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,5 +149,13 @@ mod tests {
         assert!((week - 7 * 86_400_000).abs() < 5_000);
         assert!((Utc::now().timestamp_millis() - parse_time("0s").unwrap()).abs() < 5_000, "0s ago is now");
         assert!(parse_time("99999999999999h").is_err());
+    }
+
+    #[test]
+    fn as_of_takes_a_revision_or_a_time() {
+        assert_eq!(parse_as_of("12"), Ok(AsOf::Revision(12)));
+        assert_eq!(parse_as_of("2026-01-05"), Ok(AsOf::Time(1_767_571_200_000)));
+        assert_eq!(parse_as_of("1767571200"), Ok(AsOf::Time(1_767_571_200_000)), "epoch seconds are a time");
+        assert!(parse_as_of("yesterday").unwrap_err().contains("or a revision, as `tracelake status` prints it"));
     }
 }

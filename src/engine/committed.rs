@@ -29,11 +29,19 @@ pub struct CommittedFiles {
     lake: Lake,
     /// The lake's root as an object path (absolute, canonical).
     root: Path,
+    /// The files of a past version (`--as-of`), read once, instead of the manifest's.
+    pinned: Option<Arc<HashSet<Path>>>,
 }
 
 impl CommittedFiles {
     pub fn new(inner: Arc<dyn ObjectStore>, lake: Lake, root: Path) -> Self {
-        Self { inner, lake, root }
+        Self { inner, lake, root, pinned: None }
+    }
+
+    /// Shows the lake as it was: only `files` (relative to the lake), whatever is committed now.
+    pub fn pinned_to<'a>(self, files: impl IntoIterator<Item = &'a str>) -> Self {
+        let pinned = files.into_iter().map(|f| object_path(&self.root, f)).collect();
+        Self { pinned: Some(Arc::new(pinned)), ..self }
     }
 
     fn in_tables(&self, location: &Path) -> bool {
@@ -44,10 +52,13 @@ impl CommittedFiles {
         location.prefix_match(&self.root).is_some()
     }
 
-    /// The committed files, as object paths.
-    async fn committed(lake: &Lake, root: &Path) -> Result<HashSet<Path>> {
+    /// The committed files (or the pinned ones), as object paths.
+    async fn committed(lake: &Lake, root: &Path, pinned: Option<Arc<HashSet<Path>>>) -> Result<Arc<HashSet<Path>>> {
+        if let Some(pinned) = pinned {
+            return Ok(pinned);
+        }
         let manifest = Manifest::load_async(lake).await.map_err(|e| object_store::Error::Generic { store: "lake", source: Box::new(e) })?;
-        Ok(manifest.committed_files().into_iter().map(|f| f.split('/').fold(root.clone(), |p, part| p.join(part))).collect())
+        Ok(Arc::new(manifest.committed_files().into_iter().map(|f| object_path(root, f)).collect()))
     }
 
     fn read_only(&self, location: &Path) -> Result<()> {
@@ -103,9 +114,9 @@ impl ObjectStore for CommittedFiles {
         if !wants_tables {
             return listed;
         }
-        let (lake, root) = (self.lake.clone(), self.root.clone());
+        let (lake, root, pinned) = (self.lake.clone(), self.root.clone(), self.pinned.clone());
         stream::once(async move {
-            match Self::committed(&lake, &root).await {
+            match Self::committed(&lake, &root, pinned).await {
                 Ok(committed) => listed
                     .filter(move |meta| {
                         let shown = meta.as_ref().map_or(true, |m| !in_tables(&root, &m.location) || committed.contains(&m.location));
@@ -122,7 +133,7 @@ impl ObjectStore for CommittedFiles {
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
         let mut listed = self.inner.list_with_delimiter(prefix).await?;
         if listed.objects.iter().any(|m| self.in_tables(&m.location)) {
-            let committed = Self::committed(&self.lake, &self.root).await?;
+            let committed = Self::committed(&self.lake, &self.root, self.pinned.clone()).await?;
             listed.objects.retain(|m| !self.in_tables(&m.location) || committed.contains(&m.location));
         }
         Ok(listed)
@@ -132,6 +143,11 @@ impl ObjectStore for CommittedFiles {
         self.read_only(to)?;
         self.inner.copy_opts(from, to, options).await
     }
+}
+
+/// The object path of `file`, relative to the lake at `root`.
+fn object_path(root: &Path, file: &str) -> Path {
+    file.split('/').fold(root.clone(), |p, part| p.join(part))
 }
 
 /// Whether `location` is in one of the table directories of the lake at `root`.

@@ -25,6 +25,7 @@ use super::sql::{
     CHAIN_VIEWS, CHAINS, CORTEX, INFERRED_OUTCOMES, RULE_EFFECTIVENESS, SESSION_FACTORS, SESSION_OUTCOMES, SIGNAL_SCORES, SqlParams,
 };
 use super::window_memory::AccountWindowInputs;
+use crate::lake::history::{AsOf, tables_as_of};
 use crate::lake::schema::{PARTITION_COLUMN, file_schema};
 use crate::lake::state::{AnalysisRecord, Manifest};
 use crate::lake::{Lake, Table};
@@ -52,6 +53,8 @@ pub struct EngineOptions {
     pub worker_scan_bytes: usize,
     /// The jobs over whole sessions that plans may send to workers.
     pub session_jobs: Option<Arc<dyn SessionJobDecoder>>,
+    /// Read the lake as it was then (time travel), not as it is.
+    pub as_of: Option<AsOf>,
 }
 
 impl Default for EngineOptions {
@@ -78,6 +81,7 @@ impl EngineOptions {
             workers: Vec::new(),
             worker_scan_bytes: DEFAULT_WORKER_SCAN_BYTES,
             session_jobs: None,
+            as_of: None,
         }
     }
 }
@@ -91,16 +95,14 @@ const DEFAULT_MEMORY_LIMIT_BYTES: usize = 1 << 30;
 /// A session over `lake`: every table of the lake, `runs`, the chain views, all UDFs.
 pub async fn open_session(lake: &Lake, redactor: Redactor, opts: &EngineOptions) -> Result<SessionContext, EngineError> {
     let ctx = new_context(redactor, opts)?;
-    let manifest = match lake.remote() {
+    let (manifest, committed, url) = match lake.remote() {
         Some(remote) => {
             let manifest = Manifest::load_async(lake).await?;
             if !manifest.exists {
                 return Err(EngineError::NoLake(remote.url().into()));
             }
             let committed = CommittedFiles::new(remote.store(), lake.clone(), remote.prefix().clone());
-            let url = ObjectStoreUrl::parse(remote.store_url())?;
-            ctx.register_object_store(url.as_ref(), Arc::new(committed));
-            manifest
+            (manifest, committed, ObjectStoreUrl::parse(remote.store_url())?)
         }
         None => {
             if !lake.root().is_dir() {
@@ -109,11 +111,21 @@ pub async fn open_session(lake: &Lake, redactor: Redactor, opts: &EngineOptions)
             let manifest = Manifest::load(lake)?;
             let root = lake.root().canonicalize()?;
             let root_path = object_store::path::Path::from_absolute_path(&root).map_err(|e| EngineError::LakePath(root.clone(), e))?;
-            let committed = CommittedFiles::new(Arc::new(LocalFileSystem::new()), Lake::new(&root), root_path);
-            ctx.register_object_store(ObjectStoreUrl::local_filesystem().as_ref(), Arc::new(committed));
-            manifest
+            (
+                manifest,
+                CommittedFiles::new(Arc::new(LocalFileSystem::new()), Lake::new(&root), root_path),
+                ObjectStoreUrl::local_filesystem(),
+            )
         }
     };
+    let committed = match opts.as_of {
+        Some(as_of) => {
+            let tables = tables_as_of(lake, as_of)?;
+            committed.pinned_to(tables.iter().flat_map(|t| t.files.iter().map(String::as_str)))
+        }
+        None => committed,
+    };
+    ctx.register_object_store(url.as_ref(), Arc::new(committed));
     for table in Table::ALL {
         register_table(&ctx, lake, table, file_schema(table)).await?;
     }

@@ -233,6 +233,7 @@ impl Decoder {
     ) -> QuarantinedLine {
         let kept = &bytes[..bytes.len().min(QUARANTINE_KEEP_BYTES)];
         let raw = String::from_utf8_lossy(kept);
+        let raw = if (kept.len() as u64) < raw_bytes { without_cut_word(&raw).to_owned() } else { raw.into_owned() };
         QuarantinedLine {
             source: source.to_owned(),
             position,
@@ -243,6 +244,14 @@ impl Decoder {
             quarantined_at: chrono::Utc::now().timestamp_millis(),
         }
     }
+}
+
+/// A text cut off by a size limit without its last word: a secret cut in two is no longer
+/// one that a pattern knows, and its first part must not be kept. A word here is a run of
+/// the characters tokens, keys, URLs and JSON escapes are made of.
+fn without_cut_word(text: &str) -> &str {
+    let text = text.trim_end_matches('\u{fffd}');
+    text.trim_end_matches(|c: char| c.is_alphanumeric() || "_-.:/@+=%~\\".contains(c))
 }
 
 /// The shapes of input other than an OpenClaw event.

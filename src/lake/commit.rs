@@ -159,7 +159,8 @@ impl ManifestLock {
 
 /// Commits: re-reads the manifest under the manifest lock, lets `update` change it, saves
 /// it, brings the Delta logs of the tables it changed in step ([`delta`]), and sweeps the
-/// uncommitted files of writers that are gone (those `update` retired among them).
+/// uncommitted files of writers that are gone. Files `update` dropped stay, as the logs'
+/// earlier versions name them, until `tracelake vacuum`.
 /// Returns what `update` returned; nothing is saved when it fails.
 ///
 /// On object storage there is no lock: the files the new manifest names are uploaded,
@@ -173,6 +174,7 @@ pub fn commit<T, E: From<LakeError>>(lake: &Lake, mut update: impl FnMut(&mut Ma
     let before = Manifest::load(lake)?;
     let mut manifest = before.clone();
     let value = update(&mut manifest)?;
+    manifest.keep_removed(&before);
     manifest.revision += 1;
     manifest.save(lake)?;
     delta::sync_changed(lake, &before, &manifest)?;
@@ -198,6 +200,7 @@ fn commit_remote<T, E: From<LakeError>>(
         let before: HashSet<String> = read.committed_files().into_iter().map(str::to_owned).collect();
         let mut manifest = read.clone();
         let value = update(&mut manifest)?;
+        manifest.keep_removed(&read);
         manifest.revision += 1;
         let staged: Vec<String> = manifest
             .committed_files()

@@ -330,13 +330,42 @@ fn log_store(lake: &Lake, table: Table) -> Result<LogStoreRef, LakeError> {
     Ok(default_logstore(prefixed, root, &url, &StorageConfig::default()))
 }
 
-/// The version a table's log is at; `None` when it has none yet.
-pub fn version(lake: &Lake, table: Table) -> Result<Option<u64>, LakeError> {
-    let error = |source: DeltaTableError| LakeError::Delta { table: table.dir_name(), source: Box::new(source) };
+/// The log store of a table that may have a log: `None` for a local table with no directory.
+pub fn existing_log_store(lake: &Lake, table: Table) -> Result<Option<LogStoreRef>, LakeError> {
     if lake.remote().is_none() && !lake.table_dir(table).is_dir() {
         return Ok(None);
     }
-    let log_store = log_store(lake, table)?;
+    log_store(lake, table).map(Some)
+}
+
+/// The files the tables' logs removed and did not add again, relative to the lake root:
+/// files commits replaced, which no current version names.
+pub fn removed_files(lake: &Lake) -> Result<HashSet<String>, LakeError> {
+    block_on(async {
+        let mut removed = HashSet::new();
+        for table in Table::ALL {
+            let error = |source: DeltaTableError| LakeError::DeltaRead { table: table.dir_name(), source: Box::new(source) };
+            let Some(log_store) = existing_log_store(lake, table)? else { continue };
+            let mut delta = DeltaTable::new(log_store.clone());
+            match delta.load().await {
+                Ok(()) => {}
+                Err(DeltaTableError::NotATable(_)) => continue,
+                Err(e) => return Err(error(e)),
+            }
+            let snapshot = delta.snapshot().map_err(error)?;
+            let mut tombstones = snapshot.all_tombstones(log_store.as_ref());
+            while let Some(tombstone) = tombstones.next().await {
+                removed.insert(format!("{}/{}", table.dir_name(), tombstone.map_err(error)?.path()));
+            }
+        }
+        Ok(removed)
+    })
+}
+
+/// The version a table's log is at; `None` when it has none yet.
+pub fn version(lake: &Lake, table: Table) -> Result<Option<u64>, LakeError> {
+    let error = |source: DeltaTableError| LakeError::Delta { table: table.dir_name(), source: Box::new(source) };
+    let Some(log_store) = existing_log_store(lake, table)? else { return Ok(None) };
     block_on(async {
         let mut delta = DeltaTable::new(log_store);
         match delta.load().await {

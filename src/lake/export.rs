@@ -19,7 +19,7 @@ use super::layout::Lake;
 use super::pipeline::{Chunk, RawEvent, decode_in_order, decode_message};
 use super::state::{ExportRun, ExportState};
 use super::writer::EventSink;
-use super::writers::{RegisteredWriter, retire};
+use super::writers::RegisteredWriter;
 use crate::ingest::lines::Line;
 use crate::ingest::nats::{NatsError, NatsSource, StartAt};
 use crate::ingest::{Decoder, QuarantineReason};
@@ -136,9 +136,8 @@ pub async fn export(
         });
     }
     let cursor = if rebuild || manifest.export.is_none() {
-        // Forget what was exported before; its files go once the manifest says so.
+        // Forget what was exported before; its files are kept for time travel until a vacuum.
         commit::<_, LakeError>(lake, |manifest| {
-            retire(lake, manifest.export.as_ref().map_or(&[][..], |e| e.files.as_slice()))?;
             manifest.export =
                 Some(ExportState { stream: opts.stream.clone(), filter_subjects: opts.filter_subjects.clone(), ..ExportState::default() });
             Ok(())

@@ -20,7 +20,7 @@ use super::layout::Lake;
 use super::pipeline::{Chunk, DecodedEvent, RawEvent, decode_in_order};
 use super::state::{ImportRecord, Manifest};
 use super::writer::EventSink;
-use super::writers::{RegisteredWriter, retire};
+use super::writers::RegisteredWriter;
 use crate::ingest::lines::{BoundedLines, Line};
 use crate::ingest::otel::Assembler;
 use crate::ingest::{Decoder, LineEvents, QuarantineReason};
@@ -197,8 +197,6 @@ pub fn import_source(
         if last_import_of(manifest, record.path.as_deref()) != read_from {
             return Err(LakeError::Concurrent { lake: lake.location(), run: "import" });
         }
-        let replaced: Vec<String> = manifest.imports.iter().filter(|r| r.sha256 == record.sha256).flat_map(|r| r.files.clone()).collect();
-        retire(lake, &replaced)?;
         manifest.imports.retain(|r| r.sha256 != record.sha256);
         manifest.imports.push(record.clone());
         Ok(())

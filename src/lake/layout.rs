@@ -13,7 +13,7 @@ use super::remote::{Remote, SCHEMES, block_on};
 use super::schema::PARTITION_COLUMN;
 
 /// The tables stored as hive-partitioned Parquet under the lake root.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Table {
     Events,
     Quarantine,
@@ -38,6 +38,11 @@ impl Table {
         Table::SessionRisk,
         Table::CortexMessages,
     ];
+
+    /// The table a name (its directory's, as SQL knows it) names.
+    pub fn from_name(name: &str) -> Option<Table> {
+        Table::ALL.into_iter().find(|t| t.dir_name() == name)
+    }
 
     pub fn dir_name(self) -> &'static str {
         match self {

@@ -2,8 +2,10 @@
 
 pub mod collect;
 pub mod commit;
+pub mod compact;
 pub mod delta;
 pub mod export;
+pub mod history;
 pub mod holder;
 pub mod import;
 pub mod layout;
@@ -74,6 +76,14 @@ pub enum LakeError {
         #[source]
         source: Box<deltalake_core::DeltaTableError>,
     },
+    #[error("reading the Delta log of table {table}: {source}")]
+    DeltaRead {
+        table: &'static str,
+        #[source]
+        source: Box<deltalake_core::DeltaTableError>,
+    },
+    #[error("the lake as of {as_of} cannot be read: {problem}")]
+    AsOf { as_of: String, problem: String },
     #[error("reading {source_name}: {error}")]
     Read {
         source_name: String,

@@ -9,7 +9,7 @@ use super::layout::{Lake, PartitionDate, Table, part_file_name};
 use super::schema::{OUTCOMES_SCHEMA, outcomes_batch};
 use super::state::OutcomeImportRecord;
 use super::writer::write_parquet_atomic;
-use super::writers::{RegisteredWriter, retire};
+use super::writers::RegisteredWriter;
 use crate::ingest::outcomes::{BadOutcome, parse_outcomes};
 
 /// What importing a file of outcomes did.
@@ -63,9 +63,6 @@ pub fn import_outcomes(lake: &Lake, source: &str, bytes: &[u8], csv: Option<bool
         files: vec![lake.relative(&file.path)],
     };
     commit::<_, LakeError>(lake, |manifest| {
-        if let Some(previous) = &previous {
-            retire(lake, &previous.files)?;
-        }
         manifest.outcome_imports.retain(|r| r.sha256 != record.sha256);
         manifest.outcome_imports.push(record.clone());
         Ok(())

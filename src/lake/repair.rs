@@ -2,8 +2,8 @@
 //!
 //! Nothing is deleted: files the manifest names but that are gone are dropped from it;
 //! data files that do not read as Parquet are moved to `_state/damaged/`; readable files
-//! no record names (and whose writer is not known to be gone) are adopted, grouped by the
-//! writer that wrote them. Leftovers of writers that are gone are swept as by any writer.
+//! no record names (and whose writer is not known to be gone, and that no commit replaced)
+//! are adopted, grouped by the writer that wrote them. Leftovers of writers that are gone are swept as by any writer.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::{self, File};
@@ -59,6 +59,10 @@ pub fn plan_repair(lake: &Lake) -> Result<(Manifest, RepairPlan), LakeError> {
         ..RepairPlan::default()
     };
     plan.missing.sort();
+    // Files a commit replaced are kept for time travel: never adopted again. The logs know
+    // them also when the manifest is lost.
+    let mut replaced: HashSet<String> = manifest.removed.iter().cloned().collect();
+    replaced.extend(delta::removed_files(lake)?);
     let gone = gone_writer_ids(lake)?;
     for table in Table::ALL {
         for path in data_files(&lake.table_dir(table))? {
@@ -72,6 +76,9 @@ pub fn plan_repair(lake: &Lake) -> Result<(Manifest, RepairPlan), LakeError> {
                 if let Err(e) = read_footer(&path) {
                     plan.unreadable.push((relative, e));
                 }
+                continue;
+            }
+            if replaced.contains(&relative) {
                 continue;
             }
             if table == Table::SessionRisk {
@@ -142,16 +149,8 @@ fn read_file(path: &std::path::Path, table: Table) -> Result<(u64, Option<u64>),
 /// The caller holds every run lock ([`RunLock::all`]), so nothing else changes the manifest.
 pub fn apply_repair(lake: &Lake, mut manifest: Manifest, plan: &RepairPlan, stream: &str, _runs: &RunLock) -> Result<Manifest, LakeError> {
     let missing: HashSet<&str> = plan.missing.iter().chain(plan.unreadable.iter().map(|(f, _)| f)).map(String::as_str).collect();
-    let keep = |files: &mut Vec<String>| files.retain(|f| !missing.contains(f.as_str()));
-    manifest.imports.iter_mut().for_each(|r| keep(&mut r.files));
-    manifest.analyses.iter_mut().for_each(|r| keep(&mut r.files));
-    manifest.outcome_imports.iter_mut().for_each(|r| keep(&mut r.files));
-    if let Some(fit) = manifest.risk_fit.as_mut() {
-        keep(&mut fit.files);
-    }
-    if let Some(export) = manifest.export.as_mut() {
-        keep(&mut export.files);
-    }
+    manifest.drop_files(&missing);
+    manifest.removed.retain(|f| lake.root().join(f).is_file());
 
     let damaged_dir = lake.state_dir().join("damaged");
     for (file, _) in &plan.unreadable {

@@ -8,7 +8,7 @@ use super::commit::{Run, RunLock, commit};
 use super::layout::{Lake, PartitionDate, Table, part_file_name};
 use super::schema::{SESSION_RISK_SCHEMA, session_risk_batch};
 use super::writer::write_parquet_atomic;
-use super::writers::{RegisteredWriter, retire};
+use super::writers::RegisteredWriter;
 
 /// The risk of one session.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -55,9 +55,6 @@ pub fn write_session_risks(lake: &Lake, risks: &[SessionRisk], outcomes: &str, a
         files: vec![lake.relative(&file.path)],
     };
     commit::<_, LakeError>(lake, |manifest| {
-        if let Some(previous) = &manifest.risk_fit {
-            retire(lake, &previous.files)?;
-        }
         manifest.risk_fit = Some(record.clone());
         Ok(())
     })?;

@@ -153,6 +153,11 @@ pub struct Manifest {
     /// The latest `tracelake risk` fit, whose risks `session_risk` holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub risk_fit: Option<RiskFitRecord>,
+    /// Files a later commit replaced (a full analysis, a re-import, a compaction) that
+    /// earlier versions of the tables' Delta logs still name: kept for time travel until
+    /// `tracelake vacuum` deletes them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<String>,
     /// Whether this was read from a file (a new lake has none yet).
     #[serde(skip)]
     pub exists: bool,
@@ -243,6 +248,34 @@ impl Manifest {
     pub fn event_files_by_analysis(&self) -> Option<(Vec<String>, Vec<String>)> {
         let analyzed: HashSet<&str> = self.processing_state.analyzed_event_files.as_ref()?.iter().map(String::as_str).collect();
         Some(self.table_files(Table::Events).into_iter().map(str::to_owned).partition(|f| !analyzed.contains(f.as_str())))
+    }
+
+    /// Drops `files` from every record (and from the events files the analyses have read).
+    pub fn drop_files(&mut self, files: &HashSet<&str>) {
+        let keep = |list: &mut Vec<String>| list.retain(|f| !files.contains(f.as_str()));
+        self.imports.iter_mut().for_each(|r| keep(&mut r.files));
+        self.analyses.iter_mut().for_each(|r| keep(&mut r.files));
+        self.outcome_imports.iter_mut().for_each(|r| keep(&mut r.files));
+        self.export.iter_mut().for_each(|e| keep(&mut e.files));
+        self.collect.iter_mut().for_each(|c| keep(&mut c.files));
+        self.risk_fit.iter_mut().for_each(|r| keep(&mut r.files));
+        self.processing_state.analyzed_event_files.iter_mut().for_each(keep);
+    }
+
+    /// Lists the files `before` committed that this manifest no longer names as removed.
+    pub fn keep_removed(&mut self, before: &Manifest) {
+        let now = self.committed_files();
+        let mut gone: Vec<String> = before.committed_files().into_iter().filter(|f| !now.contains(f)).map(str::to_owned).collect();
+        gone.sort_unstable();
+        self.removed.extend(gone);
+    }
+
+    /// The data files no writer's leftovers may be taken for: those committed, and those
+    /// replaced but kept for time travel.
+    pub fn kept_files(&self) -> HashSet<&str> {
+        let mut kept = self.committed_files();
+        kept.extend(self.removed.iter().map(String::as_str));
+        kept
     }
 
     /// Every committed data file, relative to the lake root.

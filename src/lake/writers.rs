@@ -2,10 +2,11 @@
 //!
 //! A writer registers a marker, `_state/writers/<id>`, before it writes its first data
 //! file, and holds an exclusive lock on it for as long as it lives. A marker that nobody
-//! holds belongs to a writer that is gone (it crashed, or the files it wrote were replaced
-//! and retired): of its data files, those no manifest names are leftovers, and only those
-//! are ever deleted. A data file without a marker is never deleted: it is damage, for
-//! `tracelake repair` to look at.
+//! holds belongs to a writer that is gone (it crashed, or ended without committing): of
+//! its data files, those the manifest names neither as committed nor as replaced (kept
+//! for time travel until `tracelake vacuum`) are leftovers, and only those are deleted
+//! here. A data file without a marker is never deleted: it is damage, for `tracelake
+//! repair` to look at.
 
 use std::collections::HashSet;
 use std::fs::{self, File};
@@ -57,37 +58,21 @@ impl RegisteredWriter {
     }
 }
 
-/// Marks the writers of `files` (relative paths the manifest is about to drop) as gone,
-/// so that a sweep after the manifest is saved deletes those files.
-pub fn retire(lake: &Lake, files: &[String]) -> Result<(), LakeError> {
-    let ids: HashSet<&str> = files.iter().filter_map(|f| writer_of(f)).collect();
-    if ids.is_empty() {
-        return Ok(());
-    }
-    let dir = writers_dir(lake);
-    fs::create_dir_all(&dir).map_err(|e| LakeError::io(&dir, e))?;
-    for id in ids {
-        let marker = dir.join(id);
-        File::create(&marker).map_err(|e| LakeError::io(&marker, e))?;
-    }
-    sync_dir(&dir)
-}
-
 /// Deletes the data files (and temp files) of writers that are gone and that `manifest`
-/// does not name, then their markers. Returns what was deleted.
+/// does not name (as committed or as kept), then their markers. Returns what was deleted.
 pub fn sweep_uncommitted(lake: &Lake, manifest: &Manifest, _lock: &ManifestLock) -> Result<Vec<PathBuf>, LakeError> {
     let gone = gone_writers(lake)?;
     if gone.is_empty() {
         return Ok(Vec::new());
     }
     let gone_ids: HashSet<&str> = gone.iter().map(|(id, _)| id.as_str()).collect();
-    let committed = manifest.committed_files();
+    let kept = manifest.kept_files();
     let mut removed = Vec::new();
     for table in Table::ALL {
         for path in data_files(&lake.table_dir(table))? {
             let relative = lake.relative(&path);
             let of_gone = writer_of(&relative).is_some_and(|id| gone_ids.contains(id));
-            if of_gone && !committed.contains(relative.as_str()) {
+            if of_gone && !kept.contains(relative.as_str()) {
                 fs::remove_file(&path).map_err(|e| LakeError::io(&path, e))?;
                 removed.push(path);
             }
@@ -164,15 +149,14 @@ mod tests {
     }
 
     #[test]
-    fn a_live_writer_is_not_gone_and_a_retired_one_is() {
+    fn a_live_writer_is_not_gone_and_a_dropped_one_is() {
         let dir = tempfile::tempdir().unwrap();
         let lake = Lake::new(dir.path());
         let writer = RegisteredWriter::start(&lake).unwrap();
         assert!(gone_writers(&lake).unwrap().is_empty(), "a locked marker is a live writer");
-        let file = format!("events/date=2026-01-01/part-{}-00001.parquet", writer.id().as_str());
+        let id = writer.id().as_str().to_owned();
         drop(writer);
         assert_eq!(gone_writers(&lake).unwrap().len(), 1, "a dropped writer is gone");
-        retire(&lake, &[file]).unwrap();
-        assert_eq!(gone_writers(&lake).unwrap().len(), 1, "retiring a gone writer again changes nothing");
+        assert_eq!(writer_of(&format!("events/date=2026-01-01/part-{id}-00001.parquet")), Some(id.as_str()));
     }
 }

@@ -30,7 +30,7 @@ use crate::lake::remote::block_on;
 use crate::lake::schema::{CLASSIFICATIONS_SCHEMA, CORTEX_MESSAGES_SCHEMA, FAILURES_SCHEMA, OUTPUTS_SCHEMA};
 use crate::lake::state::{AnalysisRecord, ProcessingState};
 use crate::lake::writer::{BatchFileWriter, copy_atomic, write_parquet_atomic};
-use crate::lake::writers::{RegisteredWriter, retire};
+use crate::lake::writers::RegisteredWriter;
 use crate::lake::{Lake, LakeError, Table, WriterId};
 use crate::model::finding::{FINDINGS_SCHEMA, findings_batch};
 use crate::model::{Finding, Scope};
@@ -339,8 +339,6 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         }
         let replaced_runs = if opts.full { manifest.analyses.len() } else { 0 };
         if opts.full {
-            let earlier: Vec<String> = manifest.analyses.iter().flat_map(|a| a.files.clone()).collect();
-            retire(lake, &earlier)?;
             manifest.analyses.clear();
         }
         manifest.analyses.push(record.clone());

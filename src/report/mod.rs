@@ -26,6 +26,7 @@ use crate::engine::chains::{
 use crate::engine::sql::SqlParams;
 use crate::engine::{EngineError, EngineOptions, batches_json, open_session, query_json};
 use crate::lake::Lake;
+use crate::lake::history::AsOf;
 use crate::lake::state::Manifest;
 use crate::model::Finding;
 use crate::output::GeneratedOutput;
@@ -99,8 +100,14 @@ const CHAIN_LENGTHS_SQL: &str = "SELECT CASE WHEN n_events <= 2 THEN '2' WHEN n_
 /// Reads the report from the lake: findings (most severe first, at most `max_findings`),
 /// the latest verdict per finding, the latest run's artifacts, rule effectiveness, what
 /// goes with failure when some sessions have an outcome, and each agent's threads.
-pub async fn lake_report(lake: &Lake, config: &Config, redactor: Redactor, max_findings: usize) -> Result<LakeReport, ReportError> {
-    let (mut report, ctx) = findings_report(lake, config, redactor, max_findings).await?;
+pub async fn lake_report(
+    lake: &Lake,
+    config: &Config,
+    redactor: Redactor,
+    max_findings: usize,
+    as_of: Option<AsOf>,
+) -> Result<LakeReport, ReportError> {
+    let (mut report, ctx) = findings_report(lake, config, redactor, max_findings, as_of).await?;
     report.report.factors = factor_section(&ctx).await?;
     report.cortex = agent_cortex(&ctx).await.map_err(DetectError::from)?;
     if let Some(section) = &report.report.factors {
@@ -117,8 +124,9 @@ async fn findings_report(
     config: &Config,
     redactor: Redactor,
     max_findings: usize,
+    as_of: Option<AsOf>,
 ) -> Result<(LakeReport, datafusion::prelude::SessionContext), DetectError> {
-    let engine = EngineOptions::from_config(config)?;
+    let engine = EngineOptions { as_of, ..EngineOptions::from_config(config)? };
     let params = &engine.sql_params;
     let ctx = open_session(lake, redactor, &engine).await?;
     let manifest = Manifest::load(lake)?;

@@ -107,3 +107,91 @@ fn a_lake_made_before_the_delta_logs_is_upgraded_in_place() {
     assert_eq!(crate::common::parquet_files(&dir.path().join("lake")), files_before, "nothing copied");
     assert!(!tracelake_ok(&["status", "--lake", &lake]).contains("without a Delta log"));
 }
+
+fn count_as_of(lake: &str, as_of: &str, table: &str) -> u64 {
+    let out = tracelake_ok(&["sql", "--lake", lake, "--as-of", as_of, "--format", "ndjson", &format!("SELECT count(*) AS n FROM {table}")]);
+    serde_json::from_str::<Value>(out.lines().next().unwrap()).unwrap()["n"].as_u64().unwrap()
+}
+
+fn count(lake: &str, table: &str) -> u64 {
+    sql_rows(lake, &format!("SELECT count(*) AS n FROM {table}"))[0]["n"].as_u64().unwrap()
+}
+
+/// The revision `status` prints.
+fn revision(lake: &str) -> String {
+    let status = tracelake_ok(&["status", "--lake", lake]);
+    let line = status.lines().find(|l| l.starts_with("revision:")).unwrap_or_else(|| panic!("status prints the revision: {status}"));
+    line.split_whitespace().nth(1).unwrap().to_owned()
+}
+
+#[test]
+fn as_of_reads_an_earlier_revision_until_a_vacuum_frees_what_only_it_needed() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake").display().to_string();
+    tracelake_ok(&["import", "--lake", &lake, realworld("tau-retail.events.jsonl").to_str().unwrap()]);
+    tracelake_ok(&["analyze", "--lake", &lake, "--full"]);
+    let (events, findings, earlier) = (count(&lake, "events"), count(&lake, "findings"), revision(&lake));
+    let since = chrono::Utc::now().to_rfc3339();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+
+    tracelake_ok(&["import", "--lake", &lake, realworld("tau-airline.events.jsonl").to_str().unwrap()]);
+    tracelake_ok(&["analyze", "--lake", &lake, "--full"]);
+    assert!(count(&lake, "events") > events && count(&lake, "findings") > findings, "the second import adds rows");
+    assert_eq!(count_as_of(&lake, &earlier, "events"), events, "as of a revision");
+    assert_eq!(count_as_of(&lake, &earlier, "findings"), findings, "the replaced findings are read as they were");
+    assert_eq!(count_as_of(&lake, &since, "events"), events, "as of a time");
+    let status = tracelake_ok(&["status", "--lake", &lake, "--as-of", &earlier]);
+    assert!(status.contains(&format!("as of:       revision {earlier}; the lake is now at revision ")), "{status}");
+    assert!(tracelake_ok(&["status", "--lake", &lake]).contains("replaced:    "), "status counts the files kept for --as-of");
+    let report = tracelake_ok(&["report", "--lake", &lake, "--as-of", &earlier, "--format", "json"]);
+    assert!(!report.is_empty());
+
+    let dry = tracelake_ok(&["vacuum", "--lake", &lake, "--retain", "0s", "--dry-run"]);
+    assert!(dry.contains("would delete findings/date="), "{dry}");
+    assert_eq!(count_as_of(&lake, &earlier, "findings"), findings, "a dry run deletes nothing");
+    assert!(tracelake_ok(&["vacuum", "--lake", &lake]).contains("deleted 0 file(s)"), "nothing is older than a week");
+    tracelake_ok(&["vacuum", "--lake", &lake, "--retain", "0s"]);
+    let out = crate::common::tracelake(&["sql", "--lake", &lake, "--as-of", &earlier, "SELECT count(*) FROM findings"]);
+    let error = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && error.contains("were vacuumed since"), "{error}");
+    assert_same_rows(&lake);
+
+    let compacted = tracelake_ok(&["compact", "--lake", &lake]);
+    assert!(compacted.contains("merged ") || compacted.contains("nothing to compact"), "{compacted}");
+    assert_same_rows(&lake);
+    let out = crate::common::tracelake(&["compact", "--lake", &lake, "--table", "event"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no table \"event\"; the lake's tables are events, "),
+        "a mistyped table is named"
+    );
+}
+
+#[test]
+fn a_table_s_retention_drops_its_old_partitions_and_their_files_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake").display().to_string();
+    tracelake_ok(&["import", "--lake", &lake, realworld("tau-retail.events.jsonl").to_str().unwrap()]);
+    tracelake_ok(&["analyze", "--lake", &lake]);
+    let (findings, earlier) = (count(&lake, "findings"), revision(&lake));
+    let events_files = crate::common::parquet_files(&dir.path().join("lake").join("events"));
+    assert!(count(&lake, "events") > 0 && findings > 0 && !events_files.is_empty());
+
+    let config = dir.path().join("config.json");
+    std::fs::write(&config, r#"{"storage": {"retentionDays": {"event": 30}}}"#).unwrap();
+    let out = crate::common::tracelake(&["vacuum", "--lake", &lake, "--config", config.to_str().unwrap()]);
+    let error = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && error.contains("storage.retentionDays: no table \"event\""), "{error}");
+
+    std::fs::write(&config, r#"{"storage": {"retentionDays": {"events": 30}}}"#).unwrap();
+    let out = tracelake_ok(&["vacuum", "--lake", &lake, "--config", config.to_str().unwrap()]);
+    assert!(
+        out.contains(&format!("deleted {} file(s) of partitions older than storage.retentionDays (events 30 days)", events_files.len())),
+        "{out}"
+    );
+    assert_eq!(count(&lake, "events"), 0, "the traces of January are past 30 days");
+    assert!(events_files.iter().all(|f| !f.exists()), "their files are deleted at once");
+    assert_eq!(count(&lake, "findings"), findings, "tables without a retention keep everything");
+    let out = crate::common::tracelake(&["sql", "--lake", &lake, "--as-of", &earlier, "SELECT count(*) FROM events"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("were vacuumed since"), "the past is not read in part");
+    assert_same_rows(&lake);
+}

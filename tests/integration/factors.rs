@@ -172,8 +172,9 @@ fn risk_writes_each_sessions_risk_into_the_lake_and_a_new_fit_replaces_it() {
 
     tracelake_ok(&["risk", "--lake", &lake]);
     assert_eq!(crate::common::sql_rows(&lake, stored), vec![expected], "a second fit replaces the first");
+    tracelake_ok(&["vacuum", "--lake", &lake, "--retain", "0s"]);
     let files = crate::common::parquet_files(&std::path::Path::new(&lake).join("session_risk"));
-    assert_eq!(files.len(), 1, "the first fit's file is swept: {files:?}");
+    assert_eq!(files.len(), 1, "the first fit's file is vacuumed: {files:?}");
 }
 
 /// The model weighs the factors of the user's factor files too.

@@ -280,8 +280,11 @@ fn reimporting_the_same_content_is_skipped_unless_forced() {
 
     let forced = tracelake_ok(&["import", "--lake", &lake, "--force", retail.to_str().unwrap()]);
     assert!(forced.contains("3160 events"), "{forced}");
-    assert_eq!(parquet_rows(&dir.path().join("lake/events")), 3160, "a forced import replaces, never duplicates");
-    assert!(first_files.iter().all(|f| !f.exists()), "the replaced files are gone");
+    assert_eq!(sql_rows(&lake, "SELECT count(*) AS n FROM events")[0]["n"], 3160, "a forced import replaces, never duplicates");
+    assert!(first_files.iter().all(|f| f.exists()), "the replaced files stay for --as-of");
+    tracelake_ok(&["vacuum", "--lake", &lake, "--retain", "0s"]);
+    assert!(first_files.iter().all(|f| !f.exists()), "a vacuum deletes the replaced files");
+    assert_eq!(parquet_rows(&dir.path().join("lake/events")), 3160);
 }
 
 #[test]

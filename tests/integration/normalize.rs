@@ -324,3 +324,34 @@ fn quarantined_raw_text_is_redacted() {
     assert!(!line.raw.contains("sk-abcdefghijklmnopqrstuvwxyz"), "{}", line.raw);
     assert!(line.raw.contains("[REDACTED_API_KEY]"));
 }
+
+/// A line over the size limit is kept cut off; a secret the cut splits in two is no longer
+/// one the redactor knows, so its first part must not be kept either, wherever the cut.
+#[test]
+fn a_secret_cut_by_the_size_limit_leaves_nothing_of_itself_in_quarantine() {
+    let d = decoder();
+    // Each secret, and how much of its start is no secret (a scheme, a name, a header).
+    let secrets = [
+        (format!("ghp_GhpTokenVALUE{}", "a".repeat(30)), 4),
+        ("sk_live_StripeSecretVALUE0123456789".to_owned(), 8),
+        ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJKd3RTZWNyZXRWQUxVRSJ9.JwtSignatureVALUE0123456789abc".to_owned(), 0),
+        ("Bearer BearerSecretVALUE0123456789abc".to_owned(), 7),
+        ("postgres://admin:UrlPassVALUE42@db.example.org/x".to_owned(), 17),
+        ("xoxb-1234-SlackTokenVALUE-abcdef".to_owned(), 5),
+        ("AIzaGoogleKeyVALUE0123456789abcdefghijklm".to_owned(), 4),
+        ("PASSWORD=EnvPassVALUE42".to_owned(), 9),
+        ("-----BEGIN RSA PRIVATE KEY-----\\nMIIEpemBodyVALUE0123456789\\n-----END RSA PRIVATE KEY-----".to_owned(), 33),
+    ];
+    for (secret, public) in &secrets {
+        let line = format!("{{\"ts\": 1767607203000, \"type\": \"msg.in\", \"payload\": {{\"content\": \"see {secret} now\"}}}}");
+        let at = line.find(secret.as_str()).unwrap();
+        for cut in (public + 1).max(6)..secret.len() {
+            let prefix = line.as_bytes()[..at + cut].to_vec();
+            let q = d.decode_line(Line::TooLong { prefix, len: line.len() as u64 }, "f.jsonl", 1).expect_err("quarantined");
+            assert_eq!(q.reason, QuarantineReason::TooLarge);
+            let part = &secret[..cut];
+            assert!(!q.raw.contains(part), "{secret} cut after {cut} bytes is kept: {}", q.raw);
+            assert!(q.raw.starts_with("{\"ts\": 1767607203000, \"type\": \"msg.in\""), "the rest is kept: {}", q.raw);
+        }
+    }
+}
