@@ -338,24 +338,33 @@ pub fn existing_log_store(lake: &Lake, table: Table) -> Result<Option<LogStoreRe
     log_store(lake, table).map(Some)
 }
 
+/// A table's log loaded at its latest version; `None` when the table has none.
+pub async fn load(lake: &Lake, table: Table) -> Result<Option<DeltaTable>, LakeError> {
+    let Some(log_store) = existing_log_store(lake, table)? else { return Ok(None) };
+    let mut delta = DeltaTable::new(log_store);
+    match delta.load().await {
+        Ok(()) => Ok(Some(delta)),
+        Err(DeltaTableError::NotATable(_)) => Ok(None),
+        Err(e) => Err(read_error(table, e)),
+    }
+}
+
+/// An error reading a table's log.
+pub fn read_error(table: Table, source: DeltaTableError) -> LakeError {
+    LakeError::DeltaRead { table: table.dir_name(), source: Box::new(source) }
+}
+
 /// The files the tables' logs removed and did not add again, relative to the lake root:
 /// files commits replaced, which no current version names.
 pub fn removed_files(lake: &Lake) -> Result<HashSet<String>, LakeError> {
     block_on(async {
         let mut removed = HashSet::new();
         for table in Table::ALL {
-            let error = |source: DeltaTableError| LakeError::DeltaRead { table: table.dir_name(), source: Box::new(source) };
-            let Some(log_store) = existing_log_store(lake, table)? else { continue };
-            let mut delta = DeltaTable::new(log_store.clone());
-            match delta.load().await {
-                Ok(()) => {}
-                Err(DeltaTableError::NotATable(_)) => continue,
-                Err(e) => return Err(error(e)),
-            }
-            let snapshot = delta.snapshot().map_err(error)?;
-            let mut tombstones = snapshot.all_tombstones(log_store.as_ref());
+            let Some(delta) = load(lake, table).await? else { continue };
+            let snapshot = delta.snapshot().map_err(|e| read_error(table, e))?;
+            let mut tombstones = snapshot.all_tombstones(delta.log_store().as_ref());
             while let Some(tombstone) = tombstones.next().await {
-                removed.insert(format!("{}/{}", table.dir_name(), tombstone.map_err(error)?.path()));
+                removed.insert(format!("{}/{}", table.dir_name(), tombstone.map_err(|e| read_error(table, e))?.path()));
             }
         }
         Ok(removed)
@@ -364,16 +373,7 @@ pub fn removed_files(lake: &Lake) -> Result<HashSet<String>, LakeError> {
 
 /// The version a table's log is at; `None` when it has none yet.
 pub fn version(lake: &Lake, table: Table) -> Result<Option<u64>, LakeError> {
-    let error = |source: DeltaTableError| LakeError::Delta { table: table.dir_name(), source: Box::new(source) };
-    let Some(log_store) = existing_log_store(lake, table)? else { return Ok(None) };
-    block_on(async {
-        let mut delta = DeltaTable::new(log_store);
-        match delta.load().await {
-            Ok(()) => Ok(delta.version()),
-            Err(DeltaTableError::NotATable(_)) => Ok(None),
-            Err(e) => Err(error(e)),
-        }
-    })
+    block_on(async { Ok(load(lake, table).await?.and_then(|delta| delta.version())) })
 }
 
 #[cfg(test)]

@@ -94,7 +94,7 @@ pub fn tables_as_of(lake: &Lake, as_of: AsOf) -> Result<Vec<TableAsOf>, LakeErro
 }
 
 async fn table_as_of(lake: &Lake, table: Table, as_of: AsOf) -> Result<TableAsOf, LakeError> {
-    let error = |source: DeltaTableError| LakeError::DeltaRead { table: table.dir_name(), source: Box::new(source) };
+    let error = |source: DeltaTableError| delta::read_error(table, source);
     let none = TableAsOf { table, version: None, files: Vec::new() };
     let Some(log_store) = delta::existing_log_store(lake, table)? else { return Ok(none) };
     let latest = match log_store.get_latest_version(0).await {
@@ -133,7 +133,7 @@ async fn began(lake: &Lake) -> Result<Option<i64>, LakeError> {
         match log_store.object_store(None).head(&commit).await {
             Ok(meta) => first = Some(first.map_or(meta.last_modified.timestamp_millis(), |f| f.min(meta.last_modified.timestamp_millis()))),
             Err(object_store::Error::NotFound { .. }) => {}
-            Err(e) => return Err(LakeError::DeltaRead { table: table.dir_name(), source: Box::new(e.into()) }),
+            Err(e) => return Err(delta::read_error(table, e.into())),
         }
     }
     Ok(first)
@@ -209,15 +209,9 @@ pub fn vacuum(lake: &Lake, retain: Duration, dry_run: bool) -> Result<VacuumSumm
     let files = block_on(async {
         let mut files = Vec::new();
         for table in Table::ALL {
-            let error = |source: DeltaTableError| LakeError::DeltaRead { table: table.dir_name(), source: Box::new(source) };
-            let Some(log_store) = delta::existing_log_store(lake, table)? else { continue };
-            let mut delta = DeltaTable::new(log_store);
-            match delta.load().await {
-                Ok(()) => {}
-                Err(DeltaTableError::NotATable(_)) => continue,
-                Err(e) => return Err(error(e)),
-            }
-            let (_, metrics) = delta
+            let error = |source: DeltaTableError| delta::read_error(table, source);
+            let Some(log) = delta::load(lake, table).await? else { continue };
+            let (_, metrics) = log
                 .vacuum()
                 .with_mode(VacuumMode::Lite)
                 .with_retention_period(retention)
