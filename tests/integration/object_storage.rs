@@ -77,6 +77,22 @@ fn a_lake_on_s3_imports_queries_analyzes_and_reports_as_a_directory_does() {
     assert_eq!(delta["events"]["rows"].as_i64(), Some(expected.0), "{delta}");
     let finding_keys: Vec<Value> = kept.iter().map(|r| r["finding_id"].clone()).collect();
     assert_eq!(delta["findings"]["keys"].as_array(), Some(&finding_keys));
+
+    // The past on the bucket: a full analysis replaces the findings files, which the
+    // earlier revision still reads until a vacuum deletes them from the store.
+    let revision = status.lines().find_map(|l| l.strip_prefix("revision:")).and_then(|r| r.split_whitespace().next()).unwrap().to_owned();
+    let findings_keys = s3.keys("traces/a/findings/date=");
+    s3.ok(&["analyze", "--lake", &remote, "--full"]);
+    let count_then = "SELECT count(*) AS n FROM findings";
+    let then = s3.ok(&["sql", "--lake", &remote, "--as-of", &revision, "--format", "ndjson", count_then]);
+    let then: Value = serde_json::from_str(then.lines().next().unwrap()).unwrap();
+    assert_eq!(then["n"].as_u64(), Some(kept.len() as u64), "as of the earlier revision");
+    assert!(s3.ok(&["compact", "--lake", &remote]).contains("nothing to compact"), "one file per partition and owner already");
+    s3.ok(&["vacuum", "--lake", &remote, "--retain", "0s"]);
+    assert!(findings_keys.iter().all(|k| !s3.keys("traces/a/findings/date=").contains(k)), "the replaced files are deleted from the store");
+    let gone = s3.run(&["sql", "--lake", &remote, "--as-of", &revision, count_then]);
+    assert!(String::from_utf8_lossy(&gone.stderr).contains("were vacuumed since"), "{gone:?}");
+    assert_eq!(s3.sql_rows(&remote, stored).len(), kept.len(), "the lake keeps its findings");
 }
 
 #[test]
