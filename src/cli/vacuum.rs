@@ -31,15 +31,13 @@ pub fn run(ctx: &Ctx, args: VacuumArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|(name, days)| table(name).map(|t| (t, *days)).map_err(|e| anyhow::anyhow!("storage.retentionDays: {e}")))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    if !args.dry_run {
-        let expired = expire(&lake, &retention)?;
-        if !expired.is_empty() {
-            let kept: Vec<String> = retention.iter().map(|(t, days)| format!("{} {days} days", t.dir_name())).collect();
-            println!("deleted {} file(s) of partitions older than storage.retentionDays ({})", expired.len(), kept.join(", "));
-        }
+    let verb = if args.dry_run { "would delete" } else { "deleted" };
+    let expired = expire(&lake, &retention, args.dry_run)?;
+    if !expired.is_empty() {
+        let kept: Vec<String> = retention.iter().map(|(t, days)| format!("{} {days} days", t.dir_name())).collect();
+        println!("{verb} {} file(s) of partitions older than storage.retentionDays ({})", expired.len(), kept.join(", "));
     }
     let summary = vacuum(&lake, args.retain, args.dry_run)?;
-    let verb = if summary.dry_run { "would delete" } else { "deleted" };
     for file in &summary.files {
         println!("{verb} {file}");
     }

@@ -235,8 +235,9 @@ pub fn vacuum(lake: &Lake, retain: Duration, dry_run: bool) -> Result<VacuumSumm
 
 /// Drops, as one commit, the partitions of each table older than its retention in days
 /// (whole days before today, UTC), then deletes their files at once: data kept for a
-/// privacy rule's time is not kept longer for time travel. Returns the files deleted.
-pub fn expire(lake: &Lake, retention: &[(Table, u32)]) -> Result<Vec<String>, LakeError> {
+/// privacy rule's time is not kept longer for time travel. Returns the files deleted
+/// (with `dry_run`, those it would delete, changing nothing).
+pub fn expire(lake: &Lake, retention: &[(Table, u32)], dry_run: bool) -> Result<Vec<String>, LakeError> {
     if retention.is_empty() {
         return Ok(Vec::new());
     }
@@ -250,7 +251,7 @@ pub fn expire(lake: &Lake, retention: &[(Table, u32)]) -> Result<Vec<String>, La
         })
         .map(str::to_owned)
         .collect();
-    if expired.is_empty() {
+    if expired.is_empty() || dry_run {
         return Ok(expired);
     }
     let dropped: HashSet<&str> = expired.iter().map(String::as_str).collect();

@@ -183,6 +183,9 @@ fn a_table_s_retention_drops_its_old_partitions_and_their_files_at_once() {
     assert!(!out.status.success() && error.contains("storage.retentionDays: no table \"event\""), "{error}");
 
     std::fs::write(&config, r#"{"storage": {"retentionDays": {"events": 30}}}"#).unwrap();
+    let dry = tracelake_ok(&["vacuum", "--lake", &lake, "--config", config.to_str().unwrap(), "--dry-run"]);
+    assert!(dry.contains(&format!("would delete {} file(s) of partitions older than", events_files.len())), "{dry}");
+    assert!(events_files.iter().all(|f| f.exists()) && count(&lake, "events") > 0, "a dry run changes nothing");
     let out = tracelake_ok(&["vacuum", "--lake", &lake, "--config", config.to_str().unwrap()]);
     assert!(
         out.contains(&format!("deleted {} file(s) of partitions older than storage.retentionDays (events 30 days)", events_files.len())),
