@@ -96,13 +96,17 @@ pub fn compact(lake: &Lake, tables: &[Table]) -> Result<CompactSummary, LakeErro
         summary.rows += written.rows as u64;
         done.push((merge, lake.relative(&written.path)));
     }
-    commit::<_, LakeError>(lake, |manifest| {
+    let all_placed = commit::<_, LakeError>(lake, |manifest| {
+        let mut all = true;
         for (merge, file) in &done {
-            replace(manifest, merge, file);
+            all &= replace(manifest, merge, file);
         }
-        Ok(())
+        Ok(all)
     })?;
-    writer.finish()?;
+    if all_placed {
+        writer.finish()?;
+    }
+    // Else the writer is dropped unfinished: the next sweep deletes the merges left out.
     Ok(summary)
 }
 
@@ -174,8 +178,9 @@ fn owned_files(manifest: &Manifest) -> Vec<(Owner, &Vec<String>)> {
 }
 
 /// Puts `file` in place of the merged files, where the manifest (as another writer may
-/// have changed it since) still names them all; else the merge is left uncommitted.
-fn replace(manifest: &mut Manifest, merge: &Merge, file: &str) {
+/// have changed it since) still names them all; else leaves the merge out. Returns
+/// whether it was put in.
+fn replace(manifest: &mut Manifest, merge: &Merge, file: &str) -> bool {
     let merged: HashSet<&str> = merge.files.iter().map(String::as_str).collect();
     let mut lists: Vec<&mut Vec<String>> = match &merge.owner {
         Owner::Import(sha) => manifest.imports.iter_mut().filter(|r| &r.sha256 == sha).map(|r| &mut r.files).collect(),
@@ -186,9 +191,9 @@ fn replace(manifest: &mut Manifest, merge: &Merge, file: &str) {
     };
     let named = lists.iter().flat_map(|l| l.iter()).filter(|f| merged.contains(f.as_str())).count();
     if named != merged.len() {
-        return;
+        return false;
     }
-    let Some(last) = lists.iter().rposition(|l| l.iter().any(|f| merged.contains(f.as_str()))) else { return };
+    let Some(last) = lists.iter().rposition(|l| l.iter().any(|f| merged.contains(f.as_str()))) else { return false };
     for list in &mut lists {
         list.retain(|f| !merged.contains(f.as_str()));
     }
@@ -199,6 +204,7 @@ fn replace(manifest: &mut Manifest, merge: &Merge, file: &str) {
         analyzed.retain(|f| !merged.contains(f.as_str()));
         analyzed.push(file.to_owned());
     }
+    true
 }
 
 /// The rows of a committed file, in the table's columns as they are now (a column a file
@@ -350,6 +356,19 @@ mod tests {
         let error = tables_as_of(&lake, AsOf::Revision(before.revision)).unwrap_err().to_string();
         assert!(error.contains("40 of its files were vacuumed since"), "{error}");
         assert_eq!(ids(&lake, &Manifest::load(&lake).unwrap().table_files(Table::Events)), old_ids, "the lake keeps its rows");
+    }
+
+    #[test]
+    fn a_merge_of_files_another_commit_replaced_meanwhile_is_left_out() {
+        let files = |names: &[&str]| names.iter().map(|n| format!("events/date=2026-01-05/{n}")).collect::<Vec<_>>();
+        let mut manifest = Manifest::default();
+        manifest.collect.get_or_insert_default().files = files(&["a", "b"]);
+        let stale = Merge { owner: Owner::Collect, table: Table::Events, files: files(&["a", "b", "c"]) };
+        assert!(!replace(&mut manifest, &stale, "events/date=2026-01-05/m"));
+        assert_eq!(manifest.collect.as_ref().unwrap().files, files(&["a", "b"]), "nothing changed");
+        let merge = Merge { owner: Owner::Collect, table: Table::Events, files: files(&["a", "b"]) };
+        assert!(replace(&mut manifest, &merge, "events/date=2026-01-05/m"));
+        assert_eq!(manifest.collect.unwrap().files, files(&["m"]));
     }
 
     #[test]
