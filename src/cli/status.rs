@@ -7,8 +7,8 @@ use datafusion::prelude::SessionContext;
 use tracelake::config::NatsConfig;
 use tracelake::engine::{EngineOptions, open_session, query_json};
 use tracelake::ingest::nats::NatsSource;
-use tracelake::lake::history::{AsOf, tables_as_of};
-use tracelake::lake::sizes::{TableSize, table_sizes, table_sizes_as_of};
+use tracelake::lake::history::{AsOf, table_sizes_as_of, tables_as_of};
+use tracelake::lake::sizes::{TableSize, table_sizes};
 use tracelake::lake::state::Manifest;
 use tracelake::report::text::shell_word;
 

@@ -23,6 +23,7 @@ use super::commit::{begin, commit};
 use super::layout::part_file_name;
 use super::remote::block_on;
 use super::schema::file_schema;
+use super::sizes::stored_files;
 use super::state::Manifest;
 use super::writer::write_parquet_atomic;
 use super::writers::RegisteredWriter;
@@ -114,7 +115,7 @@ pub fn compact(lake: &Lake, tables: &[Table]) -> Result<CompactSummary, LakeErro
 /// most [`MERGE_BYTES`] of them in each.
 fn plan(lake: &Lake, manifest: &Manifest, tables: &[Table]) -> Result<Vec<Merge>, LakeError> {
     let analyzed: HashSet<&str> = manifest.processing_state.analyzed_event_files.iter().flatten().map(String::as_str).collect();
-    let sizes = file_sizes(lake, manifest)?;
+    let sizes = file_sizes(lake)?;
     let mut groups: BTreeMap<Group, Vec<(String, u64)>> = BTreeMap::new();
     for (owner, files) in owned_files(manifest) {
         for file in files {
@@ -147,21 +148,11 @@ fn plan(lake: &Lake, manifest: &Manifest, tables: &[Table]) -> Result<Vec<Merge>
     Ok(merges)
 }
 
-/// The size of every committed file, by path relative to the lake.
-fn file_sizes(lake: &Lake, manifest: &Manifest) -> Result<HashMap<String, u64>, LakeError> {
-    let Some(remote) = lake.remote() else {
-        return manifest
-            .committed_files()
-            .into_iter()
-            .map(|f| {
-                let path = lake.root().join(f);
-                Ok((f.to_owned(), std::fs::metadata(&path).map_err(|e| LakeError::io(&path, e))?.len()))
-            })
-            .collect();
-    };
+/// The size of every data file on the lake's store, by path relative to the lake.
+fn file_sizes(lake: &Lake) -> Result<HashMap<String, u64>, LakeError> {
     let mut sizes = HashMap::new();
     for table in Table::ALL {
-        sizes.extend(block_on(remote.list_sizes(table.dir_name()))?);
+        sizes.extend(stored_files(lake, table)?);
     }
     Ok(sizes)
 }

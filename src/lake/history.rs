@@ -22,6 +22,7 @@ use super::commit::{begin, commit};
 use super::delta::{self, APP_ID};
 use super::layout::partition_value;
 use super::remote::block_on;
+use super::sizes::{TableSize, bytes_of, stored_files};
 use super::state::Manifest;
 use super::{Lake, LakeError, Table};
 
@@ -85,8 +86,11 @@ pub fn tables_as_of(lake: &Lake, as_of: AsOf) -> Result<Vec<TableAsOf>, LakeErro
         }
         Ok::<_, LakeError>(tables)
     })?;
-    let files: Vec<&String> = tables.iter().flat_map(|t| &t.files).collect();
-    let vacuumed = block_on(missing(lake, &files))?;
+    let mut vacuumed = 0;
+    for t in tables.iter().filter(|t| !t.files.is_empty()) {
+        let stored = stored_files(lake, t.table)?;
+        vacuumed += t.files.iter().filter(|f| !stored.contains_key(f.as_str())).count();
+    }
     if vacuumed > 0 {
         return Err(LakeError::AsOf { as_of: as_of.to_string(), problem: format!("{vacuumed} of its files were vacuumed since") });
     }
@@ -122,6 +126,17 @@ async fn table_as_of(lake: &Lake, table: Table, as_of: AsOf) -> Result<TableAsOf
     let mut files: Vec<String> = delta.snapshot().map_err(error)?.log_data().iter().map(|f| format!("{prefix}/{}", f.path())).collect();
     files.sort_unstable();
     Ok(TableAsOf { table, version: delta.version(), files })
+}
+
+/// Every table with files as of a point in the past, as [`super::sizes::table_sizes`]
+/// counts them now.
+pub fn table_sizes_as_of(lake: &Lake, tables: &[TableAsOf]) -> Result<Vec<TableSize>, LakeError> {
+    let mut sizes = Vec::new();
+    for t in tables.iter().filter(|t| !t.files.is_empty()) {
+        let files: HashSet<&str> = t.files.iter().map(String::as_str).collect();
+        sizes.push(TableSize { table: t.table, files: files.len(), bytes: bytes_of(lake, t.table, &files)?, version: t.version });
+    }
+    Ok(sizes)
 }
 
 /// When the first version of any table's log was written, ms since the epoch.
@@ -173,23 +188,6 @@ async fn revision_at(log_store: &LogStoreRef, version: u64) -> Result<Option<u64
         }
     }
     Ok(None)
-}
-
-/// How many of `files` (relative to the lake) are gone.
-async fn missing(lake: &Lake, files: &[&String]) -> Result<usize, LakeError> {
-    let Some(remote) = lake.remote() else {
-        return Ok(files.iter().filter(|f| !lake.root().join(f).is_file()).count());
-    };
-    let store = remote.store();
-    let mut gone = 0;
-    for file in files {
-        match store.head(&remote.key(file)).await {
-            Ok(_) => {}
-            Err(object_store::Error::NotFound { .. }) => gone += 1,
-            Err(e) => return Err(LakeError::Storage { lake: lake.location(), problem: e.to_string() }),
-        }
-    }
-    Ok(gone)
 }
 
 /// What a vacuum deleted (or, dry, would delete).

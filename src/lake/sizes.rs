@@ -1,12 +1,11 @@
 //! How many committed files each table has, how many bytes they take, and the version
 //! of its Delta log.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::delta;
-use super::history::TableAsOf;
 use super::remote::block_on;
-use super::state::Manifest;
+use super::state::{Manifest, data_files};
 use super::{Lake, LakeError, Table};
 
 /// One table's committed files.
@@ -33,23 +32,20 @@ pub fn table_sizes(lake: &Lake, manifest: &Manifest) -> Result<Vec<TableSize>, L
     Ok(sizes)
 }
 
-/// Every table with files as of a point in the past.
-pub fn table_sizes_as_of(lake: &Lake, tables: &[TableAsOf]) -> Result<Vec<TableSize>, LakeError> {
-    let mut sizes = Vec::new();
-    for t in tables.iter().filter(|t| !t.files.is_empty()) {
-        let files: HashSet<&str> = t.files.iter().map(String::as_str).collect();
-        sizes.push(TableSize { table: t.table, files: files.len(), bytes: bytes_of(lake, t.table, &files)?, version: t.version });
-    }
-    Ok(sizes)
+/// The bytes `files` of `table` (relative to the lake) take.
+pub fn bytes_of(lake: &Lake, table: Table, files: &HashSet<&str>) -> Result<u64, LakeError> {
+    Ok(stored_files(lake, table)?.iter().filter(|(path, _)| files.contains(path.as_str())).map(|(_, size)| size).sum())
 }
 
-/// The bytes `files` of `table` (relative to the lake) take.
-fn bytes_of(lake: &Lake, table: Table, files: &HashSet<&str>) -> Result<u64, LakeError> {
-    Ok(match lake.remote() {
-        Some(remote) => {
-            let listed = block_on(remote.list_sizes(table.dir_name()))?;
-            listed.iter().filter(|(path, _)| files.contains(path.as_str())).map(|(_, size)| size).sum()
-        }
-        None => files.iter().map(|f| std::fs::metadata(lake.root().join(f)).map_or(0, |m| m.len())).sum(),
-    })
+/// The size of every data file of `table` on the lake's store, by path relative to the
+/// lake: one listing (of the store, on object storage).
+pub fn stored_files(lake: &Lake, table: Table) -> Result<HashMap<String, u64>, LakeError> {
+    if let Some(remote) = lake.remote() {
+        return Ok(block_on(remote.list_sizes(table.dir_name()))?.into_iter().collect());
+    }
+    // A file renamed or deleted since the listing is not there.
+    Ok(data_files(&lake.table_dir(table))?
+        .into_iter()
+        .filter_map(|path| std::fs::metadata(&path).ok().map(|m| (lake.relative(&path), m.len())))
+        .collect())
 }
