@@ -2,8 +2,9 @@
 //!
 //! Nothing is deleted: files the manifest names but that are gone are dropped from it;
 //! data files that do not read as Parquet are moved to `_state/damaged/`; readable files
-//! no record names (and whose writer is not known to be gone, and that no commit replaced)
-//! are adopted, grouped by the writer that wrote them. Leftovers of writers that are gone are swept as by any writer.
+//! no record names (and whose writer is not known to be gone, and that no commit
+//! replaced) are adopted, grouped by the writer that wrote them. Leftovers of writers that
+//! are gone are swept as by any writer.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::{self, File};

@@ -262,7 +262,7 @@ impl Manifest {
         self.processing_state.analyzed_event_files.iter_mut().for_each(keep);
     }
 
-    /// Lists the files `before` committed that this manifest no longer names as removed.
+    /// Adds to `removed` the files `before` committed that this manifest no longer names.
     pub fn keep_removed(&mut self, before: &Manifest) {
         let now = self.committed_files();
         let mut gone: Vec<String> = before.committed_files().into_iter().filter(|f| !now.contains(f)).map(str::to_owned).collect();
