@@ -68,8 +68,10 @@ GROUP BY e.chain_no, e.end_type;
 
 -- Calls that change state (`is_consequential_tool`: create, update, modify, cancel, delete,
 -- book, pay, transfer, send …, never a read such as get or search, nor a handoff;
--- `toolPatterns.consequential` in the config) that the user did not agree to, with `why`
--- and whether the call `failed` (SIG-UNCONFIRMED-ACTION reports those that took effect,
+-- `toolPatterns.consequential` in the config), each with `why` the user did not agree to
+-- it (NULL when they did), whether the call `failed` and the agent's last message before
+-- it, `agent_message` (what the user agreed to, or should have). `unconfirmed_calls` holds
+-- those the user did not agree to (SIG-UNCONFIRMED-ACTION reports those that took effect,
 -- SIG-UNCONFIRMED-ATTEMPT those that failed). Agreeing is a confirmation ("yes", "that
 -- works", "ja, mach das") since the agent last spoke (or since the chain began, when it
 -- never did); an agent message that only acknowledges a confirmation ("I will proceed
@@ -80,7 +82,7 @@ GROUP BY e.chain_no, e.end_type;
 -- Positions are numbered across chains (chain_no · 2³² + idx), so that one running
 -- maximum over all chains, in chain order, finds the agent's last message and the user's
 -- last confirmation before each event without a window partition per chain.
-CREATE OR REPLACE VIEW unconfirmed_calls AS
+CREATE OR REPLACE VIEW consequential_calls AS
 WITH acting AS (
     SELECT chain_no FROM chain_events WHERE type = 'tool.call' AND is_consequential_tool(tool_name) GROUP BY chain_no
 ),
@@ -111,7 +113,7 @@ actions AS (
     FROM marked
     WHERE type = 'tool.call' AND is_consequential_tool(tool_name)
 ),
-unconfirmed AS (
+judged AS (
     SELECT *,
         CASE
             WHEN coalesce(user_confirmed_at, -1) < turn_at THEN 'before the user agreed'
@@ -122,6 +124,8 @@ unconfirmed AS (
 SELECT u.chain_id, u.chain_no, u.agent, u.session, u.idx, u.id, u.ts, u.tool_name, u.tool_params, u.next_tool_error,
     u.call_failed AS failed, u.why,
     coalesce(p.idx, u.idx) AS start_idx, coalesce(p.id, u.id) AS start_event_id, p.content AS agent_message
-FROM unconfirmed u
-LEFT JOIN chain_events p ON p.chain_no = u.chain_no AND p.idx = u.agent_spoke_at - (u.pos - u.idx)
-WHERE u.why IS NOT NULL;
+FROM judged u
+LEFT JOIN chain_events p ON p.chain_no = u.chain_no AND p.idx = u.agent_spoke_at - (u.pos - u.idx);
+
+CREATE OR REPLACE VIEW unconfirmed_calls AS
+SELECT * FROM consequential_calls WHERE why IS NOT NULL;

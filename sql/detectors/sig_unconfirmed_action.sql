@@ -1,7 +1,7 @@
 -- signal: SIG-UNCONFIRMED-ACTION
 -- severity: high
 -- SIG-UNCONFIRMED-ACTION: a call that changed state (it did not fail) that the user did
--- not agree to, or the same call made again after it took effect (`unconfirmed_calls` in
+-- not agree to, or the same call made again after it took effect (`consequential_calls` in
 -- sql/chain_views.sql says what agreeing is). A call that failed changed nothing: it is
 -- SIG-UNCONFIRMED-ATTEMPT's.
 SELECT
@@ -10,5 +10,5 @@ SELECT
     'Action without user confirmation: ' || coalesce(tool_name, '?') || ' changed state ' || why AS summary,
     json_object('toolName', tool_name, 'params', tool_params, 'agentMessage', substr(agent_message, 1, 300)) AS evidence,
     CAST(NULL AS VARCHAR) AS fingerprint
-FROM unconfirmed_calls
-WHERE NOT failed
+FROM consequential_calls
+WHERE why IS NOT NULL AND NOT failed

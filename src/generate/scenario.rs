@@ -57,12 +57,13 @@ pub enum Scenario {
     Unanswered,
     ErrorEnding,
     LeftUnfinished,
+    TermsChanged,
     /// A plan talked over: a topic, a decision, a wait, sometimes a closure; no finding.
     Planning,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 17] = [
+    pub const ALL: [Scenario; 18] = [
         Scenario::Clean,
         Scenario::NearMiss,
         Scenario::Correction,
@@ -79,6 +80,7 @@ impl Scenario {
         Scenario::Unanswered,
         Scenario::ErrorEnding,
         Scenario::LeftUnfinished,
+        Scenario::TermsChanged,
         Scenario::Planning,
     ];
     /// Relative frequency in generated traffic.
@@ -338,6 +340,28 @@ impl Planner {
                 s.push(Step::User(pick(rng, DEFERRALS)));
                 s.push(Step::Agent("Of course, I will be here.".into()));
                 plan.findings.push(("SIG-LEFT-UNFINISHED", "medium"));
+            }
+            Scenario::TermsChanged => {
+                // The user agrees to a price the agent never checked; the booking is
+                // refused, and the agent comes back with another.
+                let price = 100 + n % 200;
+                s.push(Step::User(format!("Please book me a seat in workshop W{n}.")));
+                s.push(Step::ToolOk {
+                    name: "get_workshop".into(),
+                    params: json!({"workshop": format!("W{n}")}),
+                    result: json!({"workshop": format!("W{n}"), "price": price}),
+                });
+                s.push(Step::Agent(format!("A seat in workshop W{n} costs ${price}. Shall I book it?")));
+                s.push(Step::User(pick(rng, CONFIRMATIONS)));
+                s.push(Step::ToolFail {
+                    name: "book_workshop".into(),
+                    params: json!({"workshop": format!("W{n}"), "amount": price}),
+                    error: format!("payment amount does not add up, total price is {}", price + 25),
+                });
+                s.push(Step::Agent(format!("With the booking fee the seat costs ${}. Shall I book it at that price?", price + 25)));
+                s.push(Step::User("No, thanks.".into()));
+                plan.findings.push(("SIG-TERMS-CHANGED", "medium"));
+                plan.findings.push(("SIG-TOOL-FAIL", "low"));
             }
             Scenario::Planning => {
                 let topic = pick(rng, TOPICS);

@@ -105,7 +105,7 @@ pub struct Signal {
 }
 
 /// The built-in detectors: the seven of spec §7 in its order, then tracelake's own.
-const BUILTIN_SQL: [&str; 14] = [
+const BUILTIN_SQL: [&str; 15] = [
     include_str!("../../sql/detectors/sig_correction.sql"),
     include_str!("../../sql/detectors/sig_tool_fail.sql"),
     include_str!("../../sql/detectors/sig_doom_loop.sql"),
@@ -118,6 +118,7 @@ const BUILTIN_SQL: [&str; 14] = [
     include_str!("../../sql/detectors/sig_ungrounded_value.sql"),
     include_str!("../../sql/detectors/sig_unstated_action.sql"),
     include_str!("../../sql/detectors/sig_left_unfinished.sql"),
+    include_str!("../../sql/detectors/sig_terms_changed.sql"),
     include_str!("../../sql/detectors/sig_unanswered.sql"),
     include_str!("../../sql/detectors/sig_error_ending.sql"),
 ];
@@ -155,7 +156,7 @@ mod tests {
     #[test]
     fn every_builtin_header_reads() {
         let ids: Vec<&str> = signals().iter().map(|s| s.id.as_str()).collect();
-        assert_eq!(ids.len(), 14);
+        assert_eq!(ids.len(), 15);
         assert_eq!(ids[..2], ["SIG-CORRECTION", "SIG-TOOL-FAIL"]);
         let lake: Vec<&str> = signals().iter().filter(|s| s.scope == Scope::Lake).map(|s| s.id.as_str()).collect();
         assert_eq!(lake, ["SIG-REPEAT-FAIL"]);

@@ -86,6 +86,25 @@ fn every_pack_tells_leaving_for_later_from_a_goodbye() {
     assert_each_pack_tells_apart(Category::Deferral, &DEFERRAL);
 }
 
+/// (language, a sum charged to the user, a refund)
+const CHARGE: [(&str, &str, &str); 10] = [
+    ("en", "The $100 has been charged to your card.", "A refund of $20 is on its way."),
+    ("de", "Die 100 € wurden Ihrer Karte belastet.", "Die 20 € werden Ihnen erstattet."),
+    ("fr", "Les 100 € ont été débités de votre carte.", "Les 20 € vous seront remboursés."),
+    ("es", "Se han cobrado 100 € en su tarjeta.", "Le reembolsaremos 20 €."),
+    ("pt", "Foram cobrados 100 € no seu cartão.", "Os 20 € serão reembolsados."),
+    ("it", "I 100 € sono stati addebitati sulla sua carta.", "I 20 € le saranno rimborsati."),
+    ("zh", "已从您的卡中扣款100美元。", "20美元将退还给您。"),
+    ("ja", "カードに100ドルが請求されました。", "20ドルが返金されます。"),
+    ("ko", "카드로 100달러가 결제되었습니다.", "20달러가 환불됩니다."),
+    ("ru", "С вашей карты списано 100 €.", "Вам вернут 20 €."),
+];
+
+#[test]
+fn every_pack_tells_a_charge_from_a_refund() {
+    assert_each_pack_tells_apart(Category::Charge, &CHARGE);
+}
+
 /// In each row's language pack, the first text is of `category` and the second is not.
 fn assert_each_pack_tells_apart(category: Category, rows: &[(&str, &str, &str)]) {
     for (code, is, is_not) in rows {

@@ -4,8 +4,10 @@
 //! a `PartitionEvaluator` with a `udf()` that names it (`window_function`); [`register_all`]
 //! adds them all to a `SessionContext`, so they work in any DataFusion context.
 
+pub mod amounts;
 pub mod chain_id;
 pub mod chain_position;
+pub mod charges;
 pub mod clip;
 pub mod cortex;
 pub mod cortex_functions;
@@ -31,6 +33,7 @@ pub mod text_category;
 pub mod thread_of;
 pub mod tool_call_since_user;
 pub mod ungrounded_value;
+pub mod unquoted;
 pub mod unrecovered_failure;
 pub mod unstated_action;
 mod values;
@@ -50,7 +53,10 @@ pub use redact::{RedactUdf, Redactor, RedactorError};
 pub fn register_all(ctx: &SessionContext, redactor: Redactor, patterns: Arc<Patterns>) {
     ctx.register_udf(ScalarUDF::from(RedactUdf::new(redactor)));
     ctx.register_udf(ScalarUDF::from(ChainIdUdf::new()));
+    ctx.register_udf(ScalarUDF::from(amounts::AmountsUdf::new()));
+    ctx.register_udf(ScalarUDF::from(charges::ChargesUdf::new(Arc::clone(&patterns))));
     ctx.register_udf(ScalarUDF::from(clip::ClipUdf::new()));
+    ctx.register_udf(ScalarUDF::from(unquoted::UnquotedUdf::new()));
     ctx.register_udf(ScalarUDF::from(fail_fingerprint::FailFingerprintUdf::new()));
     ctx.register_udf(ScalarUDF::from(json_object::JsonObjectUdf::new()));
     ctx.register_udf(ScalarUDF::from(key_hash::KeyHashUdf::new()));

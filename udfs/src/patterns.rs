@@ -49,6 +49,9 @@ pub enum Category {
     Deferral,
     /// A tool's answer that it found nothing ("user not found", "no such order").
     NotFound,
+    /// A sentence saying a sum was or will be charged to the user ("has been charged to
+    /// your card", "will be debited"); a price ("an additional charge of $50") is none.
+    Charge,
     /// Tool names: calls that change nothing (a `think` tool, an echo).
     NoopTool,
     /// Tool names: calls that change state (create, update, cancel, book, pay, send …).
@@ -60,7 +63,7 @@ pub enum Category {
 }
 
 impl Category {
-    pub const ALL: [Category; 22] = [
+    pub const ALL: [Category; 23] = [
         Category::Correction,
         Category::Question,
         Category::ShortNegative,
@@ -79,6 +82,7 @@ impl Category {
         Category::Request,
         Category::Deferral,
         Category::NotFound,
+        Category::Charge,
         Category::NoopTool,
         Category::ConsequentialTool,
         Category::ReadTool,
@@ -119,6 +123,7 @@ impl Category {
             Category::Request => "request",
             Category::Deferral => "deferral",
             Category::NotFound => "not_found",
+            Category::Charge => "charge",
             Category::NoopTool => "noop_tool",
             Category::ConsequentialTool => "consequential_tool",
             Category::ReadTool => "read_tool",

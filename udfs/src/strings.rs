@@ -1,7 +1,9 @@
 //! Reading string arguments of any string type (Utf8, LargeUtf8, Utf8View).
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, StringArray};
-use datafusion::arrow::datatypes::DataType;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, ListBuilder, StringArray, StringBuilder};
+use datafusion::arrow::datatypes::{DataType, Field};
 use datafusion::common::{Result, ScalarValue, exec_err};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs};
 
@@ -23,7 +25,7 @@ pub(crate) fn is_text(t: &DataType) -> bool {
 
 /// The string at `row` of a string array of any string type, `None` when null.
 pub(crate) fn string_at(array: &ArrayRef, row: usize) -> Result<Option<&str>> {
-    if array.is_null(row) {
+    if array.is_null(row) || array.data_type() == &DataType::Null {
         return Ok(None);
     }
     Ok(Some(match array.data_type() {
@@ -53,4 +55,28 @@ pub(crate) fn columnar(out: ArrayRef, scalar: bool) -> Result<ColumnarValue> {
         return Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?));
     }
     Ok(ColumnarValue::Array(out))
+}
+
+/// The type of a list of texts, as [`map_to_text_lists`] makes them.
+pub(crate) fn text_list_type() -> DataType {
+    DataType::List(Arc::new(Field::new_list_field(DataType::Utf8, true)))
+}
+
+/// A UDF result of one list of texts per row: `f` of each text of the first argument, NULL
+/// for NULL.
+pub(crate) fn map_to_text_lists(args: &ScalarFunctionArgs, mut f: impl FnMut(&str) -> Vec<String>) -> Result<ColumnarValue> {
+    let (arrays, rows) = argument_arrays(args)?;
+    let mut out = ListBuilder::new(StringBuilder::new());
+    for row in 0..rows {
+        match string_at(&arrays[0], row)? {
+            Some(text) => {
+                for value in f(text) {
+                    out.values().append_value(value);
+                }
+                out.append(true);
+            }
+            None => out.append(false),
+        }
+    }
+    columnar(Arc::new(out.finish()), all_scalar(&args.args))
 }

@@ -29,7 +29,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use crate::strings::string_at;
-use crate::values::{leaves, words};
+use crate::values::{leaves, sentences, words};
 use crate::window_function::{WindowFunction, boolean_argument, session_keys, starts_session};
 
 /// The `ungrounded_value` window function.
@@ -193,23 +193,6 @@ impl Grounds {
         }
         None
     }
-}
-
-/// Sentences: a text cut after `.`, `!` or `?` before a space (not inside `$269.54`) and
-/// at line ends.
-fn sentences(text: &str) -> impl Iterator<Item = &str> {
-    let bytes = text.as_bytes();
-    let mut start = 0;
-    let mut cuts = Vec::new();
-    for (i, &b) in bytes.iter().enumerate() {
-        let ends = b == b'\n' || (matches!(b, b'.' | b'!' | b'?') && bytes.get(i + 1).is_none_or(u8::is_ascii_whitespace));
-        if ends {
-            cuts.push(&text[start..=i]);
-            start = i + 1;
-        }
-    }
-    cuts.push(&text[start..]);
-    cuts.into_iter().filter(|s| !s.trim().is_empty())
 }
 
 #[derive(Debug)]

@@ -28,3 +28,20 @@ pub(crate) fn leaves(value: &Value, f: &mut impl FnMut(&Value)) {
         other => f(other),
     }
 }
+
+/// Sentences: a text cut after `.`, `!` or `?` before a space (not inside `$269.54`) and
+/// at line ends.
+pub(crate) fn sentences(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    let mut cuts = Vec::new();
+    for (i, &b) in bytes.iter().enumerate() {
+        let ends = b == b'\n' || (matches!(b, b'.' | b'!' | b'?') && bytes.get(i + 1).is_none_or(u8::is_ascii_whitespace));
+        if ends {
+            cuts.push(&text[start..=i]);
+            start = i + 1;
+        }
+    }
+    cuts.push(&text[start..]);
+    cuts.into_iter().filter(|s| !s.trim().is_empty())
+}

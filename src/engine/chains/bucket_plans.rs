@@ -24,9 +24,9 @@ const EVENTS: &str = "analysis_events";
 const CHAIN_EVENTS: &str = "chain_events";
 
 /// The chain views (`sql/chain_views.sql`) that more than one built-in detector reads
-/// (SIG-UNCONFIRMED-ACTION and SIG-UNCONFIRMED-ATTEMPT): kept in memory per bucket, so
-/// that their joins, sorts and windows run once.
-const SHARED_VIEWS: [&str; 1] = ["unconfirmed_calls"];
+/// (SIG-UNCONFIRMED-ACTION, SIG-UNCONFIRMED-ATTEMPT and SIG-TERMS-CHANGED): kept in
+/// memory per bucket, so that their joins, sorts and windows run once.
+const SHARED_VIEWS: [&str; 1] = ["consequential_calls"];
 
 /// Settings of a session that builds chains. The chain windows run in one partition
 /// (buckets of sessions give the parallelism): spreading their sorted rows round-robin
