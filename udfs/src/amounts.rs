@@ -1,6 +1,6 @@
 //! `amounts(text) -> List<Utf8>`: the sums of money a text states, each once, in the order
-//! they first appear, written one way (`$1,047.00` and `USD 1047` are both `$1047`), so
-//! that two texts' amounts compare with `array_except`.
+//! they first appear, written one way (`$1,047.00`, `USD 1.047,00` and `1047 dollars` are
+//! all `$1047`), so that two texts' amounts compare (`array_except`, `unquoted`).
 
 use std::sync::LazyLock;
 
@@ -17,7 +17,7 @@ use crate::strings::{is_text, map_to_text_lists, text_list_type};
 /// it is the 50's), and so are "pounds", as often a weight.
 static AMOUNT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)(?:(?P<sign>[$€£¥])|\b(?P<code>usd|eur|gbp|jpy)\s?)\s?(?P<number>\d+(?:,\d{3})*(?:\.\d+)?)|\b(?P<number_first>\d+(?:,\d{3})*(?:\.\d+)?)\s?(?:(?P<sign_after>[€£¥])|\b(?P<code_after>usd|eur|gbp|jpy|dollars?|euros?|yen)\b)",
+        r"(?i)(?:(?P<sign>[$€£¥])|\b(?P<code>usd|eur|gbp|jpy)\s?)\s?(?P<number>\d+(?:[.,]\d{3})*(?:[.,]\d{1,2})?)|\b(?P<number_first>\d+(?:[.,]\d{3})*(?:[.,]\d{1,2})?)\s?(?:(?P<sign_after>[€£¥])|\b(?P<code_after>usd|eur|gbp|jpy|dollars?|euros?|yen)\b)",
     )
     .expect("valid")
 });
@@ -54,14 +54,15 @@ pub(crate) fn parse_amount(amount: &str) -> Option<(&str, i64)> {
     (value.is_finite() && value < 1e15).then(|| (currency, (value * 100.0).round() as i64))
 }
 
-/// `1,047.00` as `1047`, `54.2` as `54.20`.
+/// `1,047.00` and `1.047,00` as `1047`, `54.2` and `54,20` as `54.20`: a `.` or `,` before
+/// one or two final digits is the decimal point, any other separates thousands.
 fn canonical(number: &str) -> String {
-    let digits = number.replace(',', "");
-    match digits.split_once('.') {
-        Some((whole, fraction)) if fraction.bytes().any(|b| b != b'0') => format!("{whole}.{fraction:0<2}"),
-        Some((whole, _)) => whole.to_owned(),
-        None => digits,
-    }
+    let (whole, fraction) = match number.rfind(['.', ',']) {
+        Some(at) if number.len() - at <= 3 => (&number[..at], &number[at + 1..]),
+        _ => (number, ""),
+    };
+    let whole: String = whole.chars().filter(char::is_ascii_digit).collect();
+    if fraction.bytes().all(|b| b == b'0') { whole } else { format!("{whole}.{fraction:0<2}") }
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -117,6 +118,11 @@ mod tests {
     fn amounts_are_found_however_they_are_written() {
         let text = "The total is $1,047.00: $128 from the gift card, USD 919 on your card (919 dollars), and €54.2, 12 EUR or 13 €.";
         assert_eq!(amounts(text), ["$1047", "$128", "$919", "€54.20", "€12", "€13"]);
+    }
+
+    #[test]
+    fn decimal_commas_and_thousands_points_are_read_as_written() {
+        assert_eq!(amounts("1.047,00 €, EUR 12,50, $1,047 and $3.5"), ["€1047", "€12.50", "$1047", "$3.50"]);
     }
 
     #[test]
