@@ -11,6 +11,7 @@ use regex::Regex;
 
 use crate::docs::doc;
 use crate::strings::{is_text, map_to_text_lists, text_list_type};
+use crate::values::hundredths;
 
 /// A number with a currency before it (`$54.20`, `€ 12`, `USD 1,047`) or after it
 /// (`1047 USD`, `12 €`, `12 euros`). A `$` after a number is left out (in "2 $50 bags"
@@ -24,8 +25,13 @@ static AMOUNT: LazyLock<Regex> = LazyLock::new(|| {
 
 /// The amounts `text` states, written as `$1047` or `€54.20`, each once.
 pub fn amounts(text: &str) -> Vec<String> {
+    amounts_of([text])
+}
+
+/// The amounts `texts` state, each once, in the order they first appear.
+pub(crate) fn amounts_of<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
-    for m in AMOUNT.captures_iter(text) {
+    for m in texts.into_iter().flat_map(|text| AMOUNT.captures_iter(text)) {
         let currency = ["sign", "code", "sign_after", "code_after"].iter().find_map(|name| m.name(name)).map_or("", |c| c.as_str());
         let Some(number) = m.name("number").or(m.name("number_first")) else { continue };
         let amount = format!("{}{}", symbol(currency), canonical(number.as_str()));
@@ -50,8 +56,7 @@ fn symbol(currency: &str) -> &'static str {
 pub(crate) fn parse_amount(amount: &str) -> Option<(&str, i64)> {
     let split = amount.find(|c: char| c.is_ascii_digit())?;
     let (currency, number) = amount.split_at(split);
-    let value: f64 = number.parse().ok()?;
-    (value.is_finite() && value < 1e15).then(|| (currency, (value * 100.0).round() as i64))
+    Some((currency, hundredths(number.parse().ok()?)?))
 }
 
 /// `1,047.00` and `1.047,00` as `1047`, `54.2` and `54,20` as `54.20`: a `.` or `,` before

@@ -10,7 +10,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Result, plan_err};
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
-use crate::amounts::amounts;
+use crate::amounts::amounts_of;
 use crate::docs::doc;
 use crate::patterns::{Category, Patterns};
 use crate::strings::{is_text, map_to_text_lists, text_list_type};
@@ -18,15 +18,7 @@ use crate::values::sentences;
 
 /// The sums of the sentences of `text` that say a sum was charged, each once.
 pub fn charges(patterns: &Patterns, text: &str) -> Vec<String> {
-    let mut found: Vec<String> = Vec::new();
-    for sentence in sentences(text).filter(|s| patterns.is(Category::Charge, s)) {
-        for amount in amounts(sentence) {
-            if !found.contains(&amount) {
-                found.push(amount);
-            }
-        }
-    }
-    found
+    amounts_of(sentences(text).filter(|s| patterns.is(Category::Charge, s)))
 }
 
 #[derive(Debug)]

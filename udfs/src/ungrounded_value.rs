@@ -29,7 +29,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use crate::strings::string_at;
-use crate::values::{leaves, sentences, words};
+use crate::values::{hundredths, leaves, sentences, words};
 use crate::window_function::{WindowFunction, boolean_argument, session_keys, starts_session};
 
 /// The `ungrounded_value` window function.
@@ -69,10 +69,6 @@ const MONTHS: [&str; 12] =
 /// value.
 fn cents(text: &str) -> Option<i64> {
     hundredths(text.replace(',', "").parse().ok()?)
-}
-
-fn hundredths(value: f64) -> Option<i64> {
-    (value.is_finite() && value.abs() < 1e15).then(|| (value * 100.0).round() as i64)
 }
 
 /// What a session has given so far.

@@ -80,10 +80,7 @@ impl ScalarUDFImpl for UnquotedUdf {
             };
             let wanted = amounts.value(row);
             let told = quoted.filter(|q| !q.is_null(row)).map(|q| q.value(row));
-            let told = match &told {
-                Some(values) => texts(values)?,
-                None => Vec::new(),
-            };
+            let told = told.as_ref().map(texts).transpose()?.unwrap_or_default();
             for amount in unquoted(&texts(&wanted)?, &told) {
                 out.values().append_value(amount);
             }

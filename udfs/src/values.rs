@@ -45,3 +45,9 @@ pub(crate) fn sentences(text: &str) -> impl Iterator<Item = &str> {
     cuts.push(&text[start..]);
     cuts.into_iter().filter(|s| !s.trim().is_empty())
 }
+
+/// A number in hundredths (`54.2` is 5420), so that amounts compare exactly; `None` for a
+/// number too large to hold.
+pub(crate) fn hundredths(value: f64) -> Option<i64> {
+    (value.is_finite() && value.abs() < 1e15).then(|| (value * 100.0).round() as i64)
+}
