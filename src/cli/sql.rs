@@ -3,6 +3,7 @@
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
@@ -10,7 +11,7 @@ use tracelake::engine::files::with_file_tables;
 use tracelake::engine::print::MAX_TABLE_ROWS;
 use tracelake::engine::session::lakeless_session;
 use tracelake::engine::{EngineOptions, PrintFormat, PrintOptions, open_session};
-use tracelake::lake::history::AsOf;
+use tracelake::lake::history::{AsOf, lake_as_of};
 
 use super::Ctx;
 use super::repl::{Ended, Repl};
@@ -54,7 +55,10 @@ pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--as-of reads a lake as it was: give the lake with --lake DIR or TRACELAKE_LAKE");
     }
     let session = match &lake {
-        Some(lake) => open_session(lake, ctx.redactor()?, &EngineOptions { as_of: args.as_of, ..ctx.engine()? }).await?,
+        Some(lake) => {
+            let as_of = args.as_of.map(|as_of| lake_as_of(lake, as_of)).transpose()?.map(Arc::new);
+            open_session(lake, ctx.redactor()?, &EngineOptions { as_of, ..ctx.engine()? }).await?
+        }
         None => lakeless_session(ctx.redactor()?, &ctx.engine()?)?,
     };
     let session = with_file_tables(session)?;

@@ -1,13 +1,14 @@
 //! `tracelake status`: what the lake holds.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Args;
 use datafusion::prelude::SessionContext;
 use tracelake::config::NatsConfig;
 use tracelake::engine::{EngineOptions, open_session, query_json};
 use tracelake::ingest::nats::NatsSource;
-use tracelake::lake::history::{AsOf, table_sizes_as_of, tables_as_of};
+use tracelake::lake::history::{AsOf, lake_as_of, table_sizes_as_of};
 use tracelake::lake::sizes::{TableSize, table_sizes};
 use tracelake::lake::state::Manifest;
 use tracelake::report::text::shell_word;
@@ -27,7 +28,8 @@ pub struct StatusArgs {
 
 pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
     let lake = ctx.existing_lake()?;
-    let session = open_session(&lake, ctx.redactor()?, &EngineOptions { as_of: args.as_of, ..ctx.engine()? }).await?;
+    let then = args.as_of.map(|as_of| lake_as_of(&lake, as_of)).transpose()?.map(Arc::new);
+    let session = open_session(&lake, ctx.redactor()?, &EngineOptions { as_of: then.clone(), ..ctx.engine()? }).await?;
     print!("{}", describe(&session).await?);
     let cortex = query_json(
         &session,
@@ -41,10 +43,10 @@ pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
         cortex["open"], cortex["threads"], cortex["decisions"]
     );
     let manifest = Manifest::load(&lake)?;
-    if let Some(as_of) = args.as_of {
-        let sizes = table_sizes_as_of(&lake, &tables_as_of(&lake, as_of)?)?;
+    if let Some(then) = then {
+        let sizes = table_sizes_as_of(&lake, &then.tables)?;
         println!("tables:      {}", tables_line(&sizes));
-        println!("as of:       {as_of}; the lake is now at revision {}", manifest.revision);
+        println!("as of:       {}; the lake is now at revision {}", then.point, manifest.revision);
         return Ok(ExitCode::SUCCESS);
     }
     let sizes = table_sizes(&lake, &manifest)?;

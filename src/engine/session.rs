@@ -25,7 +25,7 @@ use super::sql::{
     CHAIN_VIEWS, CHAINS, CORTEX, INFERRED_OUTCOMES, RULE_EFFECTIVENESS, SESSION_FACTORS, SESSION_OUTCOMES, SIGNAL_SCORES, SqlParams,
 };
 use super::window_memory::AccountWindowInputs;
-use crate::lake::history::{AsOf, tables_as_of};
+use crate::lake::history::LakeAsOf;
 use crate::lake::schema::{PARTITION_COLUMN, file_schema};
 use crate::lake::state::{AnalysisRecord, Manifest};
 use crate::lake::{Lake, Table};
@@ -54,7 +54,7 @@ pub struct EngineOptions {
     /// The jobs over whole sessions that plans may send to workers.
     pub session_jobs: Option<Arc<dyn SessionJobDecoder>>,
     /// Read the lake as it was then (time travel), not as it is.
-    pub as_of: Option<AsOf>,
+    pub as_of: Option<Arc<LakeAsOf>>,
 }
 
 impl Default for EngineOptions {
@@ -118,18 +118,15 @@ pub async fn open_session(lake: &Lake, redactor: Redactor, opts: &EngineOptions)
             )
         }
     };
-    let committed = match opts.as_of {
-        Some(as_of) => {
-            let tables = tables_as_of(lake, as_of)?;
-            committed.pinned_to(tables.iter().flat_map(|t| t.files.iter().map(String::as_str)))
-        }
+    let committed = match &opts.as_of {
+        Some(then) => committed.pinned_to(then.tables.iter().flat_map(|t| t.files.iter().map(String::as_str))),
         None => committed,
     };
     ctx.register_object_store(url.as_ref(), Arc::new(committed));
     for table in Table::ALL {
         register_table(&ctx, lake, table, file_schema(table)).await?;
     }
-    register_runs(&ctx, &manifest.analyses)?;
+    register_runs(&ctx, opts.as_of.as_ref().map_or(&manifest.analyses, |then| &then.analyses))?;
     define_chain_views(&ctx, &opts.sql_params, CortexMessages::Table).await?;
     Ok(ctx)
 }

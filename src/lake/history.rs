@@ -23,7 +23,7 @@ use super::delta::{self, APP_ID};
 use super::layout::partition_value;
 use super::remote::block_on;
 use super::sizes::{TableSize, bytes_of, stored_files};
-use super::state::Manifest;
+use super::state::{AnalysisRecord, Manifest};
 use super::{Lake, LakeError, Table};
 
 /// The directory of a table's Delta log.
@@ -48,6 +48,41 @@ impl fmt::Display for AsOf {
             }
         }
     }
+}
+
+impl AsOf {
+    /// Whether a commit of `revision`, made at `at` (RFC 3339), came at or before this
+    /// point. Revision 0 is one a lake did not record: taken as before every revision.
+    fn includes(self, revision: u64, at: &str) -> bool {
+        match self {
+            AsOf::Revision(r) => revision <= r,
+            AsOf::Time(ms) => chrono::DateTime::parse_from_rfc3339(at).is_ok_and(|t| t.timestamp_millis() <= ms),
+        }
+    }
+}
+
+/// The lake at a point in its past: each table's files then, and the analysis runs
+/// committed by then that no full analysis had replaced yet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LakeAsOf {
+    pub point: AsOf,
+    pub tables: Vec<TableAsOf>,
+    pub analyses: Vec<AnalysisRecord>,
+}
+
+/// The lake as of `as_of`; fails as [`tables_as_of`] does.
+pub fn lake_as_of(lake: &Lake, as_of: AsOf) -> Result<LakeAsOf, LakeError> {
+    let tables = tables_as_of(lake, as_of)?;
+    let manifest = Manifest::load_unchecked(lake)?;
+    let analyses = manifest
+        .replaced_analyses
+        .iter()
+        .chain(&manifest.analyses)
+        .filter(|run| as_of.includes(run.revision, &run.finished_at))
+        .filter(|run| !run.replaced.as_ref().is_some_and(|by| as_of.includes(by.revision, &by.at)))
+        .cloned()
+        .collect();
+    Ok(LakeAsOf { point: as_of, tables, analyses })
 }
 
 /// One table at a point in its past.

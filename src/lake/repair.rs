@@ -197,6 +197,7 @@ pub fn apply_repair(lake: &Lake, mut manifest: Manifest, plan: &RepairPlan, stre
                 finished_at: now.clone(),
                 findings: rows(&analysed, Table::Findings),
                 files: paths(&analysed),
+                ..AnalysisRecord::default()
             });
         }
         let outcomes = of(&[Table::Outcomes]);

@@ -95,6 +95,20 @@ pub struct AnalysisRecord {
     pub finished_at: String,
     pub findings: u64,
     pub files: Vec<String>,
+    /// The revision that committed it; 0 in lakes that predate it.
+    #[serde(default)]
+    pub revision: u64,
+    /// The full analysis that replaced it, for the records in [`Manifest::replaced_analyses`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced: Option<Replacement>,
+}
+
+/// The commit of a full analysis that replaced earlier runs.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Replacement {
+    pub revision: u64,
+    pub at: String,
 }
 
 /// One committed import of a file of session outcomes.
@@ -144,6 +158,10 @@ pub struct Manifest {
     pub export: Option<ExportState>,
     #[serde(default)]
     pub analyses: Vec<AnalysisRecord>,
+    /// The runs full analyses replaced, without their files (those are in `removed`
+    /// until a vacuum): what `runs` held as of an earlier revision.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replaced_analyses: Vec<AnalysisRecord>,
     #[serde(default)]
     pub processing_state: ProcessingState,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -260,6 +278,20 @@ impl Manifest {
         self.collect.iter_mut().for_each(|c| keep(&mut c.files));
         self.risk_fit.iter_mut().for_each(|r| keep(&mut r.files));
         self.processing_state.analyzed_event_files.iter_mut().for_each(keep);
+    }
+
+    /// Moves the analysis runs to [`Self::replaced_analyses`] as replaced by the commit of
+    /// `revision` (a full analysis); their files leave the committed set. Returns how many.
+    pub fn replace_analyses(&mut self, revision: u64) -> usize {
+        let replaced = Replacement { revision, at: chrono::Utc::now().to_rfc3339() };
+        let runs = std::mem::take(&mut self.analyses);
+        let count = runs.len();
+        self.replaced_analyses.extend(runs.into_iter().map(|run| AnalysisRecord {
+            files: Vec::new(),
+            replaced: Some(replaced.clone()),
+            ..run
+        }));
+        count
     }
 
     /// Adds to `removed` the files `before` committed that this manifest no longer names.

@@ -330,18 +330,21 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         cortex_file.finish().map(|file| file.map(|f| lake.relative(&f.path))),
     ];
     let files: Vec<String> = written.into_iter().filter_map(Result::transpose).collect::<Result<_, _>>()?;
-    let record =
-        AnalysisRecord { run_id: run_id.clone(), finished_at: chrono::Utc::now().to_rfc3339(), findings: counts.total() as u64, files };
+    let record = AnalysisRecord {
+        run_id: run_id.clone(),
+        finished_at: chrono::Utc::now().to_rfc3339(),
+        findings: counts.total() as u64,
+        files,
+        ..AnalysisRecord::default()
+    };
     let replaced_runs = commit::<_, LakeError>(lake, |manifest| {
         // Analyses of a lake on object storage do not exclude each other.
         if manifest.processing_state != committed.processing_state {
             return Err(LakeError::Concurrent { lake: lake.location(), run: "analyze" });
         }
-        let replaced_runs = if opts.full { manifest.analyses.len() } else { 0 };
-        if opts.full {
-            manifest.analyses.clear();
-        }
-        manifest.analyses.push(record.clone());
+        let revision = manifest.revision + 1;
+        let replaced_runs = if opts.full { manifest.replace_analyses(revision) } else { 0 };
+        manifest.analyses.push(AnalysisRecord { revision, ..record.clone() });
         manifest.processing_state = processing_state.clone();
         Ok(replaced_runs)
     })?;

@@ -10,6 +10,7 @@ pub mod json;
 pub mod text;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use futures::TryStreamExt;
 
@@ -26,7 +27,7 @@ use crate::engine::chains::{
 use crate::engine::sql::SqlParams;
 use crate::engine::{EngineError, EngineOptions, batches_json, open_session, query_json};
 use crate::lake::Lake;
-use crate::lake::history::AsOf;
+use crate::lake::history::{AsOf, lake_as_of};
 use crate::lake::state::Manifest;
 use crate::model::Finding;
 use crate::output::GeneratedOutput;
@@ -126,10 +127,12 @@ async fn findings_report(
     max_findings: usize,
     as_of: Option<AsOf>,
 ) -> Result<(LakeReport, datafusion::prelude::SessionContext), DetectError> {
-    let engine = EngineOptions { as_of, ..EngineOptions::from_config(config)? };
+    let then = as_of.map(|as_of| lake_as_of(lake, as_of)).transpose()?.map(Arc::new);
+    let engine = EngineOptions { as_of: then.clone(), ..EngineOptions::from_config(config)? };
     let params = &engine.sql_params;
     let ctx = open_session(lake, redactor, &engine).await?;
     let manifest = Manifest::load(lake)?;
+    let last_run = then.as_ref().map_or(&manifest.analyses, |then| &then.analyses).last().map(|a| a.run_id.clone());
 
     let mut findings: Vec<Finding> = Vec::new();
     for row in query_json(&ctx, &format!("{FINDINGS_SQL} LIMIT {max_findings}")).await? {
@@ -141,7 +144,7 @@ async fn findings_report(
         counts.add(&text("signal"), &text("severity"), &text("agent"), row["n"].as_u64().unwrap_or(0) as usize);
     }
     let verdicts = latest_verdicts(&ctx).await?;
-    let outputs = latest_outputs(&ctx, manifest.analyses.last().map(|a| a.run_id.as_str())).await?;
+    let outputs = latest_outputs(&ctx, last_run.as_deref()).await?;
     let mut charts_data = vec![findings_over_time(&ctx).await?];
     for sql in CHART_SQL {
         charts_data.push(query_json(&ctx, sql).await?);
@@ -155,7 +158,7 @@ async fn findings_report(
     build_chains(&ctx, params).await?;
     let transcripts = chain_transcripts(&ctx, &findings).await?.into_iter().collect();
     let parts = ReportParts {
-        run_id: manifest.analyses.last().map(|a| a.run_id.clone()).unwrap_or_default(),
+        run_id: last_run.unwrap_or_default(),
         started_at: 0,
         completed_at: chrono::Utc::now().timestamp_millis(),
         events_processed: stats.events,
