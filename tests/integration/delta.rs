@@ -1,5 +1,6 @@
-//! The lake read as Delta tables by delta-rs's Python package, as DuckDB, Spark or Polars
-//! read it: every table, exactly the rows `tracelake sql` returns.
+//! The lake read as Delta tables by delta-rs's Python package and by DuckDB's delta
+//! extension, as Spark or Polars read it: every table, exactly the rows `tracelake sql`
+//! returns.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -48,17 +49,28 @@ fn keys(lake: &str, query: &str) -> Vec<Value> {
     sql_rows(lake, query).into_iter().map(|r| r["k"].clone()).collect()
 }
 
+/// Every table of the local lake at `lake` as DuckDB's `delta_scan` sees it.
+fn duckdb_tables(lake: &str) -> Value {
+    let mut reader = delta_reader(lake);
+    reader.args(["--engine", "duckdb"]);
+    read_as_delta(reader)
+}
+
+/// Both Delta readers see in every table exactly the rows `tracelake sql` returns.
 fn assert_same_rows(lake: &str) {
-    let delta = delta_tables(lake);
-    for table in TABLES {
-        let seen = &delta[table];
-        assert!(seen.is_object(), "{table} has a Delta log: {delta}");
-        let by_date: BTreeMap<String, u64> =
-            seen["by_date"].as_object().unwrap().iter().map(|(d, n)| (d.clone(), n.as_u64().unwrap())).collect();
-        assert_eq!(by_date, rows_by_date(lake, table), "{table}: rows per date");
+    for (reader, delta) in [("deltalake", delta_tables(lake)), ("duckdb", duckdb_tables(lake))] {
+        for table in TABLES {
+            let seen = &delta[table];
+            assert!(seen.is_object(), "{reader}: {table} has a Delta log: {delta}");
+            let by_date: BTreeMap<String, u64> =
+                seen["by_date"].as_object().unwrap().iter().map(|(d, n)| (d.clone(), n.as_u64().unwrap())).collect();
+            assert_eq!(by_date, rows_by_date(lake, table), "{reader}: {table}: rows per date");
+        }
+        let events = keys(lake, "SELECT id AS k FROM events ORDER BY 1");
+        assert_eq!(delta["events"]["keys"].as_array().unwrap(), &events, "{reader}: event ids");
+        let findings = keys(lake, "SELECT finding_id AS k FROM findings ORDER BY 1");
+        assert_eq!(delta["findings"]["keys"].as_array().unwrap(), &findings, "{reader}: finding ids");
     }
-    assert_eq!(delta["events"]["keys"].as_array().unwrap(), &keys(lake, "SELECT id AS k FROM events ORDER BY 1"));
-    assert_eq!(delta["findings"]["keys"].as_array().unwrap(), &keys(lake, "SELECT finding_id AS k FROM findings ORDER BY 1"));
 }
 
 #[test]
@@ -113,6 +125,14 @@ fn count_as_of(lake: &str, as_of: &str, table: &str) -> u64 {
     serde_json::from_str::<Value>(out.lines().next().unwrap()).unwrap()["n"].as_u64().unwrap()
 }
 
+/// The `run_id`s of `runs`, now or as of a revision or time.
+fn run_ids(lake: &str, as_of: Option<&str>) -> Vec<String> {
+    let mut args = vec!["sql", "--lake", lake, "--format", "ndjson"];
+    args.extend(as_of.map(|at| ["--as-of", at]).into_iter().flatten());
+    args.push("SELECT run_id FROM runs ORDER BY run_no");
+    tracelake_ok(&args).lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["run_id"].as_str().unwrap().to_owned()).collect()
+}
+
 fn count(lake: &str, table: &str) -> u64 {
     sql_rows(lake, &format!("SELECT count(*) AS n FROM {table}"))[0]["n"].as_u64().unwrap()
 }
@@ -131,6 +151,7 @@ fn as_of_reads_an_earlier_revision_until_a_vacuum_frees_what_only_it_needed() {
     tracelake_ok(&["import", "--lake", &lake, realworld("tau-retail.events.jsonl").to_str().unwrap()]);
     tracelake_ok(&["analyze", "--lake", &lake, "--full"]);
     let (events, findings, earlier) = (count(&lake, "events"), count(&lake, "findings"), revision(&lake));
+    let first_run = run_ids(&lake, None);
     let since = chrono::Utc::now().to_rfc3339();
     std::thread::sleep(std::time::Duration::from_millis(1100));
 
@@ -143,8 +164,13 @@ fn as_of_reads_an_earlier_revision_until_a_vacuum_frees_what_only_it_needed() {
     let status = tracelake_ok(&["status", "--lake", &lake, "--as-of", &earlier]);
     assert!(status.contains(&format!("as of:       revision {earlier}; the lake is now at revision ")), "{status}");
     assert!(tracelake_ok(&["status", "--lake", &lake]).contains("replaced:    "), "status counts the files kept for --as-of");
+    let (runs_now, runs_then) = (run_ids(&lake, None), run_ids(&lake, Some(&earlier)));
+    assert!(runs_now.len() == 1 && runs_now != first_run, "the full analysis replaced the first run: {runs_now:?}");
+    assert_eq!(runs_then, first_run, "runs as of a revision are the runs of then");
+    assert_eq!(run_ids(&lake, Some(&since)), first_run, "runs as of a time are the runs of then");
     let report = tracelake_ok(&["report", "--lake", &lake, "--as-of", &earlier, "--format", "json"]);
-    assert!(!report.is_empty());
+    let report: Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(report["runId"].as_str(), Some(first_run[0].as_str()), "the report as of then is of the run of then");
 
     let dry = tracelake_ok(&["vacuum", "--lake", &lake, "--retain", "0s", "--dry-run"]);
     assert!(dry.contains("would delete findings/date="), "{dry}");
