@@ -93,6 +93,23 @@ fn a_lake_on_s3_imports_queries_analyzes_and_reports_as_a_directory_does() {
     let gone = s3.run(&["sql", "--lake", &remote, "--as-of", &revision, count_then]);
     assert!(String::from_utf8_lossy(&gone.stderr).contains("were vacuumed since"), "{gone:?}");
     assert_eq!(s3.sql_rows(&remote, stored).len(), kept.len(), "the lake keeps its findings");
+
+    // An incremental analysis adds findings files beside the full one's: compaction reads
+    // them from the store, merges them and commits the merged file.
+    s3.ok(&["import", "--lake", &remote, &generate(dir.path(), 2000, 6)]);
+    s3.ok(&["analyze", "--lake", &remote]);
+    let before = s3.sql_rows(&remote, stored);
+    let files_before = s3.keys("traces/a/findings/date=");
+    assert!(before.len() > kept.len(), "the second analysis found more");
+    let compacted = s3.ok(&["compact", "--lake", &remote, "--table", "findings"]);
+    assert!(compacted.contains("merged "), "{compacted}");
+    assert_eq!(s3.sql_rows(&remote, stored), before, "the same findings, read from the merged files");
+    s3.ok(&["vacuum", "--lake", &remote, "--retain", "0s"]);
+    let files_after = s3.keys("traces/a/findings/date=");
+    assert!(files_after.len() < files_before.len(), "{files_before:?} -> {files_after:?}");
+    let delta = read_as_delta(s3.with_credentials(delta_reader(&remote)));
+    let keys: Vec<Value> = before.iter().map(|r| r["finding_id"].clone()).collect();
+    assert_eq!(delta["findings"]["keys"].as_array(), Some(&keys), "a Delta reader sees the merged files");
 }
 
 #[test]
