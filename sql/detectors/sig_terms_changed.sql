@@ -34,9 +34,18 @@ stated AS (
     JOIN chain_events m ON m.chain_no = r.chain_no AND m.idx = r.reply_idx
 ),
 -- What the user was told before the call: the agent's last message with sums (the terms
--- of a refused call), and every message (what a charge may follow from).
+-- of a refused call), and every message (what a charge may follow from). The call's own
+-- columns are carried through (`first_value`: one row per call) so that `stated` is read
+-- once: a CTE read twice is planned twice, with the chain windows under it.
 told AS (
     SELECT s.chain_no, s.idx,
+        first_value(s.chain_id) AS chain_id, first_value(s.agent) AS agent, first_value(s.session) AS session,
+        first_value(s.tool_name) AS tool_name, first_value(s.tool_params) AS tool_params,
+        first_value(s.next_tool_error) AS next_tool_error, first_value(s.failed) AS failed,
+        first_value(s.start_idx) AS start_idx, first_value(s.start_event_id) AS start_event_id,
+        first_value(s.agent_message) AS agent_message, first_value(s.reply_idx) AS reply_idx,
+        first_value(s.reply_id) AS reply_id, first_value(s.reply_ts) AS reply_ts, first_value(s.reply) AS reply,
+        first_value(s.sums) AS sums,
         max(CASE WHEN m.type = 'msg.out' AND cardinality(amounts(m.content)) > 0 THEN m.idx END) AS terms_idx,
         string_agg(m.content, ' ') AS conversation
     FROM stated s
@@ -45,10 +54,9 @@ told AS (
     GROUP BY s.chain_no, s.idx
 ),
 changed AS (
-    SELECT s.*, t.terms_idx, p.id AS terms_id, p.content AS terms,
-        unquoted(s.sums, amounts(coalesce(CASE WHEN s.failed THEN p.content ELSE t.conversation END, ''))) AS new_sums
-    FROM stated s
-    JOIN told t ON t.chain_no = s.chain_no AND t.idx = s.idx
+    SELECT t.*, p.id AS terms_id, p.content AS terms,
+        unquoted(t.sums, amounts(coalesce(CASE WHEN t.failed THEN p.content ELSE t.conversation END, ''))) AS new_sums
+    FROM told t
     LEFT JOIN chain_events p ON p.chain_no = t.chain_no AND p.idx = t.terms_idx
 )
 SELECT
