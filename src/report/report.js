@@ -2,7 +2,11 @@
 (function () {
   const data = JSON.parse(document.getElementById("report-data").textContent);
   const NS = "http://www.w3.org/2000/svg";
-  const PALETTE = ["#4a7bd0", "#d35400", "#27ae60", "#8e44ad", "#c0392b", "#16a085", "#7f8c8d", "#f1c40f"];
+  // One colour per series for as many signals as tracelake has built in, and then some:
+  // a repeated colour would make two signals one in a stacked chart.
+  const PALETTE = ["#4a7bd0", "#d35400", "#27ae60", "#8e44ad", "#c0392b", "#16a085", "#7f8c8d", "#f1c40f",
+    "#e377c2", "#8c564b", "#17becf", "#bcbd22", "#1a237e", "#ff9896", "#98df8a", "#c5b0d5", "#ffbb78", "#9edae5",
+    "#c49c94", "#2c3e50"];
   const SEVERITY_COLORS = { critical: "#b00020", high: "#e67e22", medium: "#f1c40f", low: "#95a5a6" };
 
   function el(tag, attrs, text) {
@@ -76,7 +80,7 @@
         lx = left;
         ly += 16;
       }
-      svg.appendChild(el("rect", { x: lx, y: ly, width: 10, height: 10, fill: colorOf(s.name, j) }));
+      svg.appendChild(el("rect", { x: lx, y: ly, width: 10, height: 10, fill: colorOf(s.name, j), class: "swatch" }));
       svg.appendChild(el("text", { x: lx + 14, y: ly + 9 }, s.name));
       lx += w;
     });

@@ -70,6 +70,20 @@ fn sample() -> AnalysisReport {
 }
 
 #[test]
+fn the_terminal_summary_keeps_its_columns_for_a_long_signal_name() {
+    let long = "SIG-A-DETECTOR-OF-OUR-OWN-WITH-A-LONG-NAME";
+    let findings = vec![finding("SIG-TOOL-FAIL", "high", "main"), finding(long, "medium", "main")];
+    let report = AnalysisReport::assemble(analysis(findings, 1, 2, (1, 2), ProcessingState::default()));
+    let text = report.to_terminal(10);
+    let column = |prefix: &str, of: &str| -> usize {
+        let line = text.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no line {prefix}: {text}"));
+        line.find(of).unwrap_or_else(|| panic!("{of} in {line}"))
+    };
+    assert_eq!(column("  SIG-TOOL-FAIL ", "1  ("), column(&format!("  {long} "), "1  ("), "the counts line up:\n{text}");
+    assert_eq!(column("  [high    ] SIG-TOOL-FAIL", "main@"), column("  [medium  ] SIG-A", "main@"), "the agents line up:\n{text}");
+}
+
+#[test]
 fn report_has_version_1_and_an_iso_generated_at() {
     let report = sample();
     assert_eq!(report.version, 1);
@@ -274,6 +288,14 @@ fn html_report_renders_its_charts_in_chromium_without_console_output() {
         assert!(chart.contains("data-rendered=\"true\""), "{id} not rendered");
         assert!(chart.matches("class=\"bar\"").count() >= 1, "{id} has no bars: {chart}");
     }
+    // Every signal of the sample has a colour of its own in the chart over time.
+    let at = dom.find("id=\"chart-per-day\"").unwrap();
+    let chart = &dom[at..at + dom[at..].find("</figure>").unwrap()];
+    let swatches = chart.split("<rect ").filter(|r| r.split('>').next().unwrap_or_default().contains("class=\"swatch\""));
+    let fills: Vec<&str> = swatches.filter_map(|r| r.split("fill=\"").nth(1)?.split('"').next()).collect();
+    assert!(fills.len() > 8, "a swatch per signal, more signals than a short palette holds: {fills:?}");
+    let distinct: std::collections::HashSet<&&str> = fills.iter().collect();
+    assert_eq!(distinct.len(), fills.len(), "two signals share a colour: {fills:?}");
     // Each finding links to its chain's transcript, which exists in the page.
     let link = dom.find("href=\"#chain-").expect("a transcript link");
     let id = &dom[link + 7..link + 7 + dom[link + 7..].find('"').unwrap()];
