@@ -249,9 +249,11 @@ impl AnalysisReport {
             "analyzed {} events in {} chains: {} findings\n",
             self.stats.events_processed, self.stats.chains_reconstructed, self.stats.findings_detected
         );
+        // Signal names in one column, however long a user's detector names its signal.
+        let width = self.signal_stats.iter().map(|s| s.signal.chars().count()).max().unwrap_or(0).max(22);
         for s in &self.signal_stats {
             let sev: Vec<String> = s.by_severity.iter().rev().map(|(k, v)| format!("{k} {v}")).collect();
-            out.push_str(&format!("  {:<22} {:>5}  ({})\n", s.signal, s.count, sev.join(", ")));
+            out.push_str(&format!("  {:<width$} {:>5}  ({})\n", s.signal, s.count, sev.join(", ")));
         }
         if !self.findings.is_empty() {
             out.push_str("\nmost severe:\n");
@@ -259,7 +261,7 @@ impl AnalysisReport {
             let sessions = session_labels(&shown.iter().map(|f| f.session.as_str()).collect::<Vec<_>>());
             for (f, session) in shown.iter().zip(sessions) {
                 let summary = clip(&f.signal.summary, 90);
-                out.push_str(&format!("  [{:<8}] {:<22} {}@{session}: {summary}\n", f.signal.severity, f.signal.signal, f.agent));
+                out.push_str(&format!("  [{:<8}] {:<width$} {}@{session}: {summary}\n", f.signal.severity, f.signal.signal, f.agent));
             }
             let not_shown = self.stats.findings_detected.saturating_sub(self.findings.len().min(max_rows));
             if not_shown > 0 {
