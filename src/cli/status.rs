@@ -8,9 +8,10 @@ use datafusion::prelude::SessionContext;
 use tracelake::config::NatsConfig;
 use tracelake::engine::{EngineOptions, open_session, query_json};
 use tracelake::ingest::nats::NatsSource;
+use tracelake::lake::Lake;
 use tracelake::lake::history::{AsOf, lake_as_of, table_sizes_as_of};
 use tracelake::lake::sizes::{TableSize, table_sizes};
-use tracelake::lake::state::Manifest;
+use tracelake::lake::state::{AnalysisRecord, Manifest};
 use tracelake::report::text::shell_word;
 
 use super::time_args::parse_as_of;
@@ -47,6 +48,7 @@ pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
         let sizes = table_sizes_as_of(&lake, &then.tables)?;
         println!("tables:      {}", tables_line(&sizes));
         println!("as of:       {}; the lake is now at revision {}", then.point, manifest.revision);
+        println!("{}", analyses_line(&lake, &then.analyses, String::new()));
         return Ok(ExitCode::SUCCESS);
     }
     let sizes = table_sizes(&lake, &manifest)?;
@@ -89,24 +91,23 @@ pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
         }
         None => println!("imports:     none"),
     }
-    match manifest.analyses.last() {
-        None => println!("analyses:    none: `tracelake analyze --lake {}` finds what failed", shell_word(&lake.location())),
+    let waiting = match manifest.event_files_by_analysis().map(|(new, _)| new.len()) {
+        Some(0) => ", nothing committed since".to_owned(),
+        Some(n) => format!(", {n} events file(s) committed since: the next `analyze` reads their sessions"),
+        None => String::new(),
+    };
+    println!("{}", analyses_line(&lake, &manifest.analyses, waiting));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The analysis runs and the last of them; `waiting` says what the next run would read.
+fn analyses_line(lake: &Lake, analyses: &[AnalysisRecord], waiting: String) -> String {
+    match analyses.last() {
+        None => format!("analyses:    none: `tracelake analyze --lake {}` finds what failed", shell_word(&lake.location())),
         Some(last) => {
-            let waiting = match manifest.event_files_by_analysis().map(|(new, _)| new.len()) {
-                Some(0) => ", nothing committed since".to_owned(),
-                Some(n) => format!(", {n} events file(s) committed since: the next `analyze` reads their sessions"),
-                None => String::new(),
-            };
-            println!(
-                "analyses:    {} (last: {} at {}, {} findings{waiting})",
-                manifest.analyses.len(),
-                last.run_id,
-                last.finished_at,
-                last.findings
-            );
+            format!("analyses:    {} (last: {} at {}, {} findings{waiting})", analyses.len(), last.run_id, last.finished_at, last.findings)
         }
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// A few lines on the events and quarantine tables.

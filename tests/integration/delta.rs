@@ -163,6 +163,7 @@ fn as_of_reads_an_earlier_revision_until_a_vacuum_frees_what_only_it_needed() {
     assert_eq!(count_as_of(&lake, &since, "events"), events, "as of a time");
     let status = tracelake_ok(&["status", "--lake", &lake, "--as-of", &earlier]);
     assert!(status.contains(&format!("as of:       revision {earlier}; the lake is now at revision ")), "{status}");
+    assert!(status.contains(&format!("analyses:    1 (last: {} at ", first_run[0])), "the run of then: {status}");
     assert!(tracelake_ok(&["status", "--lake", &lake]).contains("replaced:    "), "status counts the files kept for --as-of");
     let (runs_now, runs_then) = (run_ids(&lake, None), run_ids(&lake, Some(&earlier)));
     assert!(runs_now.len() == 1 && runs_now != first_run, "the full analysis replaced the first run: {runs_now:?}");
