@@ -45,7 +45,7 @@ pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
     );
     let manifest = Manifest::load(&lake)?;
     if let Some(then) = then {
-        let sizes = table_sizes_as_of(&lake, &then.tables)?;
+        let sizes = table_sizes_as_of(&then.tables);
         println!("tables:      {}", tables_line(&sizes));
         println!("as of:       {}; the lake is now at revision {}", then.point, manifest.revision);
         println!("{}", analyses_line(&lake, &then.analyses, String::new()));

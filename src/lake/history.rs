@@ -22,7 +22,7 @@ use super::commit::{begin, commit};
 use super::delta::{self, APP_ID};
 use super::layout::partition_value;
 use super::remote::block_on;
-use super::sizes::{TableSize, bytes_of, stored_files};
+use super::sizes::{TableSize, stored_files};
 use super::state::{AnalysisRecord, Manifest};
 use super::{Lake, LakeError, Table};
 
@@ -93,6 +93,8 @@ pub struct TableAsOf {
     pub version: Option<u64>,
     /// Its files then, relative to the lake root.
     pub files: Vec<String>,
+    /// The bytes those files take.
+    pub bytes: u64,
 }
 
 /// Every table of the lake as of `as_of`. Fails when a file a table had then was vacuumed
@@ -114,7 +116,7 @@ pub fn tables_as_of(lake: &Lake, as_of: AsOf) -> Result<Vec<TableAsOf>, LakeErro
             }
         }
     }
-    let tables = block_on(async {
+    let mut tables = block_on(async {
         let mut tables = Vec::new();
         for table in Table::ALL {
             tables.push(table_as_of(lake, table, as_of).await?);
@@ -122,9 +124,10 @@ pub fn tables_as_of(lake: &Lake, as_of: AsOf) -> Result<Vec<TableAsOf>, LakeErro
         Ok::<_, LakeError>(tables)
     })?;
     let mut vacuumed = 0;
-    for t in tables.iter().filter(|t| !t.files.is_empty()) {
+    for t in tables.iter_mut().filter(|t| !t.files.is_empty()) {
         let stored = stored_files(lake, t.table)?;
         vacuumed += t.files.iter().filter(|f| !stored.contains_key(f.as_str())).count();
+        t.bytes = t.files.iter().filter_map(|f| stored.get(f.as_str())).sum();
     }
     if vacuumed > 0 {
         return Err(LakeError::AsOf { as_of: as_of.to_string(), problem: format!("{vacuumed} of its files were vacuumed since") });
@@ -134,7 +137,7 @@ pub fn tables_as_of(lake: &Lake, as_of: AsOf) -> Result<Vec<TableAsOf>, LakeErro
 
 async fn table_as_of(lake: &Lake, table: Table, as_of: AsOf) -> Result<TableAsOf, LakeError> {
     let error = |source: DeltaTableError| delta::read_error(table, source);
-    let none = TableAsOf { table, version: None, files: Vec::new() };
+    let none = TableAsOf { table, version: None, files: Vec::new(), bytes: 0 };
     let Some(log_store) = delta::existing_log_store(lake, table)? else { return Ok(none) };
     let latest = match log_store.get_latest_version(0).await {
         Ok(latest) => latest,
@@ -160,18 +163,17 @@ async fn table_as_of(lake: &Lake, table: Table, as_of: AsOf) -> Result<TableAsOf
     let prefix = table.dir_name();
     let mut files: Vec<String> = delta.snapshot().map_err(error)?.log_data().iter().map(|f| format!("{prefix}/{}", f.path())).collect();
     files.sort_unstable();
-    Ok(TableAsOf { table, version: delta.version(), files })
+    Ok(TableAsOf { table, version: delta.version(), files, bytes: 0 })
 }
 
 /// Every table with files as of a point in the past, as [`super::sizes::table_sizes`]
 /// counts them now.
-pub fn table_sizes_as_of(lake: &Lake, tables: &[TableAsOf]) -> Result<Vec<TableSize>, LakeError> {
-    let mut sizes = Vec::new();
-    for t in tables.iter().filter(|t| !t.files.is_empty()) {
-        let files: HashSet<&str> = t.files.iter().map(String::as_str).collect();
-        sizes.push(TableSize { table: t.table, files: files.len(), bytes: bytes_of(lake, t.table, &files)?, version: t.version });
-    }
-    Ok(sizes)
+pub fn table_sizes_as_of(tables: &[TableAsOf]) -> Vec<TableSize> {
+    tables
+        .iter()
+        .filter(|t| !t.files.is_empty())
+        .map(|t| TableSize { table: t.table, files: t.files.len(), bytes: t.bytes, version: t.version })
+        .collect()
 }
 
 /// When the first version of any table's log was written, ms since the epoch.
