@@ -260,8 +260,14 @@ pub fn vacuum(lake: &Lake, retain: Duration, dry_run: bool) -> Result<VacuumSumm
     })?;
     if !dry_run && !files.is_empty() {
         let deleted: HashSet<&str> = files.iter().map(String::as_str).collect();
+        // The runs replaced before the retention lost their findings with their files:
+        // no point in the past that still reads lists them.
+        let cutoff = chrono::Utc::now().checked_sub_signed(retention).map_or(i64::MIN, |t| t.timestamp_millis());
         commit::<_, LakeError>(lake, |manifest| {
             manifest.removed.retain(|f| !deleted.contains(f.as_str()));
+            manifest
+                .replaced_analyses
+                .retain(|run| run.replaced.as_ref().is_none_or(|by| !AsOf::Time(cutoff).includes(by.revision, &by.at)));
             Ok(())
         })?;
     }

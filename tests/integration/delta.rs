@@ -177,7 +177,13 @@ fn as_of_reads_an_earlier_revision_until_a_vacuum_frees_what_only_it_needed() {
     assert!(dry.contains("would delete findings/date="), "{dry}");
     assert_eq!(count_as_of(&lake, &earlier, "findings"), findings, "a dry run deletes nothing");
     assert!(tracelake_ok(&["vacuum", "--lake", &lake]).contains("deleted 0 file(s)"), "nothing is older than a week");
+    let replaced_runs = || -> usize {
+        let manifest: Value = serde_json::from_slice(&std::fs::read(dir.path().join("lake/_state/manifest.json")).unwrap()).unwrap();
+        manifest.get("replacedAnalyses").and_then(Value::as_array).map_or(0, Vec::len)
+    };
+    assert_eq!(replaced_runs(), 1, "the first run is kept for --as-of");
     tracelake_ok(&["vacuum", "--lake", &lake, "--retain", "0s"]);
+    assert_eq!(replaced_runs(), 0, "and forgotten once its files are vacuumed");
     let out = crate::common::tracelake(&["sql", "--lake", &lake, "--as-of", &earlier, "SELECT count(*) FROM findings"]);
     let error = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && error.contains("were vacuumed since"), "{error}");
