@@ -11,12 +11,11 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, ListBuilder, StringBuilder};
-use datafusion::arrow::datatypes::{DataType, Field};
 use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
 use crate::cortex::match_words;
-use crate::strings::string_at;
+use crate::strings::{string_at, text_list_type};
 use crate::window_function::WindowFunction;
 
 /// Title words a signal must share with a thread to belong to it.
@@ -26,7 +25,7 @@ pub fn udf() -> WindowUDF {
     WindowFunction::udf(
         "thread_of",
         Some(3),
-        DataType::List(Arc::new(Field::new_list_field(DataType::Utf8, true))),
+        text_list_type(),
         false,
         || Box::new(ThreadOfEvaluator),
         crate::docs::doc(
