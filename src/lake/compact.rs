@@ -253,7 +253,7 @@ fn conform(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, LakeEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lake::history::{AsOf, tables_as_of, vacuum};
+    use crate::lake::history::{AsOf, lake_as_of, vacuum};
     use crate::lake::writer::EventSink;
     use crate::model::event::{Event, Schema};
     use datafusion::arrow::array::AsArray;
@@ -329,10 +329,10 @@ mod tests {
 
         begin(&lake).unwrap();
         assert!(old_files.iter().all(|f| lake.root().join(f).is_file()), "a sweep keeps replaced files");
-        let then = tables_as_of(&lake, AsOf::Revision(before.revision)).unwrap();
+        let then = lake_as_of(&lake, AsOf::Revision(before.revision)).unwrap().tables;
         let events_then = &then.iter().find(|t| t.table == Table::Events).unwrap().files;
         assert_eq!(events_then, &old_files, "as of the earlier revision, the table has its earlier files");
-        let now = tables_as_of(&lake, AsOf::Revision(after.revision)).unwrap();
+        let now = lake_as_of(&lake, AsOf::Revision(after.revision)).unwrap().tables;
         assert_eq!(now.iter().find(|t| t.table == Table::Events).unwrap().files, new_files);
 
         assert!(vacuum(&lake, Duration::from_secs(3600), false).unwrap().files.is_empty(), "younger than the retention");
@@ -344,7 +344,7 @@ mod tests {
         assert_eq!(vacuumed, old_files);
         assert!(old_files.iter().all(|f| !lake.root().join(f).exists()));
         assert!(Manifest::load(&lake).unwrap().removed.is_empty());
-        let error = tables_as_of(&lake, AsOf::Revision(before.revision)).unwrap_err().to_string();
+        let error = lake_as_of(&lake, AsOf::Revision(before.revision)).unwrap_err().to_string();
         assert!(error.contains("40 of its files were vacuumed since"), "{error}");
         assert_eq!(ids(&lake, &Manifest::load(&lake).unwrap().table_files(Table::Events)), old_ids, "the lake keeps its rows");
     }

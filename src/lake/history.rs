@@ -70,10 +70,11 @@ pub struct LakeAsOf {
     pub analyses: Vec<AnalysisRecord>,
 }
 
-/// The lake as of `as_of`; fails as [`tables_as_of`] does.
+/// The lake as of `as_of`. Fails when a file a table had then was vacuumed since, or when
+/// the logs do not go back that far.
 pub fn lake_as_of(lake: &Lake, as_of: AsOf) -> Result<LakeAsOf, LakeError> {
-    let tables = tables_as_of(lake, as_of)?;
     let manifest = Manifest::load_unchecked(lake)?;
+    let tables = tables_as_of(lake, &manifest, as_of)?;
     let analyses = manifest
         .replaced_analyses
         .iter()
@@ -97,13 +98,12 @@ pub struct TableAsOf {
     pub bytes: u64,
 }
 
-/// Every table of the lake as of `as_of`. Fails when a file a table had then was vacuumed
-/// since, or when the logs do not go back that far.
-pub fn tables_as_of(lake: &Lake, as_of: AsOf) -> Result<Vec<TableAsOf>, LakeError> {
+/// Every table of the lake, whose manifest is `manifest`, as of `as_of`.
+fn tables_as_of(lake: &Lake, manifest: &Manifest, as_of: AsOf) -> Result<Vec<TableAsOf>, LakeError> {
     let refused = |problem: String| Err(LakeError::AsOf { as_of: as_of.to_string(), problem });
     match as_of {
         AsOf::Revision(revision) => {
-            let now = Manifest::load_unchecked(lake)?.revision;
+            let now = manifest.revision;
             if revision > now {
                 return refused(format!("the lake is at revision {now}"));
             }
