@@ -22,7 +22,8 @@ use datafusion::common::Result;
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
 use crate::strings::string_at;
-use crate::window_function::WindowFunction;
+use crate::window_function::Kind::{Integer, Text};
+use crate::window_function::{Param, Params, WindowFunction};
 
 /// A run that ends and a new one that starts more than this later begin a new chain.
 const RUN_PAUSE_MS: i64 = 5 * 60 * 1000;
@@ -33,7 +34,17 @@ const FIELDS: [&str; 5] = ["chain_no", "idx", "len", "start_ms", "piece"];
 pub fn udf() -> WindowUDF {
     WindowFunction::udf(
         "chain_position",
-        Some(6),
+        Params(
+            &[
+                Param("agent", Text),
+                Param("session", Text),
+                Param("type", Text),
+                Param("ts_ms", Integer),
+                Param("gap_ms", Integer),
+                Param("max_events", Integer),
+            ],
+            None,
+        ),
         DataType::Struct(fields()),
         false,
         || Box::new(ChainPositionEvaluator),

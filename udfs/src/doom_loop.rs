@@ -19,13 +19,24 @@ use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
 use crate::similarity::{param_similarity_values, params_at};
 use crate::strings::string_at;
-use crate::window_function::WindowFunction;
+use crate::window_function::Kind::{Boolean, Integer, Number, Text};
+use crate::window_function::{Param, Params, WindowFunction};
 
 /// The `doom_loop_id` window function.
 pub fn udf() -> WindowUDF {
     WindowFunction::udf(
         "doom_loop_id",
-        Some(6),
+        Params(
+            &[
+                Param("chain_no", Integer),
+                Param("tool", Text),
+                Param("params", Text),
+                Param("failed", Boolean),
+                Param("min_loop", Integer),
+                Param("min_similarity", Number),
+            ],
+            None,
+        ),
         DataType::Int64,
         true,
         || Box::new(DoomLoopEvaluator),

@@ -11,12 +11,13 @@ use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
-use crate::window_function::WindowFunction;
+use crate::window_function::Kind::Integer;
+use crate::window_function::{Param, Params, WindowFunction};
 
 pub fn udf() -> WindowUDF {
     WindowFunction::udf(
         "first_in_window",
-        Some(2),
+        Params(&[Param("ts_ms", Integer), Param("window_ms", Integer)], None),
         DataType::Boolean,
         false,
         || Box::new(FirstInWindowEvaluator),

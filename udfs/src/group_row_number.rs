@@ -15,13 +15,14 @@ use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
 use crate::same_keys::SameKeys;
-use crate::window_function::WindowFunction;
+use crate::window_function::Kind::Any;
+use crate::window_function::{Param, Params, WindowFunction};
 
 /// The `group_row_number` window function.
 pub fn udf() -> WindowUDF {
     WindowFunction::udf(
         "group_row_number",
-        None,
+        Params(&[], Some(Param("key", Any))),
         DataType::UInt64,
         false,
         || Box::new(GroupRowNumberEvaluator),

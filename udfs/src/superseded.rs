@@ -14,13 +14,14 @@ use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
 use crate::same_keys::SameKeys;
-use crate::window_function::WindowFunction;
+use crate::window_function::Kind::{Any, Integer};
+use crate::window_function::{Param, Params, WindowFunction};
 
 /// The `superseded` window function.
 pub fn udf() -> WindowUDF {
     WindowFunction::udf(
         "superseded",
-        None,
+        Params(&[Param("ts_ms", Integer), Param("seq", Integer), Param("window_ms", Integer)], Some(Param("key", Any))),
         DataType::Boolean,
         false,
         || Box::new(SupersededEvaluator),

@@ -16,7 +16,8 @@ use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
 use crate::cortex::match_words;
 use crate::strings::{string_at, text_list_type};
-use crate::window_function::WindowFunction;
+use crate::window_function::Kind::Text;
+use crate::window_function::{Param, Params, WindowFunction};
 
 /// Title words a signal must share with a thread to belong to it.
 const MIN_OVERLAP: usize = 2;
@@ -24,7 +25,7 @@ const MIN_OVERLAP: usize = 2;
 pub fn udf() -> WindowUDF {
     WindowFunction::udf(
         "thread_of",
-        Some(3),
+        Params(&[Param("kind", Text), Param("text", Text), Param("event_id", Text)], None),
         text_list_type(),
         false,
         || Box::new(ThreadOfEvaluator),

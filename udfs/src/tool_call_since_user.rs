@@ -14,13 +14,14 @@ use datafusion::common::Result;
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
 use crate::strings::string_at;
-use crate::window_function::WindowFunction;
+use crate::window_function::Kind::{Integer, Text};
+use crate::window_function::{Param, Params, WindowFunction};
 
 /// The `tool_call_since_user` window function.
 pub fn udf() -> WindowUDF {
     WindowFunction::udf(
         "tool_call_since_user",
-        Some(2),
+        Params(&[Param("chain_no", Integer), Param("type", Text)], None),
         DataType::Boolean,
         false,
         || Box::new(ToolCallSinceUserEvaluator),

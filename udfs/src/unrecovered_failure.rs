@@ -25,13 +25,25 @@ use datafusion::common::Result;
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
 use crate::strings::string_at;
-use crate::window_function::{WindowFunction, boolean_argument, session_keys, starts_session};
+use crate::window_function::Kind::{Boolean, Integer, Text};
+use crate::window_function::{Param, Params, WindowFunction, boolean_argument, session_keys, starts_session};
 
 /// The `unrecovered_failure` window function.
 pub fn udf() -> WindowUDF {
     WindowFunction::udf(
         "unrecovered_failure",
-        Some(7),
+        Params(
+            &[
+                Param("session_key", Integer),
+                Param("type", Text),
+                Param("tool", Text),
+                Param("params", Text),
+                Param("next_type", Text),
+                Param("next_failed", Boolean),
+                Param("lookup_miss", Boolean),
+            ],
+            None,
+        ),
         DataType::Boolean,
         false,
         || Box::new(UnrecoveredFailureEvaluator),

@@ -32,13 +32,25 @@ use serde_json::Value;
 
 use crate::strings::string_at;
 use crate::values::{leaves, words};
-use crate::window_function::{WindowFunction, boolean_argument, session_keys, starts_session};
+use crate::window_function::Kind::{Boolean, Integer, Text};
+use crate::window_function::{Param, Params, WindowFunction, boolean_argument, session_keys, starts_session};
 
 /// The `unstated_action` window function.
 pub fn udf() -> WindowUDF {
     WindowFunction::udf(
         "unstated_action",
-        Some(7),
+        Params(
+            &[
+                Param("session_key", Integer),
+                Param("type", Text),
+                Param("content", Text),
+                Param("tool_params", Text),
+                Param("tool_result", Text),
+                Param("checks_call", Boolean),
+                Param("reads", Boolean),
+            ],
+            None,
+        ),
         DataType::Utf8,
         true,
         || Box::new(UnstatedActionEvaluator),
