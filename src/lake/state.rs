@@ -101,6 +101,10 @@ pub struct AnalysisRecord {
     /// The full analysis that replaced it, for the records in [`Manifest::replaced_analyses`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaced: Option<Replacement>,
+    /// The processing state the run left (without the list of files read), which a
+    /// report as of then shows; absent in lakes that predate it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_after: Option<ProcessingState>,
 }
 
 /// The commit of a full analysis that replaced earlier runs.

@@ -335,6 +335,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
         finished_at: chrono::Utc::now().to_rfc3339(),
         findings: counts.total() as u64,
         files,
+        state_after: Some(ProcessingState { analyzed_event_files: None, ..processing_state.clone() }),
         ..AnalysisRecord::default()
     };
     let replaced_runs = commit::<_, LakeError>(lake, |manifest| {

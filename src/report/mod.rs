@@ -166,7 +166,11 @@ async fn findings_report(
         time_range: (stats.first, stats.last),
         findings,
         counts,
-        processing_state: manifest.processing_state.clone(),
+        // As of a point in the past, the state its last analysis left.
+        processing_state: match &then {
+            Some(then) => then.analyses.last().and_then(|a| a.state_after.clone()).unwrap_or_default(),
+            None => manifest.processing_state.clone(),
+        },
         verdicts,
         outputs,
         rule_effectiveness: rule_effectiveness(&ctx).await?,

@@ -172,6 +172,10 @@ fn as_of_reads_an_earlier_revision_until_a_vacuum_frees_what_only_it_needed() {
     let report = tracelake_ok(&["report", "--lake", &lake, "--as-of", &earlier, "--format", "json"]);
     let report: Value = serde_json::from_str(&report).unwrap();
     assert_eq!(report["runId"].as_str(), Some(first_run[0].as_str()), "the report as of then is of the run of then");
+    let state = |report: &Value| report["processingState"]["totalFindings"].as_u64();
+    assert_eq!(state(&report), Some(findings), "the processing state as of then is the one its run left");
+    let now: Value = serde_json::from_str(&tracelake_ok(&["report", "--lake", &lake, "--format", "json"])).unwrap();
+    assert!(state(&now) > Some(findings), "and the state now is the last run's: {}", now["processingState"]);
 
     let dry = tracelake_ok(&["vacuum", "--lake", &lake, "--retain", "0s", "--dry-run"]);
     assert!(dry.contains("would delete findings/date="), "{dry}");
