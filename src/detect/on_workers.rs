@@ -25,7 +25,7 @@ use super::detectors::Detector;
 use super::run::{BucketFindings, BucketWork, Severities, analyze_bucket};
 use super::{DetectError, DetectorFailure};
 use crate::engine::EngineError;
-use crate::engine::chains::{BucketEvents, CHAIN_COLUMNS, count_analysis_events, nullable};
+use crate::engine::chains::{BucketEvents, CHAIN_COLUMNS, ChainStats, count_analysis_events, nullable};
 use crate::engine::session_job::{SessionJob, SessionJobDecoder, SessionJobTable, local_plan};
 use crate::engine::sql::SqlParams;
 use crate::model::{Finding, Scope};
@@ -198,7 +198,7 @@ struct Summary {
 }
 
 fn encode(found: BucketFindings) -> Result<RecordBatch, DetectError> {
-    let (chains, events, (first, last)) = found.stats;
+    let ChainStats { chains, events, first, last } = found.stats;
     let skipped = found.skipped.iter().map(|(name, why)| (name.clone(), why.to_string())).collect();
     let summary = Summary { chains, events, first, last, newest_event_ms: found.newest_event_ms, findings: found.findings, skipped };
     let bodies = [serde_json::to_vec(&summary).expect("a summary is JSON"), ipc_bytes(&found.failures)?, ipc_bytes(&found.cortex)?];
@@ -218,7 +218,7 @@ fn decode(batch: &RecordBatch) -> Result<BucketFindings, DetectError> {
             SUMMARY => {
                 let s: Summary = serde_json::from_slice(body)
                     .map_err(|e| DetectError::Engine(EngineError::Row { query: "a worker's findings", source: e }))?;
-                found.stats = (s.chains, s.events, (s.first, s.last));
+                found.stats = ChainStats { chains: s.chains, events: s.events, first: s.first, last: s.last };
                 found.newest_event_ms = s.newest_event_ms;
                 found.findings = s.findings;
                 found.skipped = s.skipped.into_iter().map(|(name, why)| (name, Arc::new(DetectorFailure::OnWorker(why)))).collect();
@@ -291,7 +291,7 @@ mod tests {
     #[test]
     fn what_a_worker_found_arrives_whole() {
         let sent = BucketFindings {
-            stats: (3, 40, (5, 9)),
+            stats: ChainStats { chains: 3, events: 40, first: 5, last: 9 },
             findings: vec![finding(1), finding(2)],
             skipped: vec![("mine.sql".into(), Arc::new(DetectorFailure::Query(EngineError::Workers("no such table".into()))))],
             failures: vec![rows(3), rows(2)],
@@ -299,7 +299,7 @@ mod tests {
             newest_event_ms: Some(11),
         };
         let got = decode(&encode(sent).unwrap()).unwrap();
-        assert_eq!(got.stats, (3, 40, (5, 9)));
+        assert_eq!(got.stats, ChainStats { chains: 3, events: 40, first: 5, last: 9 });
         assert_eq!(got.findings, vec![finding(1), finding(2)]);
         assert_eq!(got.skipped.len(), 1);
         assert_eq!(got.skipped[0].0, "mine.sql");

@@ -13,7 +13,7 @@ use super::detectors::Detector;
 use super::{DetectError, DetectorFailure};
 use crate::config::Config;
 use crate::engine::EngineError;
-use crate::engine::chains::{BucketEvents, BucketPlans, CHAIN_STATS_QUERY, chain_stats_of, newest_event_ms};
+use crate::engine::chains::{BucketEvents, BucketPlans, CHAIN_STATS_QUERY, ChainStats, chain_stats_of, newest_event_ms};
 use crate::engine::cortex::cortex_messages_sql;
 use crate::engine::sql::{SqlParams, query_only};
 use crate::lake::schema::CORTEX_MESSAGES_SCHEMA;
@@ -77,7 +77,7 @@ impl BucketWork {
 /// What one bucket of sessions yields.
 #[derive(Default)]
 pub struct BucketFindings {
-    pub stats: (u64, u64, (i64, i64)),
+    pub stats: ChainStats,
     pub findings: Vec<Finding>,
     /// User detectors that failed.
     pub skipped: SkippedDetectors,
@@ -116,7 +116,7 @@ pub async fn analyze_bucket(work: Arc<BucketWork>, events: BucketEvents) -> Resu
         .filter(|b| b.num_rows() > 0)
         .map(|b| RecordBatch::try_new(CORTEX_MESSAGES_SCHEMA.clone(), b.columns().to_vec()).map_err(EngineError::from))
         .collect::<Result<_, _>>()?;
-    Ok(BucketFindings { stats: chain_stats_of(&stats?), findings, skipped, failures: failures?, cortex, newest_event_ms })
+    Ok(BucketFindings { stats: chain_stats_of(&stats?)?, findings, skipped, failures: failures?, cortex, newest_event_ms })
 }
 
 /// The failure occurrences of this run, in the columns of the `failures` table.

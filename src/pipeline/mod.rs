@@ -4,6 +4,10 @@
 //! rules (`output::effectiveness`).
 
 pub mod analyze;
+mod classification;
+mod commit;
+mod detection;
+mod plan;
 pub mod stages;
 
 pub use analyze::{Analysis, AnalyzeOptions, LlmStats, analyze};

@@ -219,7 +219,7 @@ async fn chain_lengths(ctx: &datafusion::prelude::SessionContext, params: &SqlPa
             async move {
                 let chains = plans.chains(events.read()?).await?;
                 let [counts, lengths] = &*queries;
-                let counted = chain_stats_of(&plans.query(counts, &chains).await?);
+                let counted = chain_stats_of(&plans.query(counts, &chains).await?)?;
                 Ok::<_, EngineError>((counted, batches_json(&plans.query(lengths, &chains).await?)?))
             }
         })

@@ -119,7 +119,7 @@ fn drop_chains(ctx: &SessionContext) -> Result<(), EngineError> {
 }
 
 /// Chains, the events in them, and the time they span (ms).
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ChainStats {
     pub chains: u64,
     pub events: u64,
@@ -128,17 +128,17 @@ pub struct ChainStats {
 }
 
 impl ChainStats {
-    pub fn add(&mut self, (chains, events, (first, last)): (u64, u64, (i64, i64))) {
-        if chains > 0 {
-            self.first = if self.chains == 0 { first } else { self.first.min(first) };
-            self.last = self.last.max(last);
+    pub fn add(&mut self, other: ChainStats) {
+        if other.chains > 0 {
+            self.first = if self.chains == 0 { other.first } else { self.first.min(other.first) };
+            self.last = self.last.max(other.last);
         }
-        self.chains += chains;
-        self.events += events;
+        self.chains += other.chains;
+        self.events += other.events;
     }
 }
 
-/// (chains, events in chains, (first, last) event time in ms) of `chain_events`.
+/// The [`ChainStats`] of `chain_events`.
 pub const CHAIN_STATS_QUERY: &str =
     "SELECT count(*) FILTER (WHERE idx = 0) AS chains, count(*) AS events, min(ts) AS first, max(ts) AS last FROM chain_events";
 
@@ -150,14 +150,16 @@ pub fn newest_event_ms(events: &[RecordBatch]) -> Option<i64> {
 }
 
 /// The result of [`CHAIN_STATS_QUERY`].
-pub fn chain_stats_of(batches: &[RecordBatch]) -> (u64, u64, (i64, i64)) {
+pub fn chain_stats_of(batches: &[RecordBatch]) -> Result<ChainStats, EngineError> {
     let Some(b) = batches.iter().find(|b| b.num_rows() > 0) else {
-        return (0, 0, (0, 0));
+        return Ok(ChainStats::default());
     };
-    let column = |name: &str| b.column_by_name(name).expect("a column of CHAIN_STATS_QUERY");
-    let first = column("first").as_primitive::<TimestampMillisecondType>();
-    let last = column("last").as_primitive::<TimestampMillisecondType>();
-    let range = if first.is_null(0) { (0, 0) } else { (first.value(0), last.value(0)) };
-    let count = |name: &str| column(name).as_primitive::<Int64Type>().value(0) as u64;
-    (count("chains"), count("events"), range)
+    let column = |name: &str| {
+        b.column_by_name(name).ok_or_else(|| datafusion::common::internal_datafusion_err!("the chain statistics have no column {name}"))
+    };
+    let (first, last) =
+        (column("first")?.as_primitive::<TimestampMillisecondType>(), column("last")?.as_primitive::<TimestampMillisecondType>());
+    let (first, last) = if first.is_null(0) { (0, 0) } else { (first.value(0), last.value(0)) };
+    let count = |name: &str| Ok::<_, datafusion::error::DataFusionError>(column(name)?.as_primitive::<Int64Type>().value(0) as u64);
+    Ok(ChainStats { chains: count("chains")?, events: count("events")?, first, last })
 }
