@@ -13,7 +13,7 @@ use tracelake::engine::chains::DEFAULT_BUCKET_EVENTS;
 use tracelake::engine::{open_session, query_json};
 use tracelake::lake::Lake;
 use tracelake::model::Severity;
-use tracelake::pipeline::{AnalyzeOptions, analyze};
+use tracelake::pipeline::{Analysis, AnalyzeOptions, analyze};
 use tracelake::report::analysis::{AnalysisReport, any_at_least};
 use tracelake::report::json::write_json_pretty;
 use tracelake::report::text::shell_word;
@@ -73,7 +73,32 @@ pub struct AnalyzeArgs {
 
 pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let lake = ctx.existing_lake()?;
-    let opts = AnalyzeOptions {
+    let analysis = analyze(&lake, &ctx.config, ctx.redactor()?, &options(&args)).await?;
+    if args.verbose {
+        eprintln!("where the time went:\n{}", analysis.stage_times);
+        if let Some(plan) = &analysis.worker_plan {
+            eprintln!("on the workers:\n{}", plan_with_metrics(Arc::clone(plan)).await?);
+        }
+    }
+    print_notes(ctx, &lake, &args, &analysis).await?;
+    let fail = args.fail_on.is_some_and(|threshold| any_at_least(&analysis.results.findings, threshold));
+    let report = analysis.into_report().at_lake(&lake.location());
+    match &args.output {
+        Some(path) => {
+            let written = File::create(path).map_err(anyhow::Error::from).and_then(|file| write_report(&report, args.format, file));
+            written.with_context(|| format!("writing {}", path.display()))?;
+        }
+        None => write_report(&report, args.format, std::io::stdout().lock())?,
+    }
+    if let Some(path) = &ctx.config.output.report_path {
+        let written = File::create(path).map_err(anyhow::Error::from).and_then(|file| write_report(&report, ReportFormat::Json, file));
+        written.with_context(|| format!("writing the report to {path} (`output.reportPath` in the config)"))?;
+    }
+    Ok(if fail { ExitCode::from(3) } else { ExitCode::SUCCESS })
+}
+
+fn options(args: &AnalyzeArgs) -> AnalyzeOptions {
+    AnalyzeOptions {
         full: args.full,
         since_ms: args.since,
         detectors_dir: args.detectors.clone(),
@@ -82,14 +107,11 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         llm_deadline: Some(std::time::Duration::from_secs(args.llm_deadline)),
         artifacts_dir: args.artifacts.clone(),
         bucket_events: args.bucket_events,
-    };
-    let analysis = analyze(&lake, &ctx.config, ctx.redactor()?, &opts).await?;
-    if args.verbose {
-        eprintln!("where the time went:\n{}", analysis.stage_times);
-        if let Some(plan) = &analysis.worker_plan {
-            eprintln!("on the workers:\n{}", plan_with_metrics(Arc::clone(plan)).await?);
-        }
     }
+}
+
+/// What the run skipped, cost or replaced, and why it found nothing, on standard error.
+async fn print_notes(ctx: &Ctx, lake: &Lake, args: &AnalyzeArgs, analysis: &Analysis) -> anyhow::Result<()> {
     for (name, reason) in &analysis.skipped_detectors {
         eprintln!("warning: detector {name} skipped: {reason}");
     }
@@ -128,7 +150,7 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     if let Some(since) = args.since
         && analysis.results.events_processed == 0
     {
-        eprintln!("no events since {}: {}", format_time_ms(since), time_range(ctx, &lake).await?);
+        eprintln!("no events since {}: {}", format_time_ms(since), time_range(ctx, lake).await?);
     }
     if analysis.reported_before > 0 && (args.since.is_some() || analysis.results.findings.is_empty()) {
         eprintln!(
@@ -137,20 +159,7 @@ pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             shell_word(&lake.location())
         );
     }
-    let fail = args.fail_on.is_some_and(|threshold| any_at_least(&analysis.results.findings, threshold));
-    let report = analysis.into_report().at_lake(&lake.location());
-    match &args.output {
-        Some(path) => {
-            let written = File::create(path).map_err(anyhow::Error::from).and_then(|file| write_report(&report, args.format, file));
-            written.with_context(|| format!("writing {}", path.display()))?;
-        }
-        None => write_report(&report, args.format, std::io::stdout().lock())?,
-    }
-    if let Some(path) = &ctx.config.output.report_path {
-        let written = File::create(path).map_err(anyhow::Error::from).and_then(|file| write_report(&report, ReportFormat::Json, file));
-        written.with_context(|| format!("writing the report to {path} (`output.reportPath` in the config)"))?;
-    }
-    Ok(if fail { ExitCode::from(3) } else { ExitCode::SUCCESS })
+    Ok(())
 }
 
 /// What times the lake's events span, as a sentence.
