@@ -2,14 +2,13 @@
 //!
 //! The modules follow the data flow, each importing only from those before it:
 //! [`model`] (the types the stages share) → [`ingest`] (raw events normalized and
-//! redacted) → [`lake`] (the hive-partitioned Parquet lake and its commits) → [`collect`] (the OTLP receiver) → [`engine`]
+//! redacted) → [`lake`] (the hive-partitioned Parquet lake and its commits) → [`receiver`] (the OTLP receiver of `tracelake collect`) → [`engine`]
 //! (DataFusion over the lake, chain building) → [`detect`] (detectors over chains →
 //! findings) → [`classify`] (the LLM's verdicts) → [`output`] (rules, policies, patterns)
 //! → [`report`] (the analysis report in its forms) → [`pipeline`] (the order of the
 //! stages) and [`watch`] (live alerts). [`config`], [`redact`], [`privacy`] and [`memory`] serve all.
 
 pub mod classify;
-pub mod collect;
 pub mod config;
 pub mod detect;
 pub mod engine;
@@ -21,6 +20,7 @@ pub mod model;
 pub mod output;
 pub mod pipeline;
 pub mod privacy;
+pub mod receiver;
 pub mod redact;
 pub mod report;
 pub mod watch;

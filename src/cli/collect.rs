@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use tracelake::collect::{CollectOptions, collect};
+use tracelake::receiver::{CollectOptions, collect};
 
 use super::Ctx;
 

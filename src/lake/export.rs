@@ -15,8 +15,8 @@ use tokio::sync::mpsc;
 
 use super::LakeError;
 use super::commit::{Run, RunLock, begin, commit};
+use super::decode::{Chunk, RawEvent, decode_in_order, decode_message};
 use super::layout::Lake;
-use super::pipeline::{Chunk, RawEvent, decode_in_order, decode_message};
 use super::state::{ExportRun, ExportState};
 use super::writer::EventSink;
 use super::writers::RegisteredWriter;

@@ -16,8 +16,8 @@ use sha2::{Digest, Sha256};
 
 use super::LakeError;
 use super::commit::{Run, RunLock, begin, commit};
+use super::decode::{Chunk, DecodedEvent, RawEvent, decode_in_order};
 use super::layout::Lake;
-use super::pipeline::{Chunk, DecodedEvent, RawEvent, decode_in_order};
 use super::state::{ImportRecord, Manifest};
 use super::writer::EventSink;
 use super::writers::RegisteredWriter;
@@ -163,7 +163,7 @@ pub fn import_source(
     let mut sink = EventSink::new(lake.clone(), writer_id.clone(), opts.buffer_bytes, opts.threads.div_ceil(2));
     let lines_before = start.lines;
     let bytes_before = start.bytes;
-    let counts = run_pipeline(reader, &name, decoder, opts, start, &mut sink, progress)?;
+    let counts = decode_and_write(reader, &name, decoder, opts, start, &mut sink, progress)?;
     let files = sink.flush_all()?;
     let sha256 = counts.sha256;
 
@@ -291,7 +291,8 @@ struct Counts {
     sha256: String,
 }
 
-fn run_pipeline(
+/// Reads `reader`, decodes its lines on the decoder threads and writes their events; returns what it counted.
+fn decode_and_write(
     reader: Box<dyn Read + Send>,
     source: &str,
     decoder: &Decoder,

@@ -3,6 +3,7 @@
 pub mod collect;
 pub mod commit;
 pub mod compact;
+pub mod decode;
 pub mod delta;
 pub mod export;
 pub mod history;
@@ -10,7 +11,6 @@ pub mod holder;
 pub mod import;
 pub mod layout;
 pub mod outcomes;
-pub mod pipeline;
 pub mod remote;
 pub mod repair;
 pub mod risk;

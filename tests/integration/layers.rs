@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 /// The library's top-level modules in data-flow order: each may import from those before it.
 const LAYERS: [&str; 16] = [
-    "model", "redact", "privacy", "memory", "config", "ingest", "generate", "lake", "collect", "engine", "detect", "classify", "output",
+    "model", "redact", "privacy", "memory", "config", "ingest", "generate", "lake", "receiver", "engine", "detect", "classify", "output",
     "report", "pipeline", "watch",
 ];
 
