@@ -27,6 +27,8 @@ pub enum EngineError {
     NoLake(std::path::PathBuf),
     #[error("no table, view or file named {0}: a quoted name with an extension is read as a file path (Parquet, CSV, JSON Lines)")]
     NoSuchFile(String),
+    #[error("{0} is a window function: call it with OVER (…) (`tracelake functions {0}` shows how)")]
+    WindowWithoutOver(String),
     #[error("writing results: {0}")]
     Output(#[from] std::io::Error),
     #[error(transparent)]

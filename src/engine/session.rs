@@ -297,6 +297,22 @@ pub fn parse_statements(sql: &str) -> Result<VecDeque<Statement>, EngineError> {
     })
 }
 
+/// A statement's planning error, said in terms of what went wrong for the user where
+/// DataFusion's words mislead: a missing file, or a window function called without
+/// `OVER` (DataFusion then reports an unknown function and suggests another).
+fn planning_error(ctx: &SessionContext, error: DataFusionError) -> EngineError {
+    if let Some(path) = super::files::missing_file(&error) {
+        return EngineError::NoSuchFile(path);
+    }
+    if let DataFusionError::Plan(message) = error.find_root()
+        && let Some(name) = message.strip_prefix("Invalid function '").and_then(|rest| rest.split('\'').next())
+        && ctx.state().window_functions().contains_key(name)
+    {
+        return EngineError::WindowWithoutOver(name.to_owned());
+    }
+    error.into()
+}
+
 /// Runs every statement in `sql` in order and prints each result to `out` as it comes.
 /// Statements that would write into `lake` are refused.
 pub async fn print_statements(
@@ -307,10 +323,7 @@ pub async fn print_statements(
     out: &mut dyn std::io::Write,
 ) -> Result<(), EngineError> {
     for statement in parse_statements(sql)? {
-        let plan = ctx.state().statement_to_plan(statement).await.map_err(|e| match super::files::missing_file(&e) {
-            Some(path) => EngineError::NoSuchFile(path),
-            None => e.into(),
-        })?;
+        let plan = ctx.state().statement_to_plan(statement).await.map_err(|e| planning_error(ctx, e))?;
         if let Some(lake) = lake {
             refuse_lake_writes(&plan, lake)?;
         }
@@ -392,7 +405,7 @@ pub async fn run_statements(
     mut each: impl FnMut(SchemaRef, Vec<RecordBatch>) -> Result<(), EngineError>,
 ) -> Result<(), EngineError> {
     for statement in parse_statements(sql)? {
-        let plan = ctx.state().statement_to_plan(statement).await?;
+        let plan = ctx.state().statement_to_plan(statement).await.map_err(|e| planning_error(ctx, e))?;
         let df = ctx.execute_logical_plan(plan).await?;
         let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
         let batches = df.collect().await?;
