@@ -98,7 +98,7 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let mut stage_times = StageTimes::start();
     let (planned, ctx) = plan(lake, config, &redactor, opts).await?;
     let registered = RegisteredWriter::start(lake)?;
-    let mut detected = detect(lake, config, opts.bucket_events, &planned, &ctx, registered.id().clone(), &mut stage_times).await?;
+    let mut detected = detect(lake, config, opts, &planned, &ctx, registered.id().clone(), &mut stage_times).await?;
     let signals: HashMap<String, String> = detected.findings.iter().map(|f| (f.finding_id.clone(), f.signal.clone())).collect();
     let llm = match &planned.tiers {
         Some(tiers) => {

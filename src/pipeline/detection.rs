@@ -7,16 +7,18 @@ use std::cmp::Reverse;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::array::{AsArray, RecordBatch};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::DataType;
 use datafusion::datasource::MemTable;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use futures::TryStreamExt;
 use tempfile::TempDir;
 
-use super::PipelineError;
 use super::plan::Planned;
 use super::stages::StageTimes;
+use super::{AnalyzeOptions, PipelineError};
 use crate::config::Config;
 use crate::detect::on_workers::{AnalysisJob, analyze_on_workers};
 use crate::detect::run::{BucketFindings, BucketWork, SkippedDetectors, analyze_bucket, severities};
@@ -79,7 +81,7 @@ pub struct Detected {
 pub async fn detect(
     lake: &Lake,
     config: &Config,
-    bucket_events: u64,
+    opts: &AnalyzeOptions,
     planned: &Planned,
     ctx: &SessionContext,
     writer: WriterId,
@@ -87,14 +89,15 @@ pub async fn detect(
 ) -> Result<Detected, PipelineError> {
     let date = PartitionDate::from_millis(planned.detected_at);
     let failures_dir = tempfile::Builder::new().prefix("tracelake-failures-").tempdir().map_err(EngineError::Spill)?;
-    let mut merged = Merged::start(lake, config, planned, &writer, &date, &failures_dir);
+    let reported = if opts.full { HashSet::new() } else { reported_ids(ctx).await? };
+    let mut merged = Merged::start(lake, config, planned, reported, &writer, &date, &failures_dir);
     times.end("plan");
     let params = &planned.engine.sql_params;
     let mut worker_plan = None;
     let buckets_removed = if planned.engine.workers.is_empty() {
         // Chains never cross sessions, so sessions are analyzed in buckets of bounded size,
         // side by side, each with the same plans.
-        let buckets = Buckets::split(ctx, bucket_events).await?;
+        let buckets = Buckets::split(ctx, opts.bucket_events).await?;
         times.end("scan and split by session");
         let detectors = planned.per_bucket.clone();
         let work = Arc::new(BucketWork::plan(ctx, buckets.schema(), detectors, severities(config), params, true).await?);
@@ -111,7 +114,7 @@ pub async fn detect(
         // The workers scan, shuffle by session, build the chains and detect; this process
         // merges what they found.
         let job = AnalysisJob::new(&planned.per_bucket, severities(config), params, true);
-        let (found, plan) = analyze_on_workers(ctx, planned.engine.workers.len(), bucket_events, job).await?;
+        let (found, plan) = analyze_on_workers(ctx, planned.engine.workers.len(), opts.bucket_events, job).await?;
         found.map_err(PipelineError::from).try_for_each(|bucket| std::future::ready(merged.add(bucket))).await?;
         times.end("workers: scan to findings");
         worker_plan = Some(plan);
@@ -137,6 +140,18 @@ pub async fn detect(
         files: RunFiles { writer, date, findings: findings_file, cortex: cortex_file, failures, _failures_dir: failures_dir },
         buckets_removed,
     })
+}
+
+/// The findings earlier runs reported: an incremental run does not report them again.
+async fn reported_ids(ctx: &SessionContext) -> Result<HashSet<String>, PipelineError> {
+    // Findings triage dropped count as reported: they were looked at.
+    let sql = "SELECT finding_id FROM findings UNION SELECT finding_id FROM classifications WHERE triage_keep = false";
+    let mut ids = HashSet::new();
+    for batch in ctx.sql(sql).await?.collect().await? {
+        let column = cast(batch.column(0), &DataType::Utf8)?;
+        ids.extend(column.as_string::<i32>().iter().flatten().map(str::to_owned));
+    }
+    Ok(ids)
 }
 
 /// `failure_occurrences`: the failures every bucket wrote, for the detectors across sessions.
@@ -172,10 +187,18 @@ struct Merged {
 
 impl Merged {
     /// Nothing merged yet: the run's files started.
-    fn start(lake: &Lake, config: &Config, planned: &Planned, writer: &WriterId, date: &PartitionDate, failures_dir: &TempDir) -> Self {
+    fn start(
+        lake: &Lake,
+        config: &Config,
+        planned: &Planned,
+        reported: HashSet<String>,
+        writer: &WriterId,
+        date: &PartitionDate,
+        failures_dir: &TempDir,
+    ) -> Self {
         Merged {
             kept: MostSevere {
-                reported: planned.reported.clone(),
+                reported,
                 max: usize::try_from(config.output.max_findings.max(0)).unwrap_or(usize::MAX),
                 run_id: planned.run_id.clone(),
                 detected_at: planned.detected_at,

@@ -2,13 +2,9 @@
 //! the last run), which detectors run, and the lake state it started from. Nothing is
 //! read from the events yet.
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use datafusion::arrow::array::AsArray;
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::DataType;
 use datafusion::prelude::SessionContext;
 
 use super::{AnalyzeOptions, PipelineError};
@@ -46,8 +42,6 @@ pub struct Planned {
     pub per_bucket: Vec<Detector>,
     pub across_sessions: Vec<Detector>,
     pub detected_at: i64,
-    /// Findings earlier runs reported (none for a full run).
-    pub reported: HashSet<String>,
 }
 
 pub async fn plan(
@@ -78,7 +72,6 @@ pub async fn plan(
         detectors.extend(user_detectors(&dir).map_err(crate::detect::DetectError::from)?);
     }
     let (across_sessions, per_bucket) = detectors.into_iter().partition(|d| d.scope == Scope::Lake);
-    let reported = if opts.full { HashSet::new() } else { reported_ids(&ctx).await? };
     let planned = Planned {
         engine,
         tiers,
@@ -92,7 +85,6 @@ pub async fn plan(
         per_bucket,
         across_sessions,
         detected_at: chrono::Utc::now().timestamp_millis(),
-        reported,
     };
     Ok((planned, ctx))
 }
@@ -128,15 +120,4 @@ async fn increment(
         Increment::Files => last_ts,
     };
     Ok((increment, resume))
-}
-
-async fn reported_ids(ctx: &SessionContext) -> Result<HashSet<String>, PipelineError> {
-    // Findings triage dropped count as reported: they were looked at.
-    let sql = "SELECT finding_id FROM findings UNION SELECT finding_id FROM classifications WHERE triage_keep = false";
-    let mut ids = HashSet::new();
-    for batch in ctx.sql(sql).await?.collect().await? {
-        let column = cast(batch.column(0), &DataType::Utf8)?;
-        ids.extend(column.as_string::<i32>().iter().flatten().map(str::to_owned));
-    }
-    Ok(ids)
 }
