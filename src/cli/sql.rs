@@ -3,7 +3,6 @@
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
@@ -11,7 +10,7 @@ use tracelake::engine::files::with_file_tables;
 use tracelake::engine::print::MAX_TABLE_ROWS;
 use tracelake::engine::session::lakeless_session;
 use tracelake::engine::{EngineOptions, PrintFormat, PrintOptions, open_session};
-use tracelake::lake::history::{AsOf, lake_as_of};
+use tracelake::lake::history::{AsOf, lake_as_of_shared};
 
 use super::Ctx;
 use super::repl::{Ended, Repl};
@@ -56,7 +55,7 @@ pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
     }
     let session = match &lake {
         Some(lake) => {
-            let as_of = args.as_of.map(|as_of| lake_as_of(lake, as_of)).transpose()?.map(Arc::new);
+            let as_of = lake_as_of_shared(lake, args.as_of)?;
             open_session(lake, ctx.redactor()?, &EngineOptions { as_of, ..ctx.engine()? }).await?
         }
         None => lakeless_session(ctx.redactor()?, &ctx.engine()?)?,

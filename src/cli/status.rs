@@ -1,7 +1,6 @@
 //! `tracelake status`: what the lake holds.
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Args;
 use datafusion::prelude::SessionContext;
@@ -9,7 +8,7 @@ use tracelake::config::NatsConfig;
 use tracelake::engine::{EngineOptions, open_session, query_json};
 use tracelake::ingest::nats::NatsSource;
 use tracelake::lake::Lake;
-use tracelake::lake::history::{AsOf, lake_as_of, table_sizes_as_of};
+use tracelake::lake::history::{AsOf, lake_as_of_shared, table_sizes_as_of};
 use tracelake::lake::sizes::{TableSize, table_sizes};
 use tracelake::lake::state::{AnalysisRecord, Manifest};
 use tracelake::report::text::shell_word;
@@ -29,7 +28,7 @@ pub struct StatusArgs {
 
 pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
     let lake = ctx.existing_lake()?;
-    let then = args.as_of.map(|as_of| lake_as_of(&lake, as_of)).transpose()?.map(Arc::new);
+    let then = lake_as_of_shared(&lake, args.as_of)?;
     let session = open_session(&lake, ctx.redactor()?, &EngineOptions { as_of: then.clone(), ..ctx.engine()? }).await?;
     print!("{}", describe(&session).await?);
     let cortex = query_json(

@@ -10,6 +10,7 @@
 
 use std::collections::HashSet;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use deltalake_core::logstore::LogStoreRef;
@@ -84,6 +85,11 @@ pub fn lake_as_of(lake: &Lake, as_of: AsOf) -> Result<LakeAsOf, LakeError> {
         .cloned()
         .collect();
     Ok(LakeAsOf { point: as_of, tables, analyses })
+}
+
+/// The lake as of `as_of` when one is given ([`lake_as_of`]), for the readers that share it.
+pub fn lake_as_of_shared(lake: &Lake, as_of: Option<AsOf>) -> Result<Option<Arc<LakeAsOf>>, LakeError> {
+    Ok(as_of.map(|as_of| lake_as_of(lake, as_of)).transpose()?.map(Arc::new))
 }
 
 /// One table at a point in its past.

@@ -10,7 +10,6 @@ pub mod json;
 pub mod text;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use futures::TryStreamExt;
 
@@ -27,7 +26,7 @@ use crate::engine::chains::{
 use crate::engine::sql::SqlParams;
 use crate::engine::{EngineError, EngineOptions, batches_json, open_session, query_json};
 use crate::lake::Lake;
-use crate::lake::history::{AsOf, lake_as_of};
+use crate::lake::history::{AsOf, lake_as_of_shared};
 use crate::lake::state::Manifest;
 use crate::model::Finding;
 use crate::output::GeneratedOutput;
@@ -127,7 +126,7 @@ async fn findings_report(
     max_findings: usize,
     as_of: Option<AsOf>,
 ) -> Result<(LakeReport, datafusion::prelude::SessionContext), DetectError> {
-    let then = as_of.map(|as_of| lake_as_of(lake, as_of)).transpose()?.map(Arc::new);
+    let then = lake_as_of_shared(lake, as_of)?;
     let engine = EngineOptions { as_of: then.clone(), ..EngineOptions::from_config(config)? };
     let params = &engine.sql_params;
     let ctx = open_session(lake, redactor, &engine).await?;
