@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use tracelake::ingest::Decoder;
-use tracelake::lake::writer::EventSink;
+use tracelake::lake::event_sink::EventSink;
 use tracelake::lake::{Lake, WriterId};
 use tracelake::redact::Redactor;
 

@@ -57,6 +57,8 @@ pub enum CollectError {
     Listen { addr: SocketAddr, source: std::io::Error },
     #[error(transparent)]
     Lake(#[from] LakeError),
+    #[error("the collect writer's thread could not be waited for")]
+    Writer(#[source] tokio::task::JoinError),
 }
 
 /// What one run of the receiver did.
@@ -125,7 +127,10 @@ pub async fn collect(
     }
     let _ = stop.send(true);
     let rejected = shared.rejected.load(Ordering::Relaxed);
-    let written = tokio::task::spawn_blocking(move || writing.join().expect("the collect writer does not panic")).await.expect("joining");
+    let written = tokio::task::spawn_blocking(move || writing.join())
+        .await
+        .map_err(CollectError::Writer)?
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
     Ok(CollectSummary { rejected, ..written? })
 }
 

@@ -56,7 +56,7 @@ fn sql_list(values: &[&str]) -> Option<String> {
     let mut values = values.to_vec();
     values.sort_unstable();
     values.dedup();
-    let quoted: Vec<String> = values.iter().map(|v| format!("'{}'", v.replace('\'', "''"))).collect();
+    let quoted: Vec<String> = values.iter().map(|v| crate::engine::sql::string_literal(v)).collect();
     (!quoted.is_empty()).then(|| quoted.join(", "))
 }
 

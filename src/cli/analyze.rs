@@ -43,7 +43,7 @@ pub struct AnalyzeArgs {
     #[arg(long, env = "TRACELAKE_ANALYZE_OUTPUT")]
     output: Option<PathBuf>,
     /// Exit with code 3 when a finding at or above this severity exists.
-    #[arg(long, value_enum, env = "TRACELAKE_FAIL_ON")]
+    #[arg(long, env = "TRACELAKE_FAIL_ON", value_parser = super::one_of::<Severity>(&Severity::NAMES))]
     fail_on: Option<Severity>,
     /// A directory of extra detector .sql files.
     #[arg(long, env = "TRACELAKE_DETECTORS")]

@@ -61,9 +61,9 @@ pub fn exit_on_interrupt(what_is_left: impl Fn() -> String + Send + 'static) -> 
 /// dropped, and the tasks of its plan end at their next yield, as in datafusion-cli); a
 /// second press on the same statement quits. A plan that never yields (a cross join
 /// computed in one poll) keeps the engine's threads, which no later statement would get:
-/// [`Run::Stuck`] says so.
+/// [`Statement::Stuck`] says so.
 #[derive(Debug)]
-pub enum Run<T> {
+pub enum Statement<T> {
     Done(T),
     Cancelled,
     /// Cancelled, but the plan's tasks still run.
@@ -103,7 +103,7 @@ impl Cancel {
     }
 
     /// Runs `work` until it ends or Ctrl-C cancels it.
-    pub async fn run<T>(&self, work: impl Future<Output = T>) -> Run<T> {
+    pub async fn run<T>(&self, work: impl Future<Output = T>) -> Statement<T> {
         let pressed = self.pressed.notified();
         tokio::pin!(pressed);
         // Registered before the statement counts as running, so no press is missed.
@@ -116,14 +116,14 @@ impl Cancel {
             () = pressed => None,
         };
         let run = match out {
-            Some(out) => Run::Done(out),
+            Some(out) => Statement::Done(out),
             None => {
                 // Waited for on this thread: with every worker busy, no timer would fire.
                 let deadline = std::time::Instant::now() + TASKS_END_WITHIN;
                 while metrics.num_alive_tasks() > tasks_before && std::time::Instant::now() < deadline {
                     std::thread::sleep(std::time::Duration::from_millis(20));
                 }
-                if metrics.num_alive_tasks() > tasks_before { Run::Stuck } else { Run::Cancelled }
+                if metrics.num_alive_tasks() > tasks_before { Statement::Stuck } else { Statement::Cancelled }
             }
         };
         self.running.store(0, Ordering::SeqCst);

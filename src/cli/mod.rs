@@ -36,6 +36,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tracelake::config::Config;
 use tracelake::engine::EngineOptions;
+use tracelake::engine::distributed::WorkerUnreachable;
 use tracelake::ingest::Decoder;
 use tracelake::lake::Lake;
 use tracelake::lake::repair::unreadable_committed;
@@ -188,6 +189,15 @@ fn refuse_a_file(lake: &Lake) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Parses one of a library type's names (by its `FromStr`), listing them in `--help` and
+/// in the error for any other, as `value_enum` does for the command line's own enums.
+pub fn one_of<T: std::str::FromStr<Err: std::error::Error + Send + Sync + 'static> + Clone + Send + Sync + 'static>(
+    names: &'static [&'static str],
+) -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(names).try_map(|name| name.parse::<T>())
+}
+
 pub fn is_new_or_empty(dir: &std::path::Path) -> anyhow::Result<bool> {
     match std::fs::read_dir(dir) {
         Ok(mut entries) => Ok(entries.next().is_none()),
@@ -221,10 +231,8 @@ pub fn run() -> ExitCode {
                 None if let Some(root) = out_of_memory(&e) => format!(
                     "{root}\nThe query needs more memory than the engine's pool (1 GiB by default): select fewer rows or columns, or raise the pool first with `SET datafusion.runtime.memory_limit = '4G';`"
                 ),
-                None if let Some(worker) = unreachable_worker(&e) => format!(
-                    "the worker at {worker} did not answer: is `tracelake worker --listen {}` running there? Check --workers (or TRACELAKE_WORKERS, traceAnalyzer.workers)",
-                    worker.trim_start_matches("http://").trim_end_matches('/')
-                ),
+                // Which worker, without the channel's nested account of the failed connection.
+                None if let Some(unreachable) = e.chain().find_map(|c| c.downcast_ref::<WorkerUnreachable>()) => unreachable.to_string(),
                 None => message(&e),
             };
             // The commands an error points to name the lake the command was given.
@@ -258,14 +266,6 @@ fn is_parquet_error(e: &anyhow::Error) -> bool {
             .is_some_and(|d| matches!(d.find_root(), datafusion::error::DataFusionError::ParquetError(_)))
             || c.downcast_ref::<datafusion::parquet::errors::ParquetError>().is_some()
     })
-}
-
-/// The worker a distributed query could not reach, from datafusion-distributed's
-/// "Error connecting to Distributed DataFusion worker on 'URL'".
-fn unreachable_worker(e: &anyhow::Error) -> Option<String> {
-    let text = message(e);
-    let after = text.split_once("Distributed DataFusion worker on '")?.1;
-    Some(after.split('\'').next()?.to_owned())
 }
 
 /// The memory pool's refusal behind `e`, if that is what ended the command.

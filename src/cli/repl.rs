@@ -18,7 +18,7 @@ use rustyline::{Context, Editor, Helper};
 use tracelake::engine::{PrintFormat, PrintOptions, print_statements, query_json};
 use tracelake::lake::Lake;
 
-use super::interrupt::{Cancel, Run};
+use super::interrupt::{Cancel, Statement};
 
 const HELP: &str = "\
 \\d               list tables and views (\\dt tables, \\dv views)
@@ -167,14 +167,14 @@ impl Repl {
             let run = cancel.run(self.handle(input, &mut out)).await;
             buffer = std::mem::take(&mut buffer_before_meta);
             match run {
-                Run::Done(Ok(Flow::Quit)) => break,
-                Run::Done(Ok(Flow::Continue)) => {}
-                Run::Done(Err(e)) => eprintln!("error: {}", super::message(&e)),
-                Run::Cancelled => {
+                Statement::Done(Ok(Flow::Quit)) => break,
+                Statement::Done(Ok(Flow::Continue)) => {}
+                Statement::Done(Err(e)) => eprintln!("error: {}", super::message(&e)),
+                Statement::Cancelled => {
                     writeln!(out, "Query cancelled")?;
                     continue;
                 }
-                Run::Stuck => {
+                Statement::Stuck => {
                     writeln!(out, "Query cancelled, but its plan does not yield and keeps every thread of the engine: quitting")?;
                     return Ok(Ended::Stuck);
                 }
@@ -258,10 +258,10 @@ impl Repl {
     async fn describe(&self, out: &mut dyn Write, table: &str) -> anyhow::Result<()> {
         // As in SQL: a name in double quotes keeps its case, others are lower-cased.
         let name = table.strip_prefix('"').and_then(|t| t.strip_suffix('"')).map_or_else(|| table.to_lowercase(), str::to_owned);
-        let literal = name.replace('\'', "''");
+        let literal = tracelake::engine::sql::string_literal(&name);
         let sql = format!(
             "SELECT column_name AS column, data_type AS type, is_nullable AS nullable FROM information_schema.columns \
-             WHERE table_schema = 'public' AND table_name = '{literal}' ORDER BY ordinal_position"
+             WHERE table_schema = 'public' AND table_name = {literal} ORDER BY ordinal_position"
         );
         if query_json(&self.session, &sql).await?.is_empty() {
             anyhow::bail!("no table or view `{name}`: `\\d` lists them");

@@ -32,7 +32,12 @@ pub struct WatchArgs {
     #[arg(long, env = "TRACELAKE_WATCH_INTERVAL", value_parser = parse_duration, default_value = "2s")]
     interval: Duration,
     /// Alert on findings at or above this severity.
-    #[arg(long, value_enum, env = "TRACELAKE_ALERT_SEVERITY", default_value_t = tracelake::model::Severity::Critical)]
+    #[arg(
+        long,
+        env = "TRACELAKE_ALERT_SEVERITY",
+        default_value_t = tracelake::model::Severity::Critical,
+        value_parser = super::one_of::<tracelake::model::Severity>(&tracelake::model::Severity::NAMES)
+    )]
     min_severity: tracelake::model::Severity,
 }
 

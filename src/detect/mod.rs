@@ -26,14 +26,10 @@ pub enum DetectorFailure {
 pub enum DetectError {
     #[error(transparent)]
     Engine(#[from] crate::engine::EngineError),
-    #[error("{0}")]
-    DataFusion(#[from] datafusion::error::DataFusionError),
     #[error(transparent)]
     Lake(#[from] crate::lake::LakeError),
     #[error("building record batch: {0}")]
     Arrow(#[from] datafusion::arrow::error::ArrowError),
-    #[error(transparent)]
-    Patterns(#[from] tracelake_udfs::PatternError),
     #[error("a row of the findings table is not a finding ({0}); was the lake written by another version?")]
     FindingRow(#[source] serde_json::Error),
     /// The workers' part of an analysis ended early: a worker stopped, or the work failed
@@ -48,4 +44,20 @@ pub enum DetectError {
     },
     #[error(transparent)]
     UserDetector(#[from] detectors::UserDetectorError),
+    #[error("a worker sent a part of its results this tracelake does not know ({0}): are the workers another version?")]
+    UnknownWorkerPart(String),
+}
+
+/// A query's failure is the engine's.
+impl From<datafusion::error::DataFusionError> for DetectError {
+    fn from(e: datafusion::error::DataFusionError) -> Self {
+        DetectError::Engine(e.into())
+    }
+}
+
+/// Patterns are compiled for the engine's functions.
+impl From<tracelake_udfs::PatternError> for DetectError {
+    fn from(e: tracelake_udfs::PatternError) -> Self {
+        DetectError::Engine(e.into())
+    }
 }

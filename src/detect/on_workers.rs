@@ -226,9 +226,7 @@ fn decode(batch: &RecordBatch) -> Result<BucketFindings, DetectError> {
             FAILURES => found.failures = ipc_batches(body)?,
             CORTEX => found.cortex = ipc_batches(body)?,
             other => {
-                return Err(DetectError::from(EngineError::Workers(format!(
-                    "a worker sent results this tracelake does not know ({other})"
-                ))));
+                return Err(DetectError::UnknownWorkerPart(other.to_owned()));
             }
         }
     }
@@ -293,7 +291,7 @@ mod tests {
         let sent = BucketFindings {
             stats: ChainStats { chains: 3, events: 40, first: 5, last: 9 },
             findings: vec![finding(1), finding(2)],
-            skipped: vec![("mine.sql".into(), Arc::new(DetectorFailure::Query(EngineError::Workers("no such table".into()))))],
+            skipped: vec![("mine.sql".into(), Arc::new(DetectorFailure::OnWorker("no such table".into())))],
             failures: vec![rows(3), rows(2)],
             cortex: Vec::new(),
             newest_event_ms: Some(11),

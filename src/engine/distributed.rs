@@ -22,9 +22,10 @@ use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_planner::{DefaultPhysicalPlanner, PhysicalPlanner};
 use datafusion::prelude::SessionContext;
+use datafusion_distributed::grpc::DefaultChannelResolver;
 use datafusion_distributed::{
-    DistributedConfig, DistributedExt, SessionStateBuilderExt, Worker, WorkerQueryContext, WorkerResolver, WorkerSessionBuilder,
-    display_plan_ascii,
+    ChannelResolver, DistributedConfig, DistributedExt, SessionStateBuilderExt, Worker, WorkerChannel, WorkerQueryContext, WorkerResolver,
+    WorkerSessionBuilder, display_plan_ascii,
 };
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
 use object_store::ObjectStore;
@@ -44,10 +45,43 @@ pub fn worker_urls(workers: &[String]) -> Result<Vec<Url>, EngineError> {
         .iter()
         .map(|w| {
             let with_scheme = if w.contains("://") { w.clone() } else { format!("http://{w}") };
-            Url::parse(&with_scheme)
-                .map_err(|e| EngineError::Workers(format!("{w} is not a worker URL ({e}): write host:port or http://host:port")))
+            Url::parse(&with_scheme).map_err(|source| EngineError::NotAWorkerUrl { worker: w.clone(), source })
         })
         .collect()
+}
+
+/// A worker that did not take a connection: before a query (`answers`), or during one,
+/// where the channel to it failed ([`NamedChannels`]).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the worker at {worker} did not answer: is `tracelake worker --listen {}` running there? \
+     Check --workers (or TRACELAKE_WORKERS, traceAnalyzer.workers)",
+    listen_address(.worker)
+)]
+pub struct WorkerUnreachable {
+    pub worker: Url,
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+/// `host:port` of a worker's URL, as `tracelake worker --listen` takes it.
+fn listen_address(worker: &Url) -> String {
+    format!("{}:{}", worker.host_str().unwrap_or_default(), worker.port_or_known_default().unwrap_or(80))
+}
+
+/// The default channels to the workers, with a worker that cannot be reached named as
+/// such ([`WorkerUnreachable`]) in place of datafusion-distributed's message.
+#[derive(Default)]
+struct NamedChannels(DefaultChannelResolver);
+
+#[async_trait]
+impl ChannelResolver for NamedChannels {
+    async fn get_worker_client_for_url(&self, url: &Url) -> Result<Box<dyn WorkerChannel>> {
+        self.0
+            .get_worker_client_for_url(url)
+            .await
+            .map_err(|source| DataFusionError::External(Box::new(WorkerUnreachable { worker: url.clone(), source: Box::new(source) })))
+    }
 }
 
 /// `builder` planning distributed over `workers`, each task of a scan reading about
@@ -64,6 +98,7 @@ pub fn distribute(
     }
     Ok(builder
         .with_distributed_worker_resolver(Workers(workers))
+        .with_distributed_channel_resolver(NamedChannels::default())
         .with_distributed_user_codec(TracelakeCodec { jobs })
         .with_distributed_file_scan_config_bytes_per_partition(scan_bytes.max(1))?
         .with_distributed_planner())
@@ -103,19 +138,13 @@ pub async fn explain_distributed(ctx: &SessionContext, explain: &Explain) -> Res
 }
 
 /// Whether `worker` takes a TCP connection, within a few seconds.
-fn answers(worker: &Url) -> Result<(), EngineError> {
-    let refused = |why: String| {
-        let at = format!("{}:{}", worker.host_str().unwrap_or_default(), worker.port_or_known_default().unwrap_or(80));
-        EngineError::Workers(format!(
-            "the worker at {worker} does not answer ({why}): is `tracelake worker --listen {at}` running there? Check --workers (or TRACELAKE_WORKERS, traceAnalyzer.workers)"
-        ))
-    };
-    let addrs = worker.socket_addrs(|| Some(80)).map_err(|e| refused(e.to_string()))?;
-    let mut last = String::from("no address");
-    for addr in addrs {
+fn answers(worker: &Url) -> Result<(), WorkerUnreachable> {
+    let refused = |source: std::io::Error| WorkerUnreachable { worker: worker.clone(), source: Box::new(source) };
+    let mut last = std::io::Error::new(std::io::ErrorKind::NotFound, "no address");
+    for addr in worker.socket_addrs(|| Some(80)).map_err(refused)? {
         match std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(3)) {
             Ok(_) => return Ok(()),
-            Err(e) => last = e.to_string(),
+            Err(e) => last = e,
         }
     }
     Err(refused(last))
@@ -151,13 +180,13 @@ pub async fn serve_worker(
         jobs: engine.session_jobs.clone(),
     };
     let worker = Worker::from_session_builder(sessions).with_runtime_env(runtime);
-    let listener = tokio::net::TcpListener::bind(listen).await.map_err(|e| EngineError::Workers(format!("listening on {listen}: {e}")))?;
-    ready(listener.local_addr().map_err(|e| EngineError::Workers(format!("listening on {listen}: {e}")))?);
+    let listener = tokio::net::TcpListener::bind(listen).await.map_err(|source| EngineError::Listen { listen, source })?;
+    ready(listener.local_addr().map_err(|source| EngineError::Listen { listen, source })?);
     tonic::transport::Server::builder()
         .add_service(worker.into_worker_server())
         .serve_with_incoming_shutdown(TcpIncoming::from(listener), stop)
         .await
-        .map_err(|e| EngineError::Workers(format!("serving on {listen}: {e}")))
+        .map_err(|source| EngineError::Serve { listen, source })
 }
 
 /// Builds each query's session on a worker: tracelake's functions and plan nodes.

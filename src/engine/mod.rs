@@ -41,8 +41,26 @@ pub enum EngineError {
     LakePath(std::path::PathBuf, #[source] object_store::path::Error),
     #[error("{0}")]
     Patterns(#[from] tracelake_udfs::PatternError),
-    #[error("{0}")]
-    Workers(String),
+    #[error("{worker} is not a worker URL: write host:port or http://host:port")]
+    NotAWorkerUrl {
+        worker: String,
+        #[source]
+        source: url::ParseError,
+    },
+    #[error(transparent)]
+    WorkerUnreachable(#[from] distributed::WorkerUnreachable),
+    #[error("listening for the coordinator on {listen}")]
+    Listen {
+        listen: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("serving the coordinator on {listen}")]
+    Serve {
+        listen: std::net::SocketAddr,
+        #[source]
+        source: tonic::transport::Error,
+    },
     #[error("formatting results: {0}")]
     Format(#[from] datafusion::arrow::error::ArrowError),
     #[error("cannot write the session buckets to a temporary directory: {0}")]

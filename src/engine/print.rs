@@ -32,7 +32,7 @@ impl Default for PrintOptions {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PrintFormat {
     Table,
     Csv,
@@ -40,7 +40,34 @@ pub enum PrintFormat {
     Ndjson,
 }
 
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("format `{0}` is not one of table, csv, json, ndjson")]
+pub struct UnknownFormat(pub String);
+
+impl std::str::FromStr for PrintFormat {
+    type Err = UnknownFormat;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL.into_iter().find(|f| f.as_str() == s).ok_or_else(|| UnknownFormat(s.to_owned()))
+    }
+}
+
+impl std::fmt::Display for PrintFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl PrintFormat {
+    pub const ALL: [PrintFormat; 4] = [PrintFormat::Table, PrintFormat::Csv, PrintFormat::Json, PrintFormat::Ndjson];
+
+    /// Their names, in the same order.
+    pub const NAMES: [&'static str; 4] = ["table", "csv", "json", "ndjson"];
+
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
     /// Writes `batches` (with `schema`, for headers when there are no rows).
     pub fn write(self, out: &mut dyn Write, schema: &SchemaRef, batches: &[RecordBatch]) -> Result<(), EngineError> {
         let options = PrintOptions { format: self, ..PrintOptions::default() };

@@ -46,6 +46,11 @@ pub const FOLD_SCORES: &str = include_str!("../../sql/outputs/fold_scores.sql");
 
 use crate::config::{CortexConfig, FactorsConfig};
 
+/// `value` as a SQL string literal: quoted, its quotes doubled.
+pub fn string_literal(value: &str) -> String {
+    format!("'{}'", value.replace('\'', "''"))
+}
+
 /// A time (ms since the epoch) as a quoted RFC 3339 literal that compares with `ts`.
 pub fn time_literal(ms: i64) -> String {
     format!("'{}'", chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339())
@@ -124,6 +129,6 @@ impl SqlParams {
         sql.replace("${prune_days}", &cortex.prune_days.to_string())
             .replace("${max_threads}", &cortex.max_threads.to_string())
             .replace("${dedupe_window_ms}", &(i64::from(cortex.dedupe_window_hours) * 3_600_000).to_string())
-            .replace("${high_impact}", &high_impact.replace('\'', "''"))
+            .replace("'${high_impact}'", &string_literal(&high_impact))
     }
 }

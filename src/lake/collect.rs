@@ -7,11 +7,11 @@ use std::collections::HashSet;
 use sha2::{Digest, Sha256};
 
 use super::LakeError;
-use super::commit::{Run, RunLock, begin, commit};
+use super::commit::{RunKind, RunLock, begin, commit};
+use super::event_sink::{EventSink, day_batches};
 use super::layout::Lake;
+use super::live_writers::RegisteredWriter;
 use super::state::CollectState;
-use super::writer::{EventSink, day_batches};
-use super::writers::RegisteredWriter;
 use crate::ingest::otel::{Assembler, Candidate};
 
 /// How many committed requests are remembered to recognize a request sent again.
@@ -50,7 +50,7 @@ pub struct CollectWriter {
 impl CollectWriter {
     /// Takes the lake's collect lock: one receiver per lake.
     pub fn open(lake: &Lake, buffer_bytes: usize) -> Result<Self, LakeError> {
-        let run = RunLock::acquire(lake, Run::Collect)?;
+        let run = RunLock::acquire(lake, RunKind::Collect)?;
         let (manifest, _) = begin(lake)?;
         let writer = RegisteredWriter::start(lake)?;
         // A group's commit writes on every core (`flush_all`); within a group, half of them.

@@ -1,5 +1,5 @@
 //! One way to commit to the lake, for every writer (import, export, analyze, outcomes,
-//! repair). A writer registers ([`RegisteredWriter`](super::writers::RegisteredWriter))
+//! repair). A writer registers ([`RegisteredWriter`](super::live_writers::RegisteredWriter))
 //! and writes its files under its id with no lock held. To commit, it takes the manifest
 //! lock only for as long as it takes to re-read the manifest, change it, save it and sweep
 //! the files of writers that are gone ([`commit`]), so writers of different kinds (a
@@ -16,9 +16,9 @@ use futures::future::try_join_all;
 
 use super::holder::{HeldLock, LockHolder};
 use super::layout::Lake;
+use super::live_writers::sweep_uncommitted;
 use super::remote::{Remote, block_on};
 use super::state::Manifest;
-use super::writers::sweep_uncommitted;
 use super::{LakeError, delta};
 
 const MANIFEST_LOCK: &str = "lock";
@@ -29,7 +29,7 @@ const COMMIT_LOCK_WAIT: Duration = Duration::from_secs(30);
 
 /// The kinds of runs that write to the lake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Run {
+pub enum RunKind {
     Import,
     Export,
     Analyze,
@@ -38,28 +38,28 @@ pub enum Run {
     Risk,
 }
 
-impl Run {
-    pub const ALL: [Run; 6] = [Run::Import, Run::Export, Run::Analyze, Run::Outcomes, Run::Collect, Run::Risk];
+impl RunKind {
+    pub const ALL: [RunKind; 6] = [RunKind::Import, RunKind::Export, RunKind::Analyze, RunKind::Outcomes, RunKind::Collect, RunKind::Risk];
 
     pub fn as_str(self) -> &'static str {
         match self {
-            Run::Import => "import",
-            Run::Export => "export",
-            Run::Analyze => "analyze",
-            Run::Outcomes => "outcomes import",
-            Run::Collect => "collect",
-            Run::Risk => "risk",
+            RunKind::Import => "import",
+            RunKind::Export => "export",
+            RunKind::Analyze => "analyze",
+            RunKind::Outcomes => "outcomes import",
+            RunKind::Collect => "collect",
+            RunKind::Risk => "risk",
         }
     }
 
     fn lock_file(self) -> &'static str {
         match self {
-            Run::Import => "import.lock",
-            Run::Export => "export.lock",
-            Run::Analyze => "analyze.lock",
-            Run::Outcomes => "outcomes.lock",
-            Run::Collect => "collect.lock",
-            Run::Risk => "risk.lock",
+            RunKind::Import => "import.lock",
+            RunKind::Export => "export.lock",
+            RunKind::Analyze => "analyze.lock",
+            RunKind::Outcomes => "outcomes.lock",
+            RunKind::Collect => "collect.lock",
+            RunKind::Risk => "risk.lock",
         }
     }
 }
@@ -74,7 +74,7 @@ impl RunLock {
     /// Fails at once when another run of this kind holds it. On object storage, where
     /// there are no locks, runs of a kind do not wait for each other: what they commit is
     /// checked against what another committed meanwhile ([`LakeError::Concurrent`]).
-    pub fn acquire(lake: &Lake, run: Run) -> Result<Self, LakeError> {
+    pub fn acquire(lake: &Lake, run: RunKind) -> Result<Self, LakeError> {
         if lake.remote().is_some() {
             return Ok(Self { _files: Vec::new() });
         }
@@ -90,11 +90,11 @@ impl RunLock {
                 why: "it needs every writer stopped, which object storage cannot tell; a crashed writer's uploads are named by no manifest and never read",
             });
         }
-        Ok(Self { _files: Run::ALL.into_iter().map(|run| lock_file(lake, run)).collect::<Result<_, _>>()? })
+        Ok(Self { _files: RunKind::ALL.into_iter().map(|run| lock_file(lake, run)).collect::<Result<_, _>>()? })
     }
 }
 
-fn lock_file(lake: &Lake, run: Run) -> Result<HeldLock, LakeError> {
+fn lock_file(lake: &Lake, run: RunKind) -> Result<HeldLock, LakeError> {
     let (path, file) = open_lock_file(lake, run.lock_file())?;
     match take_lock(&path, file)? {
         Ok(file) => Ok(file),
@@ -266,16 +266,16 @@ mod tests {
     fn runs_of_one_kind_exclude_each_other_and_no_other() {
         let dir = tempfile::tempdir().unwrap();
         let lake = Lake::new(dir.path());
-        let export = RunLock::acquire(&lake, Run::Export).unwrap();
-        let again = RunLock::acquire(&lake, Run::Export).unwrap_err().to_string();
+        let export = RunLock::acquire(&lake, RunKind::Export).unwrap();
+        let again = RunLock::acquire(&lake, RunKind::Export).unwrap_err().to_string();
         let pid = std::process::id();
         assert!(again.contains("another tracelake export is running"), "{again}");
         assert!(again.contains(&format!("(pid {pid}, since ")), "the holder is named: {again}");
-        let analyze = RunLock::acquire(&lake, Run::Analyze).unwrap();
+        let analyze = RunLock::acquire(&lake, RunKind::Analyze).unwrap();
         assert!(RunLock::all(&lake).is_err(), "a repair waits for every run");
         drop((export, analyze));
         let all = RunLock::all(&lake).unwrap();
-        assert!(RunLock::acquire(&lake, Run::Import).is_err());
+        assert!(RunLock::acquire(&lake, RunKind::Import).is_err());
         drop(all);
     }
 

@@ -21,12 +21,12 @@ use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::commit::{begin, commit};
 use super::layout::part_file_name;
+use super::live_writers::RegisteredWriter;
+use super::parquet_files::write_parquet_atomic;
 use super::remote::block_on;
 use super::schema::file_schema;
 use super::sizes::stored_files;
 use super::state::Manifest;
-use super::writer::write_parquet_atomic;
-use super::writers::RegisteredWriter;
 use super::{Lake, LakeError, Table};
 
 /// Files at least this large are left as they are: merging them gains little.
@@ -253,8 +253,8 @@ fn conform(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, LakeEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lake::event_sink::EventSink;
     use crate::lake::history::{AsOf, lake_as_of, vacuum};
-    use crate::lake::writer::EventSink;
     use crate::model::event::{Event, Schema};
     use datafusion::arrow::array::AsArray;
     use datafusion::arrow::datatypes::TimestampMillisecondType;

@@ -13,7 +13,7 @@ use std::thread;
 
 use datafusion::arrow::error::ArrowError;
 
-use super::writer::{DayBatch, day_batches};
+use super::event_sink::{DayBatch, day_batches};
 use crate::ingest::lines::Line;
 use crate::ingest::{Decoder, QuarantinedLine};
 use crate::model::Event;
@@ -124,7 +124,7 @@ where
                 }
             }
         }
-        let chunks = producer.join().expect("producer thread panicked");
+        let chunks = producer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         match failed {
             Some(e) => Err(e),
             None => Ok(chunks),

@@ -14,14 +14,14 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use super::LakeError;
-use super::commit::{Run, RunLock, begin, commit};
+use super::commit::{RunKind, RunLock, begin, commit};
 use super::decode::{Chunk, RawEvent, decode_in_order, decode_message};
+use super::event_sink::EventSink;
 use super::layout::Lake;
+use super::live_writers::RegisteredWriter;
 use super::state::{ExportRun, ExportState};
-use super::writer::EventSink;
-use super::writers::RegisteredWriter;
 use crate::ingest::lines::Line;
-use crate::ingest::nats::{NatsError, NatsSource, StartAt};
+use crate::ingest::nats::{MessageStream, NatsError, NatsSource, StartAt};
 use crate::ingest::{Decoder, QuarantineReason};
 
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +41,8 @@ pub enum ExportError {
         #[source]
         source: NatsError,
     },
+    #[error("receiving from the stream stopped unexpectedly")]
+    Receiver(#[source] tokio::task::JoinError),
 }
 
 #[derive(Debug, Clone)]
@@ -90,6 +92,8 @@ pub struct ExportSummary {
     pub bytes: u64,
     pub files: usize,
     pub seconds: f64,
+    /// The first stream sequence this run exported (0: none).
+    pub first_sequence: u64,
     pub cursor: u64,
     pub stream_last_sequence: u64,
     /// The run stopped early because it was asked to (Ctrl-C).
@@ -120,106 +124,137 @@ pub async fn export(
     let started = Instant::now();
     let started_at = chrono::Utc::now().to_rfc3339();
     let stream_last_sequence = source.last_sequence().await?;
-    let _run = RunLock::acquire(lake, Run::Export)?;
-    // Only exports change the export state, and no other export runs.
-    let (manifest, _) = begin(lake)?;
-
-    let rebuild = opts.full || opts.since_ms.is_some();
-    if let Some(state) = &manifest.export
-        && !rebuild
-        && (state.stream != opts.stream || state.filter_subjects != opts.filter_subjects)
-    {
-        return Err(ExportError::FilterChanged {
-            stream: state.stream.clone(),
-            old: state.filter_subjects.clone(),
-            new: opts.filter_subjects.clone(),
-        });
-    }
-    let cursor = if rebuild || manifest.export.is_none() {
-        // Forget what was exported before; its files are kept for time travel until a vacuum.
-        commit::<_, LakeError>(lake, |manifest| {
-            manifest.export =
-                Some(ExportState { stream: opts.stream.clone(), filter_subjects: opts.filter_subjects.clone(), ..ExportState::default() });
-            Ok(())
-        })?;
-        0
-    } else {
-        manifest.export.as_ref().map_or(0, |s| s.cursor)
-    };
-    let start = match opts.since_ms {
-        Some(ms) => StartAt::Time(ms),
-        None if cursor == 0 => StartAt::First,
-        None => StartAt::Sequence(cursor + 1),
-    };
-
+    let _run = RunLock::acquire(lake, RunKind::Export)?;
+    let cursor = resume_cursor(lake, opts)?;
     let mut summary = ExportSummary {
         events: 0,
         quarantined: BTreeMap::new(),
         bytes: 0,
         files: 0,
         seconds: 0.0,
+        first_sequence: 0,
         cursor,
         stream_last_sequence,
         stopped: false,
     };
-    let mut first_sequence = 0;
     if stream_last_sequence > cursor || opts.since_ms.is_some() {
-        let mut messages =
-            source.messages(start, &opts.filter_subjects).await.map_err(|source| ExportError::Interrupted { cursor, source })?;
-        let (tx, mut rx) = mpsc::channel::<Chunk>(opts.threads * 4);
-        let receive_opts = opts.clone();
-        let stop_receiving = Arc::clone(&stop);
-        let receiver = tokio::spawn(async move { receive(&mut messages, &receive_opts, stream_last_sequence, &stop_receiving, &tx).await });
+        let start = match opts.since_ms {
+            Some(ms) => StartAt::Time(ms),
+            None if cursor == 0 => StartAt::First,
+            None => StartAt::Sequence(cursor + 1),
+        };
+        let messages = source.messages(start, &opts.filter_subjects).await.map_err(|source| ExportError::Interrupted { cursor, source })?;
+        export_messages(lake, messages, decoder, opts, stop, progress, &mut summary).await?;
+    }
+    summary.seconds = started.elapsed().as_secs_f64();
+    record_run(lake, started_at, &summary)?;
+    Ok(summary)
+}
 
-        let writer = RegisteredWriter::start(lake)?;
-        let writer_id = writer.id().clone();
-        let source_name = format!("nats:{}", opts.stream);
-        let write_result = tokio::task::block_in_place(|| {
-            let chunks = std::iter::from_fn(|| rx.blocking_recv());
-            let mut committer =
-                Committer::new(lake, cursor, EventSink::new(lake.clone(), writer_id, opts.buffer_bytes, opts.threads.div_ceil(2)));
-            let mut since_commit = 0usize;
-            let mut last_commit = Instant::now();
-            let decode = |raw| decode_message::<()>(decoder, &source_name, raw);
-            decode_in_order(chunks, &decode, opts.threads, |decoded| {
-                summary.bytes += decoded.bytes;
-                let messages = decoded.ready_events + decoded.later.len() as u64;
-                progress.advance(messages, decoded.bytes);
-                since_commit += messages as usize;
-                if first_sequence == 0 {
-                    first_sequence = decoded.first_position;
-                }
-                summary.events += decoded.ready_events;
-                for batch in decoded.batches? {
-                    committer.sink.push_batch(batch)?;
-                }
-                for line in decoded.later.into_iter().filter_map(Result::err) {
-                    *summary.quarantined.entry(line.reason).or_default() += 1;
-                    committer.sink.push_quarantined(line)?;
-                }
-                committer.last_position = decoded.last_position;
-                if since_commit >= opts.commit_every || last_commit.elapsed() >= opts.commit_interval {
-                    summary.files += committer.commit()?;
-                    since_commit = 0;
-                    last_commit = Instant::now();
-                }
-                Ok::<(), LakeError>(())
+/// The cursor the export resumes after: 0 when it starts over (`--full`, `--since`, a
+/// first export), which forgets what was exported before; its files are kept for time
+/// travel until a vacuum.
+fn resume_cursor(lake: &Lake, opts: &ExportOptions) -> Result<u64, ExportError> {
+    // Only exports change the export state, and no other export runs.
+    let (manifest, _) = begin(lake)?;
+    let rebuild = opts.full || opts.since_ms.is_some();
+    match &manifest.export {
+        Some(state) if !rebuild && (state.stream != opts.stream || state.filter_subjects != opts.filter_subjects) => {
+            Err(ExportError::FilterChanged {
+                stream: state.stream.clone(),
+                old: state.filter_subjects.clone(),
+                new: opts.filter_subjects.clone(),
+            })
+        }
+        Some(state) if !rebuild => Ok(state.cursor),
+        _ => {
+            commit::<_, LakeError>(lake, |manifest| {
+                manifest.export = Some(ExportState {
+                    stream: opts.stream.clone(),
+                    filter_subjects: opts.filter_subjects.clone(),
+                    ..ExportState::default()
+                });
+                Ok(())
             })?;
-            summary.files += committer.commit()?;
-            Ok::<u64, LakeError>(committer.cursor)
-        });
-        let received = receiver.await.expect("receiver task panicked");
-        summary.cursor = write_result?;
-        writer.finish()?;
-        match received {
-            Ok(stopped) => summary.stopped = stopped,
-            Err(source) => {
-                return Err(ExportError::Interrupted { cursor: summary.cursor, source });
-            }
+            Ok(0)
         }
     }
+}
 
-    summary.seconds = started.elapsed().as_secs_f64();
+/// Receives `messages` on a task of their own while this thread decodes them in order and
+/// commits every `commit_every` messages or `commit_interval`, counting into `summary`.
+async fn export_messages(
+    lake: &Lake,
+    mut messages: MessageStream,
+    decoder: &Decoder,
+    opts: &ExportOptions,
+    stop: Arc<AtomicBool>,
+    progress: &dyn ExportProgress,
+    summary: &mut ExportSummary,
+) -> Result<(), ExportError> {
+    let (tx, rx) = mpsc::channel::<Chunk>(opts.threads * 4);
+    let receive_opts = opts.clone();
+    let stream_last_sequence = summary.stream_last_sequence;
+    let receiver = tokio::spawn(async move { receive(&mut messages, &receive_opts, stream_last_sequence, &stop, &tx).await });
+    let writer = RegisteredWriter::start(lake)?;
+    let committer = Committer::new(
+        lake,
+        summary.cursor,
+        EventSink::new(lake.clone(), writer.id().clone(), opts.buffer_bytes, opts.threads.div_ceil(2)),
+    );
+    let written = tokio::task::block_in_place(|| write_chunks(committer, rx, decoder, opts, progress, summary));
+    let received = receiver.await.map_err(ExportError::Receiver)?;
+    summary.cursor = written?;
+    writer.finish()?;
+    summary.stopped = received.map_err(|source| ExportError::Interrupted { cursor: summary.cursor, source })?;
+    Ok(())
+}
+
+/// Decodes the received chunks in order into `committer`'s sink, committing as it goes.
+/// Returns the cursor committed last.
+fn write_chunks(
+    mut committer: Committer<'_>,
+    mut rx: mpsc::Receiver<Chunk>,
+    decoder: &Decoder,
+    opts: &ExportOptions,
+    progress: &dyn ExportProgress,
+    summary: &mut ExportSummary,
+) -> Result<u64, LakeError> {
+    let chunks = std::iter::from_fn(|| rx.blocking_recv());
+    let source_name = format!("nats:{}", opts.stream);
+    let decode = |raw| decode_message::<()>(decoder, &source_name, raw);
+    let mut since_commit = 0usize;
+    let mut last_commit = Instant::now();
+    decode_in_order(chunks, &decode, opts.threads, |decoded| {
+        summary.bytes += decoded.bytes;
+        let messages = decoded.ready_events + decoded.later.len() as u64;
+        progress.advance(messages, decoded.bytes);
+        since_commit += messages as usize;
+        if summary.first_sequence == 0 {
+            summary.first_sequence = decoded.first_position;
+        }
+        summary.events += decoded.ready_events;
+        for batch in decoded.batches? {
+            committer.sink.push_batch(batch)?;
+        }
+        for line in decoded.later.into_iter().filter_map(Result::err) {
+            *summary.quarantined.entry(line.reason).or_default() += 1;
+            committer.sink.push_quarantined(line)?;
+        }
+        committer.last_position = decoded.last_position;
+        if since_commit >= opts.commit_every || last_commit.elapsed() >= opts.commit_interval {
+            summary.files += committer.commit()?;
+            since_commit = 0;
+            last_commit = Instant::now();
+        }
+        Ok::<(), LakeError>(())
+    })?;
+    summary.files += committer.commit()?;
+    Ok(committer.cursor)
+}
+
+/// Records what the run did as the export's last run.
+fn record_run(lake: &Lake, started_at: String, summary: &ExportSummary) -> Result<(), LakeError> {
     commit::<_, LakeError>(lake, |manifest| {
         if let Some(state) = manifest.export.as_mut() {
             state.last_run = Some(ExportRun {
@@ -227,13 +262,12 @@ pub async fn export(
                 finished_at: chrono::Utc::now().to_rfc3339(),
                 events: summary.events,
                 quarantined: summary.quarantined.values().sum(),
-                first_sequence,
+                first_sequence: summary.first_sequence,
                 last_sequence: state.cursor,
             });
         }
         Ok(())
-    })?;
-    Ok(summary)
+    })
 }
 
 /// Writes what is buffered and moves the cursor, in that order.
@@ -258,12 +292,12 @@ impl<'a> Committer<'a> {
         }
         let cursor = self.cursor.max(self.last_position);
         commit::<_, LakeError>(self.lake, |manifest| {
-            let state = manifest.export.as_mut().expect("export state is set before writing");
             // Exports to a lake on object storage do not exclude each other: of two that
-            // read the stream from one cursor, only the first commits.
-            if state.cursor != self.cursor {
+            // read the stream from one cursor, only the first commits (or one that started
+            // over took the export state away meanwhile).
+            let Some(state) = manifest.export.as_mut().filter(|state| state.cursor == self.cursor) else {
                 return Err(LakeError::Concurrent { lake: self.lake.location(), run: "export" });
-            }
+            };
             state.files.extend(files.iter().map(|f| self.lake.relative(&f.path)));
             state.cursor = cursor;
             Ok(())

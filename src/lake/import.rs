@@ -15,12 +15,12 @@ use std::time::Instant;
 use sha2::{Digest, Sha256};
 
 use super::LakeError;
-use super::commit::{Run, RunLock, begin, commit};
+use super::commit::{RunKind, RunLock, begin, commit};
 use super::decode::{Chunk, DecodedEvent, RawEvent, decode_in_order};
+use super::event_sink::EventSink;
 use super::layout::Lake;
+use super::live_writers::RegisteredWriter;
 use super::state::{ImportRecord, Manifest};
-use super::writer::EventSink;
-use super::writers::RegisteredWriter;
 use crate::ingest::lines::{BoundedLines, Line};
 use crate::ingest::otel::Assembler;
 use crate::ingest::{Decoder, LineEvents, QuarantineReason};
@@ -107,67 +107,22 @@ pub fn import_source(
 ) -> Result<ImportOutcome, LakeError> {
     let started = Instant::now();
     let started_at = chrono::Utc::now();
-    let _run = RunLock::acquire(lake, Run::Import)?;
+    let _run = RunLock::acquire(lake, RunKind::Import)?;
     // Only imports change the import records, and no other import runs: they stay as read here.
     let (manifest, swept) = begin(lake)?;
     let name = source.name();
-
-    // A full hash before importing costs a pass over the file; the quick fingerprint
-    // finds the candidates, and only those are hashed first to confirm.
-    let quick = match source {
-        ImportSource::File(path) => Some(quick_fingerprint(path)?),
-        ImportSource::Stdin => None,
+    let ReadPlan { quick, path, start } = match plan_read(&manifest, source, opts.force)? {
+        Planned::Read(plan) => plan,
+        Planned::Known(previous) => return Ok(ImportOutcome::AlreadyImported { source: name, previous: Box::new(previous.clone()) }),
     };
-    if let (ImportSource::File(path), Some(quick)) = (source, &quick)
-        && !opts.force
-        && manifest.imports.iter().any(|r| &r.quick == quick)
-    {
-        let hash = hash_file(path)?;
-        if let Some(previous) = manifest.find_import(&hash) {
-            return Ok(ImportOutcome::AlreadyImported { source: name, previous: Box::new(previous.clone()) });
-        }
-    }
-
-    // A file imported before from the same path: read only what was added at its end.
-    let path = match source {
-        ImportSource::File(p) => Some(std::fs::canonicalize(p).map_err(|e| LakeError::io(p, e))?.display().to_string()),
-        ImportSource::Stdin => None,
-    };
-    let mut start = Start::default();
-    if let (ImportSource::File(file), Some(path)) = (source, &path)
-        && !opts.force
-        && let Some(previous) = manifest.imports.iter().rev().find(|r| r.path.as_ref() == Some(path))
-    {
-        start = grown_from(file, previous)?
-            .ok_or_else(|| LakeError::SourceChanged { source_name: name.clone(), imported_at: previous.finished_at.clone() })?;
-    }
-
-    // A file that is one JSON document over many lines (a pretty-printed conversation or
-    // OTLP export) is read as one line.
-    start.one_document = match source {
-        ImportSource::File(path) if start.bytes == 0 => is_json_document(path)?,
-        _ => false,
-    };
-    let reader: Box<dyn Read + Send> = match source {
-        ImportSource::File(path) => {
-            let mut file = File::open(path).map_err(|e| LakeError::io(path, e))?;
-            io::Seek::seek(&mut file, io::SeekFrom::Start(start.bytes)).map_err(|e| LakeError::io(path, e))?;
-            Box::new(file)
-        }
-        ImportSource::Stdin => Box::new(io::stdin()),
-    };
-    let opts =
-        &ImportOptions { max_event_bytes: if start.one_document { MAX_DOCUMENT_BYTES } else { opts.max_event_bytes }, ..opts.clone() };
+    let max_event_bytes = if start.one_document { MAX_DOCUMENT_BYTES } else { opts.max_event_bytes };
+    let opts = &ImportOptions { max_event_bytes, ..opts.clone() };
     let writer = RegisteredWriter::start(lake)?;
-    let writer_id = writer.id().clone();
-    let mut sink = EventSink::new(lake.clone(), writer_id.clone(), opts.buffer_bytes, opts.threads.div_ceil(2));
-    let lines_before = start.lines;
-    let bytes_before = start.bytes;
-    let counts = decode_and_write(reader, &name, decoder, opts, start, &mut sink, progress)?;
+    let mut sink = EventSink::new(lake.clone(), writer.id().clone(), opts.buffer_bytes, opts.threads.div_ceil(2));
+    let (lines_before, bytes_before) = (start.lines, start.bytes);
+    let counts = decode_and_write(open_reader(source, start.bytes)?, &name, decoder, opts, start, &mut sink, progress)?;
     let files = sink.flush_all()?;
-    let sha256 = counts.sha256;
-
-    if let Some(previous) = manifest.find_import(&sha256)
+    if let Some(previous) = manifest.find_import(&counts.sha256)
         && !opts.force
     {
         // Standard input can be recognized only after reading it: drop what was written.
@@ -177,9 +132,9 @@ pub fn import_source(
         return Ok(ImportOutcome::AlreadyImported { source: name, previous });
     }
     let record = ImportRecord {
-        writer_id: writer_id.as_str().to_owned(),
+        writer_id: writer.id().as_str().to_owned(),
         source: name.clone(),
-        sha256,
+        sha256: counts.sha256,
         quick: quick.unwrap_or_default(),
         path,
         bytes: bytes_before + counts.bytes,
@@ -190,17 +145,7 @@ pub fn import_source(
         finished_at: chrono::Utc::now().to_rfc3339(),
         files: files.iter().map(|f| lake.relative(&f.path)).collect(),
     };
-    let read_from = last_import_of(&manifest, record.path.as_deref());
-    commit::<_, LakeError>(lake, |manifest| {
-        // Imports into a lake on object storage do not exclude each other: one of the same
-        // file that committed meanwhile would make this one's rows count twice.
-        if last_import_of(manifest, record.path.as_deref()) != read_from {
-            return Err(LakeError::Concurrent { lake: lake.location(), run: "import" });
-        }
-        manifest.imports.retain(|r| r.sha256 != record.sha256);
-        manifest.imports.push(record.clone());
-        Ok(())
-    })?;
+    commit_record(lake, &manifest, record)?;
     writer.finish()?;
     Ok(ImportOutcome::Imported(ImportSummary {
         source: name,
@@ -213,6 +158,73 @@ pub fn import_source(
         swept,
         lines_before,
     }))
+}
+
+/// What to read of a source, or the earlier import of the same content.
+enum Planned<'m> {
+    Known(&'m ImportRecord),
+    Read(ReadPlan),
+}
+
+/// A source to read: its quick fingerprint and absolute path (a file's), and where to start.
+struct ReadPlan {
+    quick: Option<String>,
+    path: Option<String>,
+    start: Start,
+}
+
+fn plan_read<'m>(manifest: &'m Manifest, source: &ImportSource, force: bool) -> Result<Planned<'m>, LakeError> {
+    let ImportSource::File(file) = source else {
+        return Ok(Planned::Read(ReadPlan { quick: None, path: None, start: Start::default() }));
+    };
+    // A full hash before importing costs a pass over the file; the quick fingerprint
+    // finds the candidates, and only those are hashed first to confirm.
+    let quick = quick_fingerprint(file)?;
+    if !force
+        && manifest.imports.iter().any(|r| r.quick == quick)
+        && let Some(previous) = manifest.find_import(&hash_file(file)?)
+    {
+        return Ok(Planned::Known(previous));
+    }
+    // A file imported before from the same path: read only what was added at its end.
+    let path = std::fs::canonicalize(file).map_err(|e| LakeError::io(file, e))?.display().to_string();
+    let mut start = Start::default();
+    if !force && let Some(previous) = manifest.imports.iter().rev().find(|r| r.path.as_deref() == Some(path.as_str())) {
+        start = grown_from(file, previous)?
+            .ok_or_else(|| LakeError::SourceChanged { source_name: source.name(), imported_at: previous.finished_at.clone() })?;
+    }
+    // A file that is one JSON document over many lines (a pretty-printed conversation or
+    // OTLP export) is read as one line.
+    start.one_document = start.bytes == 0 && is_json_document(file)?;
+    Ok(Planned::Read(ReadPlan { quick: Some(quick), path: Some(path), start }))
+}
+
+/// The source, read from byte `from`.
+fn open_reader(source: &ImportSource, from: u64) -> Result<Box<dyn Read + Send>, LakeError> {
+    match source {
+        ImportSource::File(path) => {
+            let mut file = File::open(path).map_err(|e| LakeError::io(path, e))?;
+            io::Seek::seek(&mut file, io::SeekFrom::Start(from)).map_err(|e| LakeError::io(path, e))?;
+            Ok(Box::new(file))
+        }
+        ImportSource::Stdin => Ok(Box::new(io::stdin())),
+    }
+}
+
+/// Commits the import's record, and so its files, in place of an earlier import of the
+/// same content. `read` is the manifest the import started from.
+fn commit_record(lake: &Lake, read: &Manifest, record: ImportRecord) -> Result<(), LakeError> {
+    let read_from = last_import_of(read, record.path.as_deref());
+    commit(lake, |manifest| {
+        // Imports into a lake on object storage do not exclude each other: one of the same
+        // file that committed meanwhile would make this one's rows count twice.
+        if last_import_of(manifest, record.path.as_deref()) != read_from {
+            return Err(LakeError::Concurrent { lake: lake.location(), run: "import" });
+        }
+        manifest.imports.retain(|r| r.sha256 != record.sha256);
+        manifest.imports.push(record.clone());
+        Ok(())
+    })
 }
 
 /// The writer of the last import of the file at `path`, if any.

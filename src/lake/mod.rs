@@ -5,12 +5,15 @@ pub mod commit;
 pub mod compact;
 pub mod decode;
 pub mod delta;
+pub mod event_sink;
 pub mod export;
 pub mod history;
 pub mod holder;
 pub mod import;
 pub mod layout;
+pub mod live_writers;
 pub mod outcomes;
+pub mod parquet_files;
 pub mod remote;
 pub mod repair;
 pub mod risk;
@@ -18,8 +21,6 @@ pub mod schema;
 pub mod secret;
 pub mod sizes;
 pub mod state;
-pub mod writer;
-pub mod writers;
 
 use std::path::{Path, PathBuf};
 

@@ -4,12 +4,12 @@
 use sha2::{Digest, Sha256};
 
 use super::LakeError;
-use super::commit::{Run, RunLock, begin, commit};
+use super::commit::{RunKind, RunLock, begin, commit};
 use super::layout::{Lake, PartitionDate, Table, part_file_name};
+use super::live_writers::RegisteredWriter;
+use super::parquet_files::write_parquet_atomic;
 use super::schema::{OUTCOMES_SCHEMA, outcomes_batch};
 use super::state::OutcomeImportRecord;
-use super::writer::write_parquet_atomic;
-use super::writers::RegisteredWriter;
 use crate::ingest::outcomes::{BadOutcome, parse_outcomes};
 
 /// What importing a file of outcomes did.
@@ -37,7 +37,7 @@ pub fn import_outcomes(lake: &Lake, source: &str, bytes: &[u8], csv: Option<bool
         error: std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not UTF-8 text ({e})")),
     })?;
     let sha256 = hex::encode(Sha256::digest(bytes));
-    let _run = RunLock::acquire(lake, Run::Outcomes)?;
+    let _run = RunLock::acquire(lake, RunKind::Outcomes)?;
     let (manifest, _) = begin(lake)?;
     let previous = manifest.outcome_imports.iter().find(|r| r.sha256 == sha256).cloned();
     if let Some(previous) = previous.clone().filter(|_| !force) {

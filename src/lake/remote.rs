@@ -218,5 +218,5 @@ where
             .build()
             .expect("an IO runtime starts")
     });
-    std::thread::scope(|scope| scope.spawn(|| IO.block_on(future)).join().expect("object store IO does not panic"))
+    std::thread::scope(|scope| scope.spawn(|| IO.block_on(future)).join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
 }

@@ -18,8 +18,8 @@ use datafusion::parquet::errors::ParquetError;
 
 use super::commit::{ManifestLock, RunLock};
 use super::delta;
+use super::live_writers::{gone_writer_ids, sweep_uncommitted, writer_of};
 use super::state::{AnalysisRecord, ExportState, ImportRecord, Manifest, OutcomeImportRecord, data_files};
-use super::writers::{gone_writer_ids, sweep_uncommitted, writer_of};
 use super::{Lake, LakeError, Table};
 
 /// What a repair would change.

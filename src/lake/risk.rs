@@ -4,11 +4,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::LakeError;
-use super::commit::{Run, RunLock, commit};
+use super::commit::{RunKind, RunLock, commit};
 use super::layout::{Lake, PartitionDate, Table, part_file_name};
+use super::live_writers::RegisteredWriter;
+use super::parquet_files::write_parquet_atomic;
 use super::schema::{SESSION_RISK_SCHEMA, session_risk_batch};
-use super::writer::write_parquet_atomic;
-use super::writers::RegisteredWriter;
 
 /// The risk of one session.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -39,7 +39,7 @@ pub struct RiskFitRecord {
 
 /// Replaces the lake's session risks with `risks`, fitted against `outcomes`.
 pub fn write_session_risks(lake: &Lake, risks: &[SessionRisk], outcomes: &str, auc: Option<f64>) -> Result<(), LakeError> {
-    let _run = RunLock::acquire(lake, Run::Risk)?;
+    let _run = RunLock::acquire(lake, RunKind::Risk)?;
     let now = chrono::Utc::now();
     let registered = RegisteredWriter::start(lake)?;
     let writer = registered.id().clone();

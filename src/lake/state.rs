@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::layout::{Lake, Table, partition_value};
+use super::parquet_files::sync_dir;
 use super::remote::{MANIFEST_KEY, ManifestVersion, Remote, block_on};
 use super::risk::RiskFitRecord;
-use super::writer::sync_dir;
 use super::{Damage, LakeError};
 
 const MANIFEST: &str = "manifest.json";

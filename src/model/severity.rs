@@ -4,7 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 
 /// A finding's severity, ordered from least to most severe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Low,
@@ -17,13 +17,11 @@ impl Severity {
     /// From least to most severe.
     pub const ALL: [Severity; 4] = [Severity::Low, Severity::Medium, Severity::High, Severity::Critical];
 
+    /// Their names, in the same order.
+    pub const NAMES: [&'static str; 4] = ["low", "medium", "high", "critical"];
+
     pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Low => "low",
-            Severity::Medium => "medium",
-            Severity::High => "high",
-            Severity::Critical => "critical",
-        }
+        Self::NAMES[self as usize]
     }
 }
 

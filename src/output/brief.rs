@@ -55,14 +55,14 @@ pub struct Section {
 
 /// The boot context of `agent` at `now`, at most `max_chars` characters.
 pub async fn brief(ctx: &SessionContext, agent: &str, now: DateTime<Utc>, max_chars: usize) -> Result<Brief, EngineError> {
-    let a = agent.replace('\'', "''");
+    let a = crate::engine::sql::string_literal(agent);
     let now_ms = now.timestamp_millis();
     let at = |ms: i64| format!("to_timestamp_millis({ms})");
 
     let latest = query_json(
         ctx,
         &format!(
-            "SELECT CAST(max(ts) AS BIGINT) AS ms, count(DISTINCT session) AS sessions, count(*) AS events FROM events WHERE agent = '{a}'"
+            "SELECT CAST(max(ts) AS BIGINT) AS ms, count(DISTINCT session) AS sessions, count(*) AS events FROM events WHERE agent = {a}"
         ),
     )
     .await?;
@@ -71,7 +71,7 @@ pub async fn brief(ctx: &SessionContext, agent: &str, now: DateTime<Utc>, max_ch
         ctx,
         &format!(
             "SELECT title, status, priority, summary, array_to_string(decisions, '\n') AS decisions, waiting_for, mood, \
-             CAST(last_activity AS BIGINT) AS last_ms FROM threads WHERE agent = '{a}' \
+             CAST(last_activity AS BIGINT) AS last_ms FROM threads WHERE agent = {a} \
              ORDER BY CASE priority WHEN 'critical' THEN 0 WHEN 'high' THEN 1 WHEN 'medium' THEN 2 ELSE 3 END, last_activity DESC"
         ),
     )
@@ -81,7 +81,7 @@ pub async fn brief(ctx: &SessionContext, agent: &str, now: DateTime<Utc>, max_ch
     let decisions = query_json(
         ctx,
         &format!(
-            "SELECT what, impact, who, CAST(ts AS BIGINT) AS ms FROM decisions WHERE agent = '{a}' \
+            "SELECT what, impact, who, CAST(ts AS BIGINT) AS ms FROM decisions WHERE agent = {a} \
              AND ts >= {} AND ts <= {} ORDER BY ts DESC",
             at(now_ms - DECISION_DAYS * 86_400_000),
             at(now_ms)
@@ -92,7 +92,7 @@ pub async fn brief(ctx: &SessionContext, agent: &str, now: DateTime<Utc>, max_ch
     let mood = query_json(
         ctx,
         &format!(
-            "SELECT mood FROM cortex_messages WHERE agent = '{a}' AND mood <> 'neutral' AND ts <= {} ORDER BY ts DESC LIMIT 1",
+            "SELECT mood FROM cortex_messages WHERE agent = {a} AND mood <> 'neutral' AND ts <= {} ORDER BY ts DESC LIMIT 1",
             at(now_ms)
         ),
     )
@@ -173,7 +173,7 @@ pub async fn brief(ctx: &SessionContext, agent: &str, now: DateTime<Utc>, max_ch
     let rules = query_json(
         ctx,
         &format!(
-            "SELECT content FROM outputs WHERE type = 'soul_rule' AND (agents = '' OR strpos(',' || agents || ',', ',{a},') > 0) \
+            "SELECT content FROM outputs WHERE type = 'soul_rule' AND (agents = '' OR strpos(',' || agents || ',', ',' || {a} || ',') > 0) \
              GROUP BY content ORDER BY max(created_at) DESC LIMIT 10"
         ),
     )
@@ -184,7 +184,7 @@ pub async fn brief(ctx: &SessionContext, agent: &str, now: DateTime<Utc>, max_ch
     let findings = query_json(
         ctx,
         &format!(
-            "SELECT signal, summary, CAST(occurred_at AS BIGINT) AS ms FROM findings WHERE agent = '{a}' AND severity = 'critical' \
+            "SELECT signal, summary, CAST(occurred_at AS BIGINT) AS ms FROM findings WHERE agent = {a} AND severity = 'critical' \
              AND occurred_at <= {} ORDER BY occurred_at DESC LIMIT 5",
             at(now_ms)
         ),
@@ -210,14 +210,15 @@ fn day_of(row: &Value) -> String {
     DateTime::from_timestamp_millis(row["ms"].as_i64().unwrap_or(0)).unwrap_or_default().format("%Y-%m-%d").to_string()
 }
 
-/// The last messages of the agent's newest session, oldest first.
+/// The last messages of the newest session of the agent (`agent`, a SQL string literal),
+/// oldest first.
 async fn hot_snapshot(ctx: &SessionContext, agent: &str) -> Result<String, EngineError> {
     let rows = query_json(
         ctx,
         &format!(
             "SELECT who, content FROM (SELECT CASE WHEN type = 'msg.in' THEN coalesce(\"from\", 'user') ELSE agent END AS who, \
-             content, ts, stream_seq FROM events WHERE type IN ('msg.in', 'msg.out') AND content IS NOT NULL AND agent = '{agent}' \
-             AND session = (SELECT session FROM events WHERE agent = '{agent}' ORDER BY ts DESC, stream_seq DESC LIMIT 1) \
+             content, ts, stream_seq FROM events WHERE type IN ('msg.in', 'msg.out') AND content IS NOT NULL AND agent = {agent} \
+             AND session = (SELECT session FROM events WHERE agent = {agent} ORDER BY ts DESC, stream_seq DESC LIMIT 1) \
              ORDER BY ts DESC, stream_seq DESC LIMIT {HOT_MESSAGES}) ORDER BY ts, stream_seq"
         ),
     )

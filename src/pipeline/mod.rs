@@ -19,14 +19,29 @@ pub enum PipelineError {
     Detect(#[from] crate::detect::DetectError),
     #[error(transparent)]
     Engine(#[from] crate::engine::EngineError),
-    #[error("{0}")]
-    DataFusion(#[from] datafusion::error::DataFusionError),
     #[error(transparent)]
     Lake(#[from] crate::lake::LakeError),
-    #[error("building record batch: {0}")]
-    Arrow(#[from] datafusion::arrow::error::ArrowError),
-    #[error(transparent)]
-    Patterns(#[from] tracelake_udfs::PatternError),
     #[error(transparent)]
     Llm(#[from] crate::classify::LlmError),
+}
+
+/// A query's failure is the engine's.
+impl From<datafusion::error::DataFusionError> for PipelineError {
+    fn from(e: datafusion::error::DataFusionError) -> Self {
+        PipelineError::Engine(e.into())
+    }
+}
+
+/// Patterns are compiled for the engine's functions.
+impl From<tracelake_udfs::PatternError> for PipelineError {
+    fn from(e: tracelake_udfs::PatternError) -> Self {
+        PipelineError::Engine(e.into())
+    }
+}
+
+/// The record batches a run builds are those it writes to the lake.
+impl From<datafusion::arrow::error::ArrowError> for PipelineError {
+    fn from(e: datafusion::arrow::error::ArrowError) -> Self {
+        PipelineError::Lake(e.into())
+    }
 }

@@ -15,7 +15,7 @@ use crate::detect::{Detector, enabled_builtin_detectors, user_detectors};
 use crate::engine::chains::{Increment, NEW_EVENTS, OLD_EVENTS, Slice, define_analysis_events};
 use crate::engine::session::{FAILURE_COLUMNS, register_event_files};
 use crate::engine::{EngineOptions, open_session};
-use crate::lake::commit::{Run, RunLock, begin};
+use crate::lake::commit::{RunKind, RunLock, begin};
 use crate::lake::state::Manifest;
 use crate::lake::{Lake, Table, WriterId};
 use crate::model::Scope;
@@ -55,7 +55,7 @@ pub async fn plan(
     let ctx = open_session(lake, redactor.clone(), &engine).await?;
     // Only analyses change the analysis history and the processing state, and no other
     // analysis runs: they stay as read here while imports and exports commit beside it.
-    let run_lock = RunLock::acquire(lake, Run::Analyze)?;
+    let run_lock = RunLock::acquire(lake, RunKind::Analyze)?;
     let (committed, _) = begin(lake)?;
     let event_files: Vec<String> = committed.table_files(Table::Events).into_iter().map(str::to_owned).collect();
     let (increment, resume) = increment(lake, &ctx, &committed, opts).await?;

@@ -49,7 +49,7 @@ fn findings(out: &mut impl Write, findings: &[ReportFinding]) -> io::Result<()> 
     for round in findings.chunks(threads * ROUND_FINDINGS) {
         let texts: Vec<io::Result<Vec<u8>>> = std::thread::scope(|scope| {
             let parts: Vec<_> = round.chunks(ROUND_FINDINGS).map(|part| scope.spawn(|| render(part))).collect();
-            parts.into_iter().map(|p| p.join().expect("rendering a finding does not panic")).collect()
+            parts.into_iter().map(|p| p.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
         });
         for text in texts {
             let text = text?;

@@ -270,8 +270,8 @@ async fn latest_outputs(ctx: &datafusion::prelude::SessionContext, run_id: Optio
     };
     let sql = format!(
         "SELECT output_id, type, content, signal, agents, source_findings, observation_count, confidence FROM outputs \
-         WHERE run_id = '{}' ORDER BY type, output_id",
-        run_id.replace('\'', "''")
+         WHERE run_id = {} ORDER BY type, output_id",
+        crate::engine::sql::string_literal(run_id)
     );
     Ok(query_json(ctx, &sql)
         .await?

@@ -317,3 +317,32 @@ fn maxrows_limits_the_rows_a_table_shows() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("`many` is not a number of rows"));
 }
+
+/// Each error is one line that says each of its causes once: a missing lake, a SQL file
+/// with a bad statement, a detector file with a bad header.
+#[test]
+fn each_error_is_printed_once_with_its_causes() {
+    let (dir, lake) = imported_lake();
+    let missing = dir.path().join("no-lake").display().to_string();
+    let bad_sql = dir.path().join("bad.sql");
+    std::fs::write(&bad_sql, "SELECT 1;\nSELECT no_such_column FROM events;\n").unwrap();
+    let detectors = dir.path().join("detectors");
+    std::fs::create_dir(&detectors).unwrap();
+    std::fs::write(detectors.join("mine.sql"), "-- signal: SIG-MINE\n-- severity: extreme\nSELECT 1").unwrap();
+    let cases: [(&[&str], &str); 3] = [
+        (&["sql", "--lake", &missing, "SELECT 1"], "no-lake does not exist"),
+        (&["sql", "--lake", &lake, "-f", bad_sql.to_str().unwrap()], "no_such_column"),
+        (&["analyze", "--lake", &lake, "--detectors", detectors.to_str().unwrap()], "mine.sql, line 2: `severity: extreme`"),
+    ];
+    for (args, names) in cases {
+        let out = tracelake(args);
+        let said = String::from_utf8_lossy(&out.stderr);
+        let error = said.lines().find(|l| l.starts_with("error: ")).unwrap_or_else(|| panic!("{args:?}: no error line in {said}"));
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {said}");
+        assert!(error.contains(names), "{args:?}: {error}");
+        let causes: Vec<&str> = error.trim_start_matches("error: ").split(": ").collect();
+        for (i, cause) in causes.iter().enumerate() {
+            assert!(!causes[i + 1..].iter().any(|later| later.contains(cause)), "{args:?}: `{cause}` said twice in {error}");
+        }
+    }
+}

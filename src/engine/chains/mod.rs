@@ -76,7 +76,7 @@ pub async fn define_analysis_events(
     let filter = match slice {
         Slice::All => String::new(),
         Slice::Sessions(sessions) => {
-            let list: Vec<String> = sessions.iter().map(|s| format!("'{}'", s.replace('\'', "''"))).collect();
+            let list: Vec<String> = sessions.iter().map(|s| crate::engine::sql::string_literal(s)).collect();
             format!(" WHERE session IN ({})", if list.is_empty() { "NULL".to_owned() } else { list.join(", ") })
         }
     };

@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use super::LakeError;
 use super::commit::ManifestLock;
 use super::layout::{Lake, Table, WriterId};
+use super::parquet_files::sync_dir;
 use super::state::{Manifest, data_files};
-use super::writer::sync_dir;
 
 const WRITERS: &str = "writers";
 

@@ -1,8 +1,8 @@
-//! Writing Parquet files into the lake: settings in one place, atomic appearance
-//! (temp name, fsync, rename), and a partitioned, size-bounded event buffer.
+//! The partitioned, size-bounded buffer of events (and quarantined lines) that import,
+//! export and collect write through: rows sorted per date partition, files written on
+//! background threads.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
@@ -10,156 +10,16 @@ use std::thread;
 
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::compute::interleave_record_batch;
-use datafusion::arrow::datatypes::{SchemaRef, TimestampMillisecondType, UInt64Type};
+use datafusion::arrow::datatypes::{TimestampMillisecondType, UInt64Type};
 use datafusion::arrow::error::ArrowError;
-use datafusion::parquet::arrow::ArrowWriter;
-use datafusion::parquet::basic::{Compression, ZstdLevel};
-use datafusion::parquet::file::properties::{EnabledStatistics, WriterProperties};
-use datafusion::parquet::schema::types::ColumnPath;
 
 use super::LakeError;
 use super::layout::{Lake, PartitionDate, Table, WriterId, part_file_name};
+use super::parquet_files::{BATCH_ROWS, WrittenFile, write_parquet_atomic};
 use super::schema::quarantine_batch;
 use crate::ingest::QuarantinedLine;
 use crate::model::Event;
 use crate::model::event::{COLUMN_AGENT, COLUMN_SESSION, COLUMN_STREAM_SEQ, COLUMN_TS, EVENTS_SCHEMA, events_batch};
-
-/// Rows per record batch handed to the Parquet writer (and per row group at most).
-const BATCH_ROWS: usize = 64 * 1024;
-
-/// Columns whose values are mostly unique: a dictionary would only cost time.
-const NO_DICTIONARY: &[&str] = &[
-    "id",
-    "content",
-    "tool_params",
-    "tool_result",
-    "tool_error",
-    "error",
-    "payload",
-    "extra",
-    "trace_id",
-    "span_id",
-    "parent_span_id",
-    "tool_call_id",
-    "raw",
-    "detail",
-    "summary",
-    "evidence",
-    "finding_id",
-    "start_event_id",
-    "end_event_id",
-];
-
-/// The settings of every Parquet file the lake writes.
-pub fn writer_properties() -> WriterProperties {
-    let mut builder = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).expect("valid zstd level")))
-        .set_max_row_group_row_count(Some(BATCH_ROWS * 2))
-        .set_dictionary_enabled(true)
-        .set_statistics_enabled(EnabledStatistics::Page)
-        .set_created_by(concat!("tracelake ", env!("CARGO_PKG_VERSION")).into());
-    for column in NO_DICTIONARY {
-        builder = builder
-            .set_column_dictionary_enabled(ColumnPath::from(*column), false)
-            .set_column_statistics_enabled(ColumnPath::from(*column), EnabledStatistics::None);
-    }
-    builder.build()
-}
-
-/// A data file that is complete and visible in the lake.
-#[derive(Debug, Clone)]
-pub struct WrittenFile {
-    pub path: PathBuf,
-    pub rows: usize,
-    pub bytes: u64,
-}
-
-/// Writes `batches` to `dir/name` so that the file appears only when complete and durable.
-pub fn write_parquet_atomic(
-    dir: &Path,
-    name: &str,
-    schema: SchemaRef,
-    batches: impl IntoIterator<Item = Result<RecordBatch, LakeError>>,
-) -> Result<WrittenFile, LakeError> {
-    fs::create_dir_all(dir).map_err(|e| LakeError::io(dir, e))?;
-    let final_path = dir.join(name);
-    // Not ending in .parquet: readers never list a half-written file.
-    let tmp_path = dir.join(format!(".{name}.tmp"));
-    let file = File::create(&tmp_path).map_err(|e| LakeError::io(&tmp_path, e))?;
-    let mut writer = ArrowWriter::try_new(file, schema, Some(writer_properties()))?;
-    let mut rows = 0;
-    for batch in batches {
-        let batch = batch?;
-        rows += batch.num_rows();
-        writer.write(&batch)?;
-    }
-    let file = writer.into_inner()?;
-    let bytes = publish(file, &tmp_path, &final_path)?;
-    Ok(WrittenFile { path: final_path, rows, bytes })
-}
-
-/// Copies the data file `from` (written elsewhere) to `dir/name`, so that it appears only
-/// when complete and durable, as [`write_parquet_atomic`] writes.
-pub fn copy_atomic(from: &WrittenFile, dir: &Path, name: &str) -> Result<WrittenFile, LakeError> {
-    fs::create_dir_all(dir).map_err(|e| LakeError::io(dir, e))?;
-    let final_path = dir.join(name);
-    let tmp_path = dir.join(format!(".{name}.tmp"));
-    fs::copy(&from.path, &tmp_path).map_err(|e| LakeError::io(&tmp_path, e))?;
-    let file = File::open(&tmp_path).map_err(|e| LakeError::io(&tmp_path, e))?;
-    let bytes = publish(file, &tmp_path, &final_path)?;
-    Ok(WrittenFile { path: final_path, rows: from.rows, bytes })
-}
-
-/// Makes the complete `file` at `tmp_path` durable and renames it to `final_path`: its size.
-fn publish(file: File, tmp_path: &Path, final_path: &Path) -> Result<u64, LakeError> {
-    file.sync_all().map_err(|e| LakeError::io(tmp_path, e))?;
-    let bytes = file.metadata().map_err(|e| LakeError::io(tmp_path, e))?.len();
-    drop(file);
-    fs::rename(tmp_path, final_path).map_err(|e| LakeError::io(final_path, e))?;
-    sync_dir(final_path.parent().expect("a data file is in a directory"))?;
-    Ok(bytes)
-}
-
-/// One Parquet file written on its own thread from batches handed to it as they are
-/// made, so that they need not all be in memory at once. The file appears (atomically,
-/// as [`write_parquet_atomic`] writes it) when finished, and only if it has rows.
-pub struct BatchFileWriter {
-    tx: SyncSender<RecordBatch>,
-    handle: thread::JoinHandle<Result<WrittenFile, LakeError>>,
-}
-
-impl BatchFileWriter {
-    pub fn start(dir: PathBuf, name: String, schema: SchemaRef) -> Self {
-        let (tx, rx) = sync_channel::<RecordBatch>(4);
-        let handle = thread::spawn(move || write_parquet_atomic(&dir, &name, schema, rx.into_iter().map(Ok)));
-        Self { tx, handle }
-    }
-
-    pub fn write(&self, batch: RecordBatch) -> Result<(), LakeError> {
-        if batch.num_rows() == 0 {
-            return Ok(());
-        }
-        // The thread stops receiving only when it failed; its error comes with `finish`.
-        let _ = self.tx.send(batch);
-        Ok(())
-    }
-
-    /// The file written, or none when no row was.
-    pub fn finish(self) -> Result<Option<WrittenFile>, LakeError> {
-        drop(self.tx);
-        let file = self.handle.join().expect("the Parquet writer thread does not panic")?;
-        if file.rows > 0 {
-            return Ok(Some(file));
-        }
-        fs::remove_file(&file.path).map_err(|e| LakeError::io(&file.path, e))?;
-        Ok(None)
-    }
-}
-
-/// Makes a rename in `dir` durable.
-pub fn sync_dir(dir: &Path) -> Result<(), LakeError> {
-    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| LakeError::io(dir, e))
-}
 
 /// Buffers events per date partition and writes each partition's rows sorted by
 /// (agent, session, ts) once the buffer grows past its limit. Files are written on a
@@ -450,12 +310,9 @@ impl EventSink {
             let writes = self.writes.get_or_insert_with(|| BackgroundWriter::start(threads));
             if writes.tx.send((dir.clone(), name, part)).is_err() {
                 // The writer stopped on an error: report it.
-                return Err(self
-                    .writes
-                    .take()
-                    .expect("writer")
-                    .finish()
-                    .err()
+                let stopped = self.writes.take().map(BackgroundWriter::finish);
+                return Err(stopped
+                    .and_then(Result::err)
                     .unwrap_or_else(|| LakeError::io(self.lake.root(), std::io::Error::other("the file writer stopped"))));
             }
         }
@@ -517,7 +374,7 @@ mod tests {
         let mut ids = Vec::new();
         for file in &written {
             let batches: Vec<RecordBatch> =
-                datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReader::try_new(File::open(&file.path).unwrap(), 8192)
+                datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReader::try_new(std::fs::File::open(&file.path).unwrap(), 8192)
                     .unwrap()
                     .map(Result::unwrap)
                     .collect();
