@@ -36,7 +36,7 @@ fn bench(c: &mut Criterion) {
     group.throughput(Throughput::Elements(EVENTS));
     group.sample_size(10);
     group.bench_function("import", |b| {
-        b.iter_batched(|| tempfile::tempdir().unwrap(), |dir| import_into(dir.path(), &input), BatchSize::PerIteration)
+        b.iter_batched(|| tempfile::tempdir().unwrap(), |dir| import_into(dir.path(), &input), BatchSize::PerIteration);
     });
     let lake = import_into(data.path(), &input);
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -71,7 +71,7 @@ fn commits(c: &mut Criterion) {
             manifest.analyses.push(record);
             manifest.save(&lake).unwrap();
             sweep_uncommitted(&lake, &manifest, &lock).unwrap();
-        })
+        });
     });
     group.bench_function("manifest_and_delta_log", |b| {
         b.iter(|| {
@@ -81,7 +81,7 @@ fn commits(c: &mut Criterion) {
                 Ok(())
             })
             .unwrap();
-        })
+        });
     });
     group.finish();
 }

@@ -13,9 +13,8 @@ use tracelake::redact::Redactor;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let (url, stream, lake) = match args.as_slice() {
-        [_, url, stream, lake, ..] => (url, stream, lake),
-        _ => anyhow::bail!("usage: export_per_sequence NATS_URL STREAM LAKE_DIR [MAX_MESSAGES]"),
+    let [_, url, stream, lake, ..] = args.as_slice() else {
+        anyhow::bail!("usage: export_per_sequence NATS_URL STREAM LAKE_DIR [MAX_MESSAGES]");
     };
     let max: u64 = args.get(4).map(|s| s.parse()).transpose()?.unwrap_or(u64::MAX);
     let js = async_nats::jetstream::new(async_nats::connect(url.as_str()).await?);

@@ -383,7 +383,7 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config::resolve(&Value::Object(Default::default())).expect("the defaults are valid")
+        Config::resolve(&Value::Object(serde_json::Map::default())).expect("the defaults are valid")
     }
 }
 
@@ -463,7 +463,7 @@ const SECRET_KEYS: [&str; 2] = ["apiKey", "password"];
 impl Config {
     /// Every setting, in the cortex config's names; `root` is the file's JSON, if any.
     pub fn settings(&self, root: Option<&Value>) -> Vec<Setting> {
-        let empty = Value::Object(Default::default());
+        let empty = Value::Object(serde_json::Map::default());
         let root = root.unwrap_or(&empty);
         let form = Form::of(root).unwrap_or(Form::Cortex);
         let analyzer = form.analyzer(root);
@@ -555,7 +555,7 @@ impl Form {
     /// The analyzer's settings, `patterns` (which sits beside them) left out.
     fn analyzer(self, root: &Value) -> Value {
         match self {
-            Form::Cortex => root.get("traceAnalyzer").cloned().unwrap_or_else(|| Value::Object(Default::default())),
+            Form::Cortex => root.get("traceAnalyzer").cloned().unwrap_or_else(|| Value::Object(serde_json::Map::default())),
             Form::Analyzer => {
                 let mut analyzer = root.clone();
                 if let Some(o) = analyzer.as_object_mut() {

@@ -178,9 +178,8 @@ fn iban_valid(iban: &str) -> bool {
     }
     let mut remainder = 0u32;
     for c in compact[4..].iter().chain(&compact[..4]) {
-        let value = match c.to_digit(36) {
-            Some(v) => v,
-            None => return false,
+        let Some(value) = c.to_digit(36) else {
+            return false;
         };
         remainder = if value >= 10 { (remainder * 100 + value) % 97 } else { (remainder * 10 + value) % 97 };
     }

@@ -111,7 +111,7 @@ pub async fn collect(
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
-            _ = &mut shutdown => break,
+            () = &mut shutdown => break,
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
                 let shared = Arc::clone(&shared);
@@ -196,10 +196,14 @@ fn write_groups(
                 summary.spans += added.spans;
                 summary.events += added.events;
                 summary.repeated += added.repeated;
-                answers.into_iter().for_each(|a| drop(a.send(Ok(()))));
+                for answer in answers {
+                    let _ = answer.send(Ok(()));
+                }
             }
             Err(e) => {
-                answers.into_iter().for_each(|a| drop(a.send(Err(e.to_string()))));
+                for answer in answers {
+                    let _ = answer.send(Err(e.to_string()));
+                }
                 return Err(e);
             }
         }

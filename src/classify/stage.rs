@@ -69,7 +69,7 @@ async fn transcripts(ctx: &SessionContext, sql: &str) -> Result<HashMap<String, 
             .iter()
             .map(|name| cast(column(name), &DataType::Utf8))
             .collect::<Result<_, _>>()?;
-        let t: Vec<&StringArray> = text.iter().map(|a| a.as_string::<i32>()).collect();
+        let t: Vec<&StringArray> = text.iter().map(AsArray::as_string::<i32>).collect();
         let ts = cast(column("ts_ms"), &DataType::Int64)?;
         let ts = ts.as_primitive::<Int64Type>();
         let opt = |a: &StringArray, i: usize| (!a.is_null(i)).then(|| a.value(i).to_owned());

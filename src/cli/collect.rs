@@ -28,7 +28,7 @@ pub async fn run(ctx: &Ctx, args: CollectArgs) -> anyhow::Result<ExitCode> {
     let interrupted = super::interrupt::on_interrupt()?;
     let mut terminated = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let ready = |addr: SocketAddr| {
-        eprintln!("collecting OTLP traces on http://{addr}/v1/traces into {} (Ctrl-C or SIGTERM stops)", lake.location())
+        eprintln!("collecting OTLP traces on http://{addr}/v1/traces into {} (Ctrl-C or SIGTERM stops)", lake.location());
     };
     let stopping = async {
         tokio::select! {

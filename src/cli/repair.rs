@@ -61,8 +61,8 @@ fn describe(plan: &RepairPlan) -> String {
     if !plan.adopted.is_empty() {
         let files: usize = plan.adopted.values().map(Vec::len).sum();
         out.push_str(&format!("{files} readable file(s) no record names are added to the manifest:\n"));
-        for files in plan.adopted.values() {
-            files.iter().for_each(|f| out.push_str(&format!("  {} ({} rows)\n", f.path, f.rows)));
+        for file in plan.adopted.values().flatten() {
+            out.push_str(&format!("  {} ({} rows)\n", file.path, file.rows));
         }
     }
     out

@@ -82,9 +82,8 @@ pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let lakeless = lake.is_none();
-    Repl::new(session, lake, options).run_script(&sql, &mut out).await.map_err(|e| match lakeless {
-        false => e,
-        true => anyhow::anyhow!("{} (no lake was given: --lake DIR or TRACELAKE_LAKE)", super::message(&e)),
+    Repl::new(session, lake, options).run_script(&sql, &mut out).await.map_err(|e| {
+        if lakeless { anyhow::anyhow!("{} (no lake was given: --lake DIR or TRACELAKE_LAKE)", super::message(&e)) } else { e }
     })?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)

@@ -86,7 +86,7 @@ pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
     }
     match manifest.imports.last() {
         Some(last) => {
-            println!("imports:     {} (last: {} at {}, {} events)", manifest.imports.len(), last.source, last.finished_at, last.events)
+            println!("imports:     {} (last: {} at {}, {} events)", manifest.imports.len(), last.source, last.finished_at, last.events);
         }
         None => println!("imports:     none"),
     }

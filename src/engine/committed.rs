@@ -147,7 +147,7 @@ impl ObjectStore for CommittedFiles {
 
 /// The object path of `file`, relative to the lake at `root`.
 fn object_path(root: &Path, file: &str) -> Path {
-    file.split('/').fold(root.clone(), |p, part| p.join(part))
+    file.split('/').fold(root.clone(), deltalake_core::Path::join)
 }
 
 /// Whether `location` is in one of the table directories of the lake at `root`.

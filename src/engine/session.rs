@@ -75,7 +75,7 @@ impl EngineOptions {
     fn with(patterns: Patterns, sql_params: SqlParams) -> Self {
         Self {
             memory_limit_bytes: DEFAULT_MEMORY_LIMIT_BYTES,
-            target_partitions: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            target_partitions: std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
             patterns: Arc::new(patterns),
             sql_params,
             workers: Vec::new(),
@@ -124,7 +124,7 @@ pub async fn open_session(lake: &Lake, redactor: Redactor, opts: &EngineOptions)
     };
     ctx.register_object_store(url.as_ref(), Arc::new(committed));
     for table in Table::ALL {
-        register_table(&ctx, lake, table, file_schema(table)).await?;
+        register_table(&ctx, lake, table, file_schema(table))?;
     }
     register_runs(&ctx, opts.as_of.as_ref().map_or(&manifest.analyses, |then| &then.analyses))?;
     define_chain_views(&ctx, &opts.sql_params, CortexMessages::Table).await?;
@@ -194,7 +194,7 @@ fn empty_table(file_schema: &SchemaRef) -> Result<MemTable, EngineError> {
 
 /// Registers a hive-partitioned table; a table with no directory yet is an empty table
 /// of the same columns.
-async fn register_table(ctx: &SessionContext, lake: &Lake, table: Table, file_schema: SchemaRef) -> Result<(), EngineError> {
+fn register_table(ctx: &SessionContext, lake: &Lake, table: Table, file_schema: SchemaRef) -> Result<(), EngineError> {
     let dir = lake.table_dir(table);
     let name = table.dir_name();
     let url = match lake.remote() {

@@ -118,7 +118,7 @@ impl SessionJobExec {
             EmissionType::Final,
             Boundedness::Bounded,
         );
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         let running = Arc::new(Semaphore::new(cores));
         Ok(Self { input, session, job, properties: Arc::new(properties), running, metrics: ExecutionPlanMetricsSet::new() })
     }
@@ -296,7 +296,7 @@ mod tests {
 
     #[tokio::test]
     async fn partitions_that_wait_for_a_core_keep_their_rows_on_disk() {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
         let partitions = cores + 2;
         let schema = Arc::new(Schema::new(vec![Field::new("session", DataType::Utf8, false)]));
         let rows_of = |p: usize| 100 + p;

@@ -109,7 +109,7 @@ impl Decoder {
     pub fn decode_events(&self, line: Line, source: &str, position: u64) -> Result<LineEvents, QuarantinedLine> {
         let bytes = match line {
             Line::Complete(bytes) => bytes,
-            too_long => return self.decode_line(too_long, source, position).map(|e| LineEvents::One(Box::new(e))),
+            too_long @ Line::TooLong { .. } => return self.decode_line(too_long, source, position).map(|e| LineEvents::One(Box::new(e))),
         };
         let fail = |reason, detail: String| self.quarantine(&bytes, bytes.len() as u64, source, position, reason, detail);
         let text = self.prepare(&bytes).map_err(|(reason, detail)| fail(reason, detail))?;

@@ -82,7 +82,7 @@ impl NatsSource {
             options = options.credentials_file(path).await.map_err(|source| NatsError::Credentials { path: path.clone(), source })?;
         }
         let client = options.connect(url.as_str()).await.map_err(|source| {
-            use async_nats::ConnectErrorKind::*;
+            use async_nats::ConnectErrorKind::{Authentication, AuthorizationViolation};
             match source.kind() {
                 Authentication | AuthorizationViolation => NatsError::Auth { url: url.clone(), source },
                 _ => NatsError::Unreachable { url: url.clone(), source },

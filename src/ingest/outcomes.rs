@@ -91,12 +91,12 @@ fn parse_csv(text: &str, default_source: &str) -> ParsedOutcomes {
         let record = match record {
             Ok(r) => r,
             Err(e) => {
-                let line = e.position().map_or(0, |p| p.line());
+                let line = e.position().map_or(0, csv::Position::line);
                 parsed.bad.push(BadOutcome { line, reason: format!("not CSV: {e}") });
                 continue;
             }
         };
-        let line = record.position().map_or(0, |p| p.line());
+        let line = record.position().map_or(0, csv::Position::line);
         if record.iter().all(str::is_empty) {
             continue;
         }

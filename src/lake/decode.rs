@@ -65,7 +65,7 @@ pub struct Decoded<T> {
 pub fn decode_message<T>(decoder: &Decoder, source: &str, raw: RawEvent) -> Result<DecodedEvent<T>, QuarantinedLine> {
     match raw.line {
         Line::Complete(bytes) => decoder.decode(&bytes, source, raw.position, raw.subject.as_deref()),
-        too_long => decoder.decode_line(too_long, source, raw.position),
+        too_long @ Line::TooLong { .. } => decoder.decode_line(too_long, source, raw.position),
     }
     .map(DecodedEvent::Ready)
 }

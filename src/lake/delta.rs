@@ -159,7 +159,7 @@ async fn sync_table(lake: &Lake, manifest: &Manifest, table: Table, order: Order
                 remember(&log_store, Known { version: finalized.version(), revision });
                 return Ok(());
             }
-            Err(e) if lost_the_race(&e) => continue,
+            Err(e) if lost_the_race(&e) => {}
             Err(e) => return Err(error(e)),
         }
     }

@@ -222,7 +222,7 @@ impl EventSink {
             quarantine_files: Vec::new(),
             files_written: 0,
             writer_threads,
-            commit_threads: writer_threads.max(std::thread::available_parallelism().map_or(1, |n| n.get())),
+            commit_threads: writer_threads.max(std::thread::available_parallelism().map_or(1, std::num::NonZero::get)),
             writes: None,
         }
     }
@@ -270,7 +270,7 @@ impl EventSink {
     /// Writes everything still buffered and returns every file written since the last call.
     pub fn flush_all(&mut self) -> Result<Vec<WrittenFile>, LakeError> {
         let mut days: Vec<i64> = self.partitions.keys().copied().collect();
-        days.sort();
+        days.sort_unstable();
         // What is written now is waited for, and nothing is buffered meanwhile: every core
         // writes, a large partition as several files at once.
         let parts = self.commit_threads;

@@ -79,7 +79,7 @@ impl ExportOptions {
             idle: Duration::from_secs(2),
             max_event_bytes: crate::ingest::DEFAULT_MAX_EVENT_BYTES,
             buffer_bytes: 24 << 20,
-            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            threads: std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
         }
     }
 }
@@ -107,7 +107,7 @@ pub trait ExportProgress: Sync {
 
 impl<F: Fn(u64, u64) + Sync> ExportProgress for F {
     fn advance(&self, messages: u64, bytes: u64) {
-        self(messages, bytes)
+        self(messages, bytes);
     }
 }
 

@@ -66,7 +66,7 @@ impl Default for ImportOptions {
             force: false,
             max_event_bytes: crate::ingest::DEFAULT_MAX_EVENT_BYTES,
             buffer_bytes: 24 << 20,
-            threads: thread::available_parallelism().map_or(2, |n| n.get()),
+            threads: thread::available_parallelism().map_or(2, std::num::NonZero::get),
         }
     }
 }
@@ -330,7 +330,7 @@ fn decode_and_write(
         decoder.decode_events(raw.line, source, raw.position).map(|line| match line {
             LineEvents::One(event) => DecodedEvent::Ready(*event),
             LineEvents::Many(events) => DecodedEvent::ReadyMany(events),
-            spans => DecodedEvent::Later(spans),
+            spans @ LineEvents::Spans { .. } => DecodedEvent::Later(spans),
         })
     };
     let chunks = decode_in_order(chunks, &decode, opts.threads, |decoded| {

@@ -84,7 +84,7 @@ impl Remote {
 
     /// The object of a path relative to the lake root (`events/date=…/part-….parquet`).
     pub fn key(&self, relative: &str) -> Path {
-        relative.split('/').filter(|p| !p.is_empty()).fold(self.prefix.clone(), |key, part| key.join(part))
+        relative.split('/').filter(|p| !p.is_empty()).fold(self.prefix.clone(), deltalake_core::Path::join)
     }
 
     /// The manifest and its version; `None` when the lake has none yet.

@@ -347,7 +347,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LakeError> {
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
     let mut file = File::create(&tmp).map_err(|e| LakeError::io(&tmp, e))?;
-    file.write_all(bytes).and_then(|_| file.sync_all()).map_err(|e| LakeError::io(&tmp, e))?;
+    file.write_all(bytes).and_then(|()| file.sync_all()).map_err(|e| LakeError::io(&tmp, e))?;
     fs::rename(&tmp, path).map_err(|e| LakeError::io(path, e))?;
     sync_dir(dir)
 }

@@ -104,7 +104,7 @@ pub fn from_detector_batch(batch: &RecordBatch) -> Result<Vec<Finding>, FindingR
             .into_iter()
             .map(|n| cast_to(n, &DataType::Utf8))
             .collect::<Result<_, _>>()?;
-    let t: Vec<&StringArray> = texts.iter().map(|a| a.as_string::<i32>()).collect();
+    let t: Vec<&StringArray> = texts.iter().map(AsArray::as_string::<i32>).collect();
     let (start, end) = (cast_to("start_idx", &DataType::Int64)?, cast_to("end_idx", &DataType::Int64)?);
     let (start, end) = (start.as_primitive::<Int64Type>(), end.as_primitive::<Int64Type>());
     let get = |a: &StringArray, i: usize| {

@@ -90,7 +90,7 @@ pub async fn watch(
     tokio::pin!(stop);
     loop {
         let next = tokio::select! {
-            _ = &mut stop => break,
+            () = &mut stop => break,
             next = messages.next(opts.interval) => next?,
         };
         if let Some(message) = &next {

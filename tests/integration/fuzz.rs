@@ -19,7 +19,7 @@ fn edge_json() -> impl Strategy<Value = String> {
         Just("123456789012345678901234567890".to_owned()),
         Just(r#""\ud800""#.to_owned()),
         Just(r#""\u0000\u001f""#.to_owned()),
-        Just(format!("{:?}", SECRET)),
+        Just(format!("{SECRET:?}")),
         any::<i64>().prop_map(|n| n.to_string()),
         any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(|f| f.to_string()),
         ".{0,20}".prop_map(|s| Value::String(s).to_string()),

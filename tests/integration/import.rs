@@ -320,7 +320,7 @@ fn leftovers_of_an_interrupted_import_are_swept() {
     std::fs::write(dir.path().join("lake/_state/writers/deadbeefdeadbeef"), b"").unwrap();
     // A file of a writer nobody knows: not proven uncommitted, so never deleted.
     std::fs::copy(&committed[0], partition.join("part-0123456789abcdef-00001.parquet")).unwrap();
-    let copied: usize = read_parquet(&committed[0]).iter().map(|b| b.num_rows()).sum();
+    let copied: usize = read_parquet(&committed[0]).iter().map(RecordBatch::num_rows).sum();
     assert_eq!(parquet_rows(&dir.path().join("lake/events")), 3160 + 2 * copied);
     let count = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", "SELECT count(*) AS n FROM events"]);
     assert_eq!(count.trim(), "n\n3160", "readers see committed files only");

@@ -50,7 +50,7 @@ fn one_webhook_call_per_critical_finding() {
     let mut t = doom_loop();
     t.session("claim", "main").user("Deploy bitte").tool_fail("deploy", json!({"env": "prod"}), "connect ECONNREFUSED").agent("Done ✅");
     t.session("minor", "main").user("Wie ist der Status?").agent("Der Server läuft auf Port 8080.").user("nein, das ist falsch");
-    let lines: Vec<String> = t.events.iter().map(|e| e.to_string()).collect();
+    let lines: Vec<String> = t.events.iter().map(ToString::to_string).collect();
     nats.publish(STREAM, &lines);
 
     let webhook = LlmServer::start(|_, _| Reply::Status(200));
@@ -63,14 +63,14 @@ fn one_webhook_call_per_critical_finding() {
     let mut more = Trace::new();
     more.session("claim", "main").wait_minutes(1).user("Und jetzt?");
     more.events.iter_mut().for_each(|e| e["id"] = json!(format!("more-{}", e["id"].as_str().unwrap())));
-    nats.publish(STREAM, &more.events.iter().map(|e| e.to_string()).collect::<Vec<_>>());
+    nats.publish(STREAM, &more.events.iter().map(ToString::to_string).collect::<Vec<_>>());
     std::thread::sleep(Duration::from_secs(2));
     interrupt(watcher);
 
     let calls = webhook.received();
     assert_eq!(calls.len(), 2, "{:#?}", calls.iter().map(|c| &c.body).collect::<Vec<_>>());
     let mut signals: Vec<&str> = calls.iter().map(|c| c.body["finding"]["signal"]["signal"].as_str().unwrap()).collect();
-    signals.sort();
+    signals.sort_unstable();
     assert_eq!(signals, ["SIG-DOOM-LOOP", "SIG-HALLUCINATION"]);
     assert!(calls.iter().all(|c| c.body["finding"]["signal"]["severity"] == "critical" && c.path == "/v1/hook"));
     assert_ne!(calls[0].body["finding"]["id"], calls[1].body["finding"]["id"]);
@@ -93,7 +93,7 @@ fn one_webhook_call_per_critical_finding() {
 fn since_replays_what_was_published_before() {
     let nats = NatsServer::start();
     let t = doom_loop();
-    nats.publish(STREAM, &t.events.iter().map(|e| e.to_string()).collect::<Vec<_>>());
+    nats.publish(STREAM, &t.events.iter().map(ToString::to_string).collect::<Vec<_>>());
 
     let webhook = LlmServer::start(|_, _| Reply::Status(200));
     let watcher = Command::new(env!("CARGO_BIN_EXE_tracelake"))

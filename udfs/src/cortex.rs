@@ -92,7 +92,7 @@ impl Cortex {
     /// whole (a word the pattern's length limit cut is left out), unless they are a person
     /// ("get back to you").
     pub fn topic(&self, text: &str) -> Option<String> {
-        let found = self.topic.iter().filter_map(|r| r.captures(text)?.get(1)).min_by_key(|m| m.start())?;
+        let found = self.topic.iter().filter_map(|r| r.captures(text)?.get(1)).min_by_key(regex::Match::start)?;
         let cut_in_a_word = text[found.end()..].chars().next().is_some_and(char::is_alphanumeric);
         let mut words: Vec<&str> = found.as_str().split_whitespace().collect();
         if cut_in_a_word && words.len() > 1 {
@@ -119,7 +119,7 @@ impl Cortex {
 }
 
 fn first_match<'t>(patterns: &[Regex], text: &'t str) -> Option<regex::Match<'t>> {
-    patterns.iter().filter_map(|r| r.find(text)).min_by_key(|m| m.start())
+    patterns.iter().filter_map(|r| r.find(text)).min_by_key(regex::Match::start)
 }
 
 /// `text` from `before` characters before `start` to `after` characters after `end`, on one

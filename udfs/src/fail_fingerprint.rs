@@ -38,7 +38,7 @@ pub fn normalize_error(error: &str) -> String {
 
 /// First 16 hex digits of sha256("tool|stable params|normalized error").
 pub fn fail_fingerprint(tool_name: &str, params: &str, error: &str) -> String {
-    let mut params: Value = serde_json::from_str(params).unwrap_or(Value::Object(Default::default()));
+    let mut params: Value = serde_json::from_str(params).unwrap_or(Value::Object(serde_json::Map::default()));
     if let Some(object) = params.as_object_mut() {
         object.remove("timeout");
         object.remove("timestamp");

@@ -14,7 +14,7 @@ use crate::strings::{all_scalar, columnar, is_text, string_at};
 
 /// The language of `text`, when whatlang is confident of it.
 pub fn language(text: &str) -> Option<&'static str> {
-    whatlang::detect(text).filter(|info| info.is_reliable()).map(|info| info.lang().eng_name())
+    whatlang::detect(text).filter(whatlang::Info::is_reliable).map(|info| info.lang().eng_name())
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]

@@ -57,16 +57,16 @@ impl Growth {
     fn bytes(self, args: &[ColumnarValue], rows: usize) -> Result<u128> {
         let ints = args.iter().map(|a| integers(a, rows)).collect::<Result<Vec<_>>>()?;
         let int = |i: usize, row: usize| ints.get(i).and_then(|values| values.as_ref()?.get(row).copied().flatten());
-        let text = |i: usize, row: usize| args.get(i).map_or(Ok(0), |a| text_bytes(a, row));
+        let text = |i: usize, row: usize| args.get(i).map_or(0, |a| text_bytes(a, row));
         let mut total = 0u128;
         for row in 0..rows {
             let count = |i: usize| int(i, row).filter(|n| *n > 0).map_or(0, |n| n as u128);
             total += match self {
-                Self::Repeat => count(1) * text(0, row)?,
+                Self::Repeat => count(1) * text(0, row),
                 Self::Pad => count(1) * 4,
                 Self::ArrayRepeat => count(1) * 8,
                 Self::Replace => {
-                    let (text, from, to) = (text(0, row)?, text(1, row)?, text(2, row)?);
+                    let (text, from, to) = (text(0, row), text(1, row), text(2, row));
                     text + (text / from.max(1) + 1) * to
                 }
                 Self::Range => {
@@ -77,7 +77,7 @@ impl Growth {
                     };
                     match (start, stop, step) {
                         (Some(start), Some(stop), Some(step)) if step != 0 => {
-                            (i128::from(stop) - i128::from(start)).unsigned_abs() / step.unsigned_abs() as u128 * 8
+                            (i128::from(stop) - i128::from(start)).unsigned_abs() / u128::from(step.unsigned_abs()) * 8
                         }
                         _ => 0,
                     }
@@ -104,14 +104,14 @@ fn integers(value: &ColumnarValue, rows: usize) -> Result<Option<Vec<Option<i64>
 }
 
 /// The bytes of the text at `row` (of a scalar: the only one).
-fn text_bytes(value: &ColumnarValue, row: usize) -> Result<u128> {
-    Ok(match value {
+fn text_bytes(value: &ColumnarValue, row: usize) -> u128 {
+    match value {
         ColumnarValue::Scalar(ScalarValue::Utf8(s) | ScalarValue::LargeUtf8(s) | ScalarValue::Utf8View(s)) => {
             s.as_ref().map_or(0, |s| s.len() as u128)
         }
         ColumnarValue::Scalar(_) => 0,
         ColumnarValue::Array(array) => string_at(array, row).ok().flatten().map_or(0, |s| s.len() as u128),
-    })
+    }
 }
 
 /// A function of [`Growth`], capped at `max_bytes` per call.

@@ -225,7 +225,7 @@ impl PartitionEvaluator for UngroundedValueEvaluator {
             }
             let columns = Columns { types, contents, params, results, errors };
             let found = match string_at(types, i)? {
-                Some("msg.in") | Some("tool.result") => {
+                Some("msg.in" | "tool.result") => {
                     pending.push(i);
                     None
                 }

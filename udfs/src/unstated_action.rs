@@ -98,7 +98,7 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
                         acted = false;
                     }
                 }
-                Some("msg.out") | Some("tool.result") => pending.push(i),
+                Some("msg.out" | "tool.result") => pending.push(i),
                 Some("tool.call") if marked(checks_call, i) => {
                     for j in pending.drain(..) {
                         match string_at(types, j)? {

@@ -109,7 +109,7 @@ impl Buckets {
             .into_iter()
             .enumerate()
             .map(|(part, mut stream)| {
-                let mut split = BucketSplit::new(dir.as_ref().map(|d| d.path()), part, count as usize, Arc::clone(&schema));
+                let mut split = BucketSplit::new(dir.as_ref().map(tempfile::TempDir::path), part, count as usize, Arc::clone(&schema));
                 tokio::spawn(async move {
                     while let Some(batch) = stream.next().await {
                         split.write(&batch?)?;

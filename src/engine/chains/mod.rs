@@ -100,7 +100,7 @@ pub async fn build_chains(ctx: &SessionContext, params: &SqlParams) -> Result<()
     let planned = Arc::new(chains.schema().as_arrow().clone());
     let partitions = chains.collect_partitioned().await?;
     // Execution may mark columns nullable where planning did not; the batches decide.
-    let schema = partitions.iter().flatten().next().map_or(planned, |b| b.schema());
+    let schema = partitions.iter().flatten().next().map_or(planned, RecordBatch::schema);
     let order = vec![CHAIN_ORDER.iter().map(|c| col(*c).sort(true, false)).collect()];
     let cached = MemTable::try_new(schema, partitions)?.with_sort_order(order);
     ctx.sql(KEEP_TABLE_ORDER).await?.collect().await?;

@@ -98,8 +98,7 @@ fn span_payload(span: &Span) -> String {
 fn tool_events(span: &Span, base: &Event, out: &mut Vec<Candidate>) {
     let name = span
         .text(&["gen_ai.tool.name", "tool.name", "traceloop.entity.name"])
-        .map(str::to_owned)
-        .unwrap_or_else(|| span.name.strip_prefix("execute_tool ").unwrap_or(&span.name).to_owned());
+        .map_or_else(|| span.name.strip_prefix("execute_tool ").unwrap_or(&span.name).to_owned(), str::to_owned);
     let call_id = span.text(&["gen_ai.tool.call.id", "tool_call.id", "tool.call.id"]).map(str::to_owned);
     let arguments =
         span.get("gen_ai.tool.call.arguments").or_else(|| span.get("input.value")).or_else(|| span.get("traceloop.entity.input"));
