@@ -64,13 +64,15 @@ fn sql_list(values: &[&str]) -> Option<String> {
 async fn transcripts(ctx: &SessionContext, sql: &str) -> Result<HashMap<String, Vec<TranscriptEvent>>, datafusion::error::DataFusionError> {
     let mut by_key: HashMap<String, Vec<TranscriptEvent>> = HashMap::new();
     for batch in ctx.sql(sql).await?.collect().await? {
-        let column = |name: &str| batch.column_by_name(name).expect("a column of the transcript query");
+        let column = |name: &str| {
+            batch.column_by_name(name).ok_or_else(|| datafusion::error::DataFusionError::Internal(format!("a transcript has no {name}")))
+        };
         let text: Vec<ArrayRef> = ["key", "type", "content", "tool_name", "tool_params", "tool_error", "tool_result"]
             .iter()
-            .map(|name| cast(column(name), &DataType::Utf8))
-            .collect::<Result<_, _>>()?;
+            .map(|name| Ok(cast(column(name)?, &DataType::Utf8)?))
+            .collect::<Result<_, datafusion::error::DataFusionError>>()?;
         let t: Vec<&StringArray> = text.iter().map(AsArray::as_string::<i32>).collect();
-        let ts = cast(column("ts_ms"), &DataType::Int64)?;
+        let ts = cast(column("ts_ms")?, &DataType::Int64)?;
         let ts = ts.as_primitive::<Int64Type>();
         let opt = |a: &StringArray, i: usize| (!a.is_null(i)).then(|| a.value(i).to_owned());
         for i in 0..batch.num_rows() {

@@ -9,7 +9,8 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tracelake::config::NatsConfig;
 use tracelake::ingest::nats::{NatsError, NatsSource, subject_filters};
-use tracelake::lake::export::{ExportError, ExportOptions, ExportSummary, export};
+use tracelake::lake::LakeError;
+use tracelake::lake::export::{ExportOptions, ExportSummary, export};
 
 use super::time_args::{format_duration, format_time, parse_duration, parse_time};
 use super::{Ctx, human_bytes, quarantined_text, rate};
@@ -97,11 +98,11 @@ pub async fn run(ctx: &Ctx, args: ExportArgs) -> anyhow::Result<ExitCode> {
 
 /// Whether an export failed because the server stopped answering, not because of the
 /// lake or the request.
-fn is_outage(e: &ExportError) -> bool {
+fn is_outage(e: &LakeError) -> bool {
     matches!(
         e,
-        ExportError::Interrupted { .. }
-            | ExportError::Nats(
+        LakeError::ExportInterrupted { .. }
+            | LakeError::Nats(
                 NatsError::JetStream { .. } | NatsError::Receive(_) | NatsError::StreamEnded | NatsError::StoppedSending { .. }
             )
     )

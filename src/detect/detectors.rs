@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::model::signal::{DetectorHeader, HeaderError, Scope, signals};
+use super::DetectError;
+use crate::model::signal::{DetectorHeader, Scope, signals};
 
 #[derive(Debug, Clone)]
 pub struct Detector {
@@ -23,22 +24,6 @@ pub fn enabled_builtin_detectors(config: &crate::config::Config) -> Vec<Detector
     builtin_detectors().into_iter().filter(|d| config.signals.get(&d.name).is_none_or(|s| s.enabled)).collect()
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum UserDetectorError {
-    #[error("cannot read detector directory {path}: {source}")]
-    Dir {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("detector {path}, {source}")]
-    Header {
-        path: String,
-        #[source]
-        source: HeaderError,
-    },
-}
-
 /// The `.sql` files in `dir`, in name order.
 pub fn sql_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)?
@@ -50,14 +35,14 @@ pub fn sql_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 }
 
 /// Every `.sql` file in `dir`, sorted by name, that its header leaves enabled.
-pub fn user_detectors(dir: &Path) -> Result<Vec<Detector>, UserDetectorError> {
-    let unreadable = |source| UserDetectorError::Dir { path: dir.display().to_string(), source };
+pub fn user_detectors(dir: &Path) -> Result<Vec<Detector>, DetectError> {
+    let unreadable = |source| DetectError::DetectorDir { path: dir.display().to_string(), source };
     let paths = sql_files(dir).map_err(unreadable)?;
     let mut detectors = Vec::new();
     for path in paths {
         let sql = std::fs::read_to_string(&path).map_err(unreadable)?;
         let header =
-            DetectorHeader::parse(&sql).map_err(|source| UserDetectorError::Header { path: path.display().to_string(), source })?;
+            DetectorHeader::parse(&sql).map_err(|source| DetectError::DetectorHeader { path: path.display().to_string(), source })?;
         if header.enabled {
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             detectors.push(Detector { name, sql, builtin: false, scope: header.scope });

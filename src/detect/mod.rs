@@ -42,8 +42,18 @@ pub enum DetectError {
         #[source]
         source: std::sync::Arc<DetectorFailure>,
     },
-    #[error(transparent)]
-    UserDetector(#[from] detectors::UserDetectorError),
+    #[error("cannot read detector directory {path}")]
+    DetectorDir {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("detector {path}")]
+    DetectorHeader {
+        path: String,
+        #[source]
+        source: crate::model::signal::HeaderError,
+    },
     #[error("a worker sent a part of its results this tracelake does not know ({0}): are the workers another version?")]
     UnknownWorkerPart(String),
 }

@@ -24,27 +24,6 @@ use crate::ingest::lines::Line;
 use crate::ingest::nats::{MessageStream, NatsError, NatsSource, StartAt};
 use crate::ingest::{Decoder, QuarantineReason};
 
-#[derive(Debug, thiserror::Error)]
-pub enum ExportError {
-    #[error(transparent)]
-    Nats(#[from] NatsError),
-    #[error(transparent)]
-    Lake(#[from] LakeError),
-    #[error(
-        "the lake was exported from stream {stream:?} with filters {old:?}, not {new:?}; \
-         use the same filters, or --full to rebuild the lake's exported events with the new ones"
-    )]
-    FilterChanged { stream: String, old: Vec<String>, new: Vec<String> },
-    #[error("{source}; events up to sequence {cursor} are safely in the lake: run export again to continue")]
-    Interrupted {
-        cursor: u64,
-        #[source]
-        source: NatsError,
-    },
-    #[error("receiving from the stream stopped unexpectedly")]
-    Receiver(#[source] tokio::task::JoinError),
-}
-
 #[derive(Debug, Clone)]
 pub struct ExportOptions {
     pub stream: String,
@@ -120,7 +99,7 @@ pub async fn export(
     opts: &ExportOptions,
     stop: Arc<AtomicBool>,
     progress: &dyn ExportProgress,
-) -> Result<ExportSummary, ExportError> {
+) -> Result<ExportSummary, LakeError> {
     let started = Instant::now();
     let started_at = chrono::Utc::now().to_rfc3339();
     let stream_last_sequence = source.last_sequence().await?;
@@ -143,7 +122,8 @@ pub async fn export(
             None if cursor == 0 => StartAt::First,
             None => StartAt::Sequence(cursor + 1),
         };
-        let messages = source.messages(start, &opts.filter_subjects).await.map_err(|source| ExportError::Interrupted { cursor, source })?;
+        let messages =
+            source.messages(start, &opts.filter_subjects).await.map_err(|source| LakeError::ExportInterrupted { cursor, source })?;
         export_messages(lake, messages, decoder, opts, stop, progress, &mut summary).await?;
     }
     summary.seconds = started.elapsed().as_secs_f64();
@@ -154,13 +134,13 @@ pub async fn export(
 /// The cursor the export resumes after: 0 when it starts over (`--full`, `--since`, a
 /// first export), which forgets what was exported before; its files are kept for time
 /// travel until a vacuum.
-fn resume_cursor(lake: &Lake, opts: &ExportOptions) -> Result<u64, ExportError> {
+fn resume_cursor(lake: &Lake, opts: &ExportOptions) -> Result<u64, LakeError> {
     // Only exports change the export state, and no other export runs.
     let (manifest, _) = begin(lake)?;
     let rebuild = opts.full || opts.since_ms.is_some();
     match &manifest.export {
         Some(state) if !rebuild && (state.stream != opts.stream || state.filter_subjects != opts.filter_subjects) => {
-            Err(ExportError::FilterChanged {
+            Err(LakeError::FilterChanged {
                 stream: state.stream.clone(),
                 old: state.filter_subjects.clone(),
                 new: opts.filter_subjects.clone(),
@@ -191,7 +171,7 @@ async fn export_messages(
     stop: Arc<AtomicBool>,
     progress: &dyn ExportProgress,
     summary: &mut ExportSummary,
-) -> Result<(), ExportError> {
+) -> Result<(), LakeError> {
     let (tx, rx) = mpsc::channel::<Chunk>(opts.threads * 4);
     let receive_opts = opts.clone();
     let stream_last_sequence = summary.stream_last_sequence;
@@ -203,10 +183,10 @@ async fn export_messages(
         EventSink::new(lake.clone(), writer.id().clone(), opts.buffer_bytes, opts.threads.div_ceil(2)),
     );
     let written = tokio::task::block_in_place(|| write_chunks(committer, rx, decoder, opts, progress, summary));
-    let received = receiver.await.map_err(ExportError::Receiver)?;
+    let received = receiver.await.map_err(LakeError::ExportReceiver)?;
     summary.cursor = written?;
     writer.finish()?;
-    summary.stopped = received.map_err(|source| ExportError::Interrupted { cursor: summary.cursor, source })?;
+    summary.stopped = received.map_err(|source| LakeError::ExportInterrupted { cursor: summary.cursor, source })?;
     Ok(())
 }
 

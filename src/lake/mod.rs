@@ -85,6 +85,21 @@ pub enum LakeError {
     },
     #[error("the lake as of {as_of} cannot be read: {problem}")]
     AsOf { as_of: String, problem: String },
+    #[error(transparent)]
+    Nats(#[from] crate::ingest::nats::NatsError),
+    #[error(
+        "the lake was exported from stream {stream:?} with filters {old:?}, not {new:?}; \
+         use the same filters, or --full to rebuild the lake's exported events with the new ones"
+    )]
+    FilterChanged { stream: String, old: Vec<String>, new: Vec<String> },
+    #[error("{source}; events up to sequence {cursor} are safely in the lake: run export again to continue")]
+    ExportInterrupted {
+        cursor: u64,
+        #[source]
+        source: crate::ingest::nats::NatsError,
+    },
+    #[error("receiving from the stream stopped unexpectedly")]
+    ExportReceiver(#[source] tokio::task::JoinError),
     #[error("reading {source_name}: {error}")]
     Read {
         source_name: String,

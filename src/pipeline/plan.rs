@@ -69,7 +69,7 @@ pub async fn plan(
     let run_id = format!("run-{}-{}", chrono::Utc::now().format("%Y%m%dT%H%M%S"), &WriterId::random().as_str()[..6]);
     let mut detectors = enabled_builtin_detectors(config);
     for dir in config.detectors_dir.iter().map(PathBuf::from).chain(opts.detectors_dir.clone()) {
-        detectors.extend(user_detectors(&dir).map_err(crate::detect::DetectError::from)?);
+        detectors.extend(user_detectors(&dir)?);
     }
     let (across_sessions, per_bucket) = detectors.into_iter().partition(|d| d.scope == Scope::Lake);
     let planned = Planned {

@@ -332,7 +332,7 @@ fn each_error_is_printed_once_with_its_causes() {
     let cases: [(&[&str], &str); 3] = [
         (&["sql", "--lake", &missing, "SELECT 1"], "no-lake does not exist"),
         (&["sql", "--lake", &lake, "-f", bad_sql.to_str().unwrap()], "no_such_column"),
-        (&["analyze", "--lake", &lake, "--detectors", detectors.to_str().unwrap()], "mine.sql, line 2: `severity: extreme`"),
+        (&["analyze", "--lake", &lake, "--detectors", detectors.to_str().unwrap()], "mine.sql: line 2: `severity: extreme`"),
     ];
     for (args, names) in cases {
         let out = tracelake(args);
