@@ -41,8 +41,8 @@ pub fn user_detectors(dir: &Path) -> Result<Vec<Detector>, DetectError> {
     let mut detectors = Vec::new();
     for path in paths {
         let sql = std::fs::read_to_string(&path).map_err(unreadable)?;
-        let header =
-            DetectorHeader::parse(&sql).map_err(|source| DetectError::DetectorHeader { path: path.display().to_string(), source })?;
+        let header = DetectorHeader::parse(&sql)
+            .map_err(|source| DetectError::DetectorHeader { path: path.display().to_string(), source: Box::new(source) })?;
         if header.enabled {
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             detectors.push(Detector { name, sql, builtin: false, scope: header.scope });

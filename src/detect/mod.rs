@@ -52,7 +52,7 @@ pub enum DetectError {
     DetectorHeader {
         path: String,
         #[source]
-        source: crate::model::signal::HeaderError,
+        source: Box<crate::model::signal::HeaderError>,
     },
     #[error("a worker sent a part of its results this tracelake does not know ({0}): are the workers another version?")]
     UnknownWorkerPart(String),

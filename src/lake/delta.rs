@@ -312,15 +312,19 @@ async fn adds(log_store: &LogStoreRef, files: Vec<String>) -> Result<Vec<Action>
 fn log_store(lake: &Lake, table: Table) -> Result<LogStoreRef, LakeError> {
     let (root, prefix, url): (Arc<dyn ObjectStore>, Path, Url) = match lake.remote() {
         Some(remote) => {
-            let url =
-                Url::parse(&remote.table_url(table)).map_err(|e| LakeError::Storage { lake: lake.location(), problem: e.to_string() })?;
+            let table_url = remote.table_url(table);
+            let url = Url::parse(&table_url).map_err(|source| LakeError::NotAUrl { location: table_url.clone(), source })?;
             (remote.store(), remote.key(table.dir_name()), url)
         }
         None => {
             let dir = lake.table_dir(table);
             let dir = std::path::absolute(&dir).map_err(|e| LakeError::io(&dir, e))?;
             let bad = |problem: String| LakeError::Storage { lake: lake.location(), problem };
-            let prefix = Path::from_absolute_path(&dir).map_err(|e| bad(e.to_string()))?;
+            let prefix = Path::from_absolute_path(&dir).map_err(|e| LakeError::ObjectPath {
+                lake: lake.location(),
+                path: dir.display().to_string(),
+                source: Box::new(e),
+            })?;
             let url = Url::from_directory_path(&dir).map_err(|()| bad(format!("{} is not an absolute path", dir.display())))?;
             (Arc::new(LocalFileSystem::new()), prefix, url)
         }

@@ -325,7 +325,7 @@ async fn delete(lake: &Lake, files: &[String]) -> Result<(), LakeError> {
         match lake.remote() {
             Some(remote) => match remote.store().delete(&remote.key(file)).await {
                 Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(LakeError::Storage { lake: lake.location(), problem: e.to_string() }),
+                Err(e) => return Err(LakeError::ObjectStore { lake: lake.location(), key: file.clone(), source: Box::new(e) }),
             },
             None => {
                 let path = lake.root().join(file);

@@ -80,7 +80,7 @@ impl Lake {
             return Ok(Self::new(location));
         };
         let bad = |problem: String| LakeError::Storage { lake: location.to_owned(), problem };
-        let url = Url::parse(location).map_err(|e| bad(format!("not a URL: {e}")))?;
+        let url = Url::parse(location).map_err(|source| LakeError::NotAUrl { location: location.to_owned(), source })?;
         match scheme {
             "file" => Ok(Self::new(url.to_file_path().map_err(|()| bad("not a local path".into()))?)),
             s if SCHEMES.contains(&s) => {

@@ -61,6 +61,38 @@ pub enum LakeError {
     SourceChanged { source_name: String, imported_at: String },
     #[error("the lake at {lake}: {problem}")]
     Storage { lake: String, problem: String },
+    #[error("the lake at {lake}: {key}")]
+    ObjectStore {
+        lake: String,
+        key: String,
+        #[source]
+        source: Box<object_store::Error>,
+    },
+    #[error("opening the object store of {lake}")]
+    OpenStore {
+        lake: String,
+        #[source]
+        source: Box<object_store::Error>,
+    },
+    #[error("{location} is not a URL")]
+    NotAUrl {
+        location: String,
+        #[source]
+        source: url::ParseError,
+    },
+    #[error("the lake at {lake}: {path} is not a path of the object store")]
+    ObjectPath {
+        lake: String,
+        path: String,
+        #[source]
+        source: Box<object_store::path::Error>,
+    },
+    #[error("making a key for the lake at {lake}")]
+    NoRandomKey {
+        lake: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("the lake at {lake} is on object storage, where {what} does not work: {why}")]
     NotOnObjectStorage { lake: String, what: &'static str, why: &'static str },
     #[error(

@@ -43,9 +43,12 @@ pub type ManifestVersion = Option<UpdateVersion>;
 impl Remote {
     /// Opens the lake at `url` ([`object_store_for`]).
     pub fn open(url: &Url, options: &BTreeMap<String, String>) -> Result<Self, LakeError> {
-        let bad = |problem: String| LakeError::Storage { lake: url.to_string(), problem };
         let store = object_store_for(url, options)?;
-        let prefix = Path::from_url_path(url.path()).map_err(|e| bad(e.to_string()))?;
+        let prefix = Path::from_url_path(url.path()).map_err(|e| LakeError::ObjectPath {
+            lake: url.to_string(),
+            path: url.path().to_owned(),
+            source: Box::new(e),
+        })?;
         let stage = tempfile::Builder::new().prefix("tracelake-stage-").tempdir().map_err(|e| LakeError::io(&std::env::temp_dir(), e))?;
         let mut url = url.clone();
         url.set_path(&format!("/{prefix}"));
@@ -162,7 +165,7 @@ impl Remote {
     }
 
     fn error(&self, relative: &str, e: object_store::Error) -> LakeError {
-        LakeError::Storage { lake: self.url(), problem: format!("{relative}: {e}") }
+        LakeError::ObjectStore { lake: self.url(), key: relative.to_owned(), source: Box::new(e) }
     }
 }
 
@@ -170,7 +173,7 @@ impl Remote {
 /// environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`, instance metadata), then `options`
 /// (`storage.options`).
 pub fn object_store_for(url: &Url, options: &BTreeMap<String, String>) -> Result<Arc<dyn ObjectStore>, LakeError> {
-    let bad = |problem: String| LakeError::Storage { lake: url.to_string(), problem };
+    let opening = |e| LakeError::OpenStore { lake: url.to_string(), source: Box::new(e) };
     // `options` read as the keys of the store's builder.
     fn keys<K: std::str::FromStr>(options: &BTreeMap<String, String>, url: &Url) -> Result<Vec<(K, String)>, LakeError> {
         options
@@ -188,17 +191,17 @@ pub fn object_store_for(url: &Url, options: &BTreeMap<String, String>) -> Result
         "s3" | "s3a" => {
             let builder = AmazonS3Builder::from_env().with_url(url.as_str());
             let builder = keys::<AmazonS3ConfigKey>(options, url)?.into_iter().fold(builder, |b, (k, v)| b.with_config(k, v));
-            Arc::new(builder.build().map_err(|e| bad(e.to_string()))?)
+            Arc::new(builder.build().map_err(opening)?)
         }
         "gs" => {
             let builder = GoogleCloudStorageBuilder::from_env().with_url(url.as_str());
             let builder = keys::<GoogleConfigKey>(options, url)?.into_iter().fold(builder, |b, (k, v)| b.with_config(k, v));
-            Arc::new(builder.build().map_err(|e| bad(e.to_string()))?)
+            Arc::new(builder.build().map_err(opening)?)
         }
         _ => {
             let builder = MicrosoftAzureBuilder::from_env().with_url(url.as_str());
             let builder = keys::<AzureConfigKey>(options, url)?.into_iter().fold(builder, |b, (k, v)| b.with_config(k, v));
-            Arc::new(builder.build().map_err(|e| bad(e.to_string()))?)
+            Arc::new(builder.build().map_err(opening)?)
         }
     })
 }

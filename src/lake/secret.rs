@@ -57,7 +57,7 @@ async fn remote_pii_key(remote: &Remote) -> Result<Vec<u8>, LakeError> {
     if let Some(text) = remote.read(&relative).await? {
         return decode(Some(text));
     }
-    let key = new_key().map_err(|e| LakeError::Storage { lake: remote.url(), problem: e.to_string() })?;
+    let key = new_key().map_err(|source| LakeError::NoRandomKey { lake: remote.url(), source })?;
     if remote.create(&relative, hex::encode(&key).into_bytes()).await? {
         return Ok(key);
     }
