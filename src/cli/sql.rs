@@ -27,7 +27,12 @@ pub struct SqlArgs {
     #[arg(short = 'f', long = "file", env = "TRACELAKE_SQL_FILE", conflicts_with = "query")]
     file: Option<PathBuf>,
     /// Output format.
-    #[arg(long, env = "TRACELAKE_SQL_FORMAT", default_value_t = PrintFormat::Table, value_parser = super::one_of::<PrintFormat>(&PrintFormat::NAMES))]
+    #[arg(
+        long,
+        env = "TRACELAKE_SQL_FORMAT",
+        default_value_t = PrintFormat::Table,
+        value_parser = super::one_of::<PrintFormat>(&PrintFormat::NAMES)
+    )]
     format: PrintFormat,
     /// Rows a table shows at most; `inf` (or 0) shows them all. The count of all rows is
     /// printed below the table.
