@@ -167,3 +167,18 @@ impl Printer<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::PrintFormat;
+
+    #[test]
+    fn formats_read_back_by_name() {
+        let names: Vec<String> = PrintFormat::ALL.iter().map(ToString::to_string).collect();
+        assert_eq!(names, ["table", "csv", "json", "ndjson"]);
+        for format in PrintFormat::ALL {
+            assert_eq!(format.as_str().parse::<PrintFormat>(), Ok(format));
+        }
+        assert!("xml".parse::<PrintFormat>().unwrap_err().to_string().contains("table, csv, json, ndjson"));
+    }
+}
