@@ -1,5 +1,5 @@
-//! The lake as queries see it: of the files under its table directories, only those the
-//! manifest names, read afresh at every listing, so a query never sees the rows of a
+//! The lake as queries see it: of the files under its table directories, only those of
+//! each table's latest Delta version, read afresh at every listing, so a query never sees the rows of a
 //! write still running or left by a crash. Nothing is written into the lake through a
 //! query: its tables are written only by import, export and analyze, which commit.
 //!
@@ -20,7 +20,7 @@ use object_store::{
     PutResult, Result,
 };
 
-use crate::lake::state::Manifest;
+use crate::lake::delta;
 use crate::lake::{Lake, Table};
 
 #[derive(Debug)]
@@ -57,8 +57,8 @@ impl CommittedFiles {
         if let Some(pinned) = pinned {
             return Ok(pinned);
         }
-        let manifest = Manifest::load_async(lake).await.map_err(|e| object_store::Error::Generic { store: "lake", source: Box::new(e) })?;
-        Ok(Arc::new(manifest.committed_files().into_iter().map(|f| object_path(root, f)).collect()))
+        let files = delta::committed_files(lake).await.map_err(|e| object_store::Error::Generic { store: "lake", source: Box::new(e) })?;
+        Ok(Arc::new(files.iter().map(|f| object_path(root, f)).collect()))
     }
 
     fn read_only(&self, location: &Path) -> Result<()> {

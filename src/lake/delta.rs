@@ -352,6 +352,20 @@ pub async fn load(lake: &Lake, table: Table) -> Result<Option<DeltaTable>, LakeE
     }
 }
 
+/// The files of every table's latest version, relative to the lake root: what a reader
+/// of the lake sees.
+pub async fn committed_files(lake: &Lake) -> Result<HashSet<String>, LakeError> {
+    let tables =
+        try_join_all(Table::ALL.into_iter().map(|table| async move { Ok::<_, LakeError>((table, load(lake, table).await?)) })).await?;
+    let mut files = HashSet::new();
+    for (table, delta) in tables {
+        let Some(delta) = delta else { continue };
+        let snapshot = delta.snapshot().map_err(|e| read_error(table, e))?;
+        files.extend(snapshot.log_data().iter().map(|f| format!("{}/{}", table.dir_name(), f.path())));
+    }
+    Ok(files)
+}
+
 /// An error reading a table's log.
 pub fn read_error(table: Table, source: DeltaTableError) -> LakeError {
     LakeError::DeltaRead { table: table.dir_name(), source: Box::new(source) }
