@@ -60,9 +60,6 @@ pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
             shell_word(&lake.location())
         );
     }
-    if sizes.iter().any(|t| t.version.is_none()) {
-        println!("delta:       tables without a Delta log yet; `tracelake upgrade --lake {}` writes them", shell_word(&lake.location()));
-    }
     if let Some(export) = &manifest.export {
         let nats = NatsConfig {
             url: args.nats_url.unwrap_or_else(|| ctx.config.nats.url.clone()),

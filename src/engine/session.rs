@@ -28,7 +28,7 @@ use super::window_memory::AccountWindowInputs;
 use crate::lake::history::LakeAsOf;
 use crate::lake::schema::{PARTITION_COLUMN, file_schema};
 use crate::lake::state::{AnalysisRecord, Manifest};
-use crate::lake::{Lake, Table};
+use crate::lake::{Lake, LakeError, Table};
 use crate::model::event::EVENTS_SCHEMA;
 use crate::redact::Redactor;
 use datafusion::execution::object_store::ObjectStoreUrl;
@@ -122,6 +122,14 @@ pub async fn open_session(lake: &Lake, redactor: Redactor, opts: &EngineOptions)
         Some(then) => committed.pinned_to(then.tables.iter().flat_map(|t| t.files.iter().map(String::as_str))),
         None => committed,
     };
+    if opts.as_of.is_none() {
+        let with_files: Vec<Table> = Table::ALL.into_iter().filter(|t| !manifest.table_files(*t).is_empty()).collect();
+        let missing = crate::lake::delta::without_log(lake, &with_files).await?;
+        if !missing.is_empty() {
+            let tables = missing.iter().map(|t| t.dir_name()).collect();
+            return Err(LakeError::NoDeltaLog { lake: lake.location(), tables }.into());
+        }
+    }
     ctx.register_object_store(url.as_ref(), Arc::new(committed));
     for table in Table::ALL {
         register_table(&ctx, lake, table, file_schema(table))?;

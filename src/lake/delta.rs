@@ -366,6 +366,33 @@ pub async fn committed_files(lake: &Lake) -> Result<HashSet<String>, LakeError> 
     Ok(files)
 }
 
+/// The tables among `tables` that have no Delta log: those of a lake made before tables
+/// had one, which `tracelake upgrade` gives theirs.
+pub async fn without_log(lake: &Lake, tables: &[Table]) -> Result<Vec<Table>, LakeError> {
+    let mut missing = Vec::new();
+    for &table in tables {
+        let Some(log_store) = existing_log_store(lake, table)? else {
+            missing.push(table);
+            continue;
+        };
+        let mut listed = log_store.object_store(None).list(Some(&Path::from("_delta_log")));
+        if listed
+            .next()
+            .await
+            .transpose()
+            .map_err(|e| LakeError::ObjectStore {
+                lake: lake.location(),
+                key: format!("{}/_delta_log", table.dir_name()),
+                source: Box::new(e),
+            })?
+            .is_none()
+        {
+            missing.push(table);
+        }
+    }
+    Ok(missing)
+}
+
 /// An error reading a table's log.
 pub fn read_error(table: Table, source: DeltaTableError) -> LakeError {
     LakeError::DeltaRead { table: table.dir_name(), source: Box::new(source) }

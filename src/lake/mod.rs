@@ -109,6 +109,12 @@ pub enum LakeError {
         #[source]
         source: Box<deltalake_core::DeltaTableError>,
     },
+    #[error(
+        "the lake at {lake} was made before its tables had Delta logs ({}), and its readers read those logs: \
+         run `tracelake upgrade --lake {lake}` once (nothing is copied)",
+        .tables.join(", ")
+    )]
+    NoDeltaLog { lake: String, tables: Vec<&'static str> },
     #[error("reading the Delta log of table {table}: {source}")]
     DeltaRead {
         table: &'static str,

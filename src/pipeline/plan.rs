@@ -52,11 +52,13 @@ pub async fn plan(
 ) -> Result<(Planned, SessionContext), PipelineError> {
     let engine = EngineOptions { session_jobs: Some(Arc::new(AnalysisJobs)), ..EngineOptions::from_config(config)? };
     let tiers = Tiers::from_config(&config.llm)?;
-    let ctx = open_session(lake, redactor.clone(), &engine).await?;
     // Only analyses change the analysis history and the processing state, and no other
     // analysis runs: they stay as read here while imports and exports commit beside it.
     let run_lock = RunLock::acquire(lake, RunKind::Analyze)?;
+    // Before the session: `begin` writes the Delta logs of a lake made before tables had
+    // them, which the session reads.
     let (committed, _) = begin(lake)?;
+    let ctx = open_session(lake, redactor.clone(), &engine).await?;
     let event_files: Vec<String> = committed.table_files(Table::Events).into_iter().map(str::to_owned).collect();
     let (increment, resume) = increment(lake, &ctx, &committed, opts).await?;
     let context_ms = config.incremental_context_window.max(0) * 60_000;

@@ -109,15 +109,38 @@ fn a_lake_made_before_the_delta_logs_is_upgraded_in_place() {
         let _ = std::fs::remove_dir_all(dir.path().join("lake").join(table).join("_delta_log"));
     }
     let files_before = crate::common::parquet_files(&dir.path().join("lake"));
-    let status = tracelake_ok(&["status", "--lake", &lake]);
-    assert!(status.contains("without a Delta log yet; `tracelake upgrade --lake"), "{status}");
     assert!(delta_tables(&lake).as_object().unwrap().is_empty(), "no table reads as Delta before the upgrade");
+    // Readers read the logs: a query or status says what to do instead of finding no rows.
+    for args in [&["sql", "--lake", &lake, "SELECT count(*) FROM events"][..], &["status", "--lake", &lake]] {
+        let out = crate::common::tracelake(args);
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {said}");
+        assert!(
+            said.contains("was made before its tables had Delta logs (events, ") && said.contains("run `tracelake upgrade --lake "),
+            "{said}"
+        );
+    }
 
     let upgraded = tracelake_ok(&["upgrade", "--lake", &lake]);
     assert!(upgraded.contains("events           Delta version 0, "), "{upgraded}");
     assert_same_rows(&lake);
     assert_eq!(crate::common::parquet_files(&dir.path().join("lake")), files_before, "nothing copied");
     assert!(!tracelake_ok(&["status", "--lake", &lake]).contains("without a Delta log"));
+}
+
+/// A writer writes the logs of an old lake on its way, as `upgrade` does: `analyze` runs.
+#[test]
+fn an_analysis_of_a_lake_made_before_the_delta_logs_writes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake").display().to_string();
+    tracelake_ok(&["import", "--lake", &lake, realworld("tau-retail.events.jsonl").to_str().unwrap()]);
+    for table in TABLES {
+        let _ = std::fs::remove_dir_all(dir.path().join("lake").join(table).join("_delta_log"));
+    }
+    tracelake_ok(&["analyze", "--lake", &lake]);
+    assert_same_rows(&lake);
+    let counted = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", "SELECT count(*) AS n FROM events"]);
+    assert_eq!(counted, "n\n3160\n");
 }
 
 fn count_as_of(lake: &str, as_of: &str, table: &str) -> u64 {
