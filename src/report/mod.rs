@@ -130,8 +130,11 @@ async fn findings_report(
     let engine = EngineOptions { as_of: then.clone(), ..EngineOptions::from_config(config)? };
     let params = &engine.sql_params;
     let ctx = open_session(lake, redactor, &engine).await?;
-    let manifest = Manifest::load(lake)?;
-    let last_run = then.as_ref().map_or(&manifest.analyses, |then| &then.analyses).last().map(|a| a.run_id.clone());
+    // The session's `runs` are those of the lake now, or as of `then`.
+    let last_run = query_json(&ctx, "SELECT run_id FROM runs ORDER BY run_no DESC LIMIT 1")
+        .await?
+        .first()
+        .and_then(|row| row["run_id"].as_str().map(str::to_owned));
 
     let mut findings: Vec<Finding> = Vec::new();
     for row in query_json(&ctx, &format!("{FINDINGS_SQL} LIMIT {max_findings}")).await? {
@@ -168,7 +171,7 @@ async fn findings_report(
         // As of a point in the past, the state its last analysis left.
         processing_state: match &then {
             Some(then) => then.analyses.last().and_then(|a| a.state_after.clone()).unwrap_or_default(),
-            None => manifest.processing_state.clone(),
+            None => Manifest::load(lake)?.processing_state,
         },
         verdicts,
         outputs,
