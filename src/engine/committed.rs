@@ -29,7 +29,7 @@ pub struct CommittedFiles {
     lake: Lake,
     /// The lake's root as an object path (absolute, canonical).
     root: Path,
-    /// The files of a past version (`--as-of`), read once, instead of the manifest's.
+    /// The files of a past version (`--as-of`), read once, instead of the logs' latest.
     pinned: Option<Arc<HashSet<Path>>>,
 }
 
@@ -52,12 +52,15 @@ impl CommittedFiles {
         location.prefix_match(&self.root).is_some()
     }
 
-    /// The committed files (or the pinned ones), as object paths.
-    async fn committed(lake: &Lake, root: &Path, pinned: Option<Arc<HashSet<Path>>>) -> Result<Arc<HashSet<Path>>> {
+    /// The committed files (or the pinned ones) under `prefix`, as object paths: a listing
+    /// inside one table's directory reads only that table's log.
+    async fn committed(lake: &Lake, root: &Path, pinned: Option<Arc<HashSet<Path>>>, prefix: Option<&Path>) -> Result<Arc<HashSet<Path>>> {
         if let Some(pinned) = pinned {
             return Ok(pinned);
         }
-        let files = delta::committed_files(lake).await.map_err(|e| object_store::Error::Generic { store: "lake", source: Box::new(e) })?;
+        let tables = prefix.and_then(|p| table_of(root, p)).map_or_else(|| Table::ALL.to_vec(), |table| vec![table]);
+        let files =
+            delta::committed_files(lake, &tables).await.map_err(|e| object_store::Error::Generic { store: "lake", source: Box::new(e) })?;
         Ok(Arc::new(files.iter().map(|f| object_path(root, f)).collect()))
     }
 
@@ -114,9 +117,9 @@ impl ObjectStore for CommittedFiles {
         if !wants_tables {
             return listed;
         }
-        let (lake, root, pinned) = (self.lake.clone(), self.root.clone(), self.pinned.clone());
+        let (lake, root, pinned, prefix) = (self.lake.clone(), self.root.clone(), self.pinned.clone(), prefix.cloned());
         stream::once(async move {
-            match Self::committed(&lake, &root, pinned).await {
+            match Self::committed(&lake, &root, pinned, prefix.as_ref()).await {
                 Ok(committed) => listed
                     .filter(move |meta| {
                         let shown = meta.as_ref().map_or(true, |m| !in_tables(&root, &m.location) || committed.contains(&m.location));
@@ -133,7 +136,7 @@ impl ObjectStore for CommittedFiles {
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
         let mut listed = self.inner.list_with_delimiter(prefix).await?;
         if listed.objects.iter().any(|m| self.in_tables(&m.location)) {
-            let committed = Self::committed(&self.lake, &self.root, self.pinned.clone()).await?;
+            let committed = Self::committed(&self.lake, &self.root, self.pinned.clone(), prefix).await?;
             listed.objects.retain(|m| !self.in_tables(&m.location) || committed.contains(&m.location));
         }
         Ok(listed)
@@ -152,6 +155,11 @@ fn object_path(root: &Path, file: &str) -> Path {
 
 /// Whether `location` is in one of the table directories of the lake at `root`.
 fn in_tables(root: &Path, location: &Path) -> bool {
-    let mut parts = location.prefix_match(root).into_iter().flatten();
-    parts.next().is_some_and(|table| Table::ALL.iter().any(|t| t.dir_name() == table.as_ref()))
+    table_of(root, location).is_some()
+}
+
+/// The table whose directory (in the lake at `root`) `location` is in, if any.
+fn table_of(root: &Path, location: &Path) -> Option<Table> {
+    let first = location.prefix_match(root)?.next()?;
+    Table::ALL.into_iter().find(|t| t.dir_name() == first.as_ref())
 }

@@ -352,11 +352,10 @@ pub async fn load(lake: &Lake, table: Table) -> Result<Option<DeltaTable>, LakeE
     }
 }
 
-/// The files of every table's latest version, relative to the lake root: what a reader
-/// of the lake sees.
-pub async fn committed_files(lake: &Lake) -> Result<HashSet<String>, LakeError> {
-    let tables =
-        try_join_all(Table::ALL.into_iter().map(|table| async move { Ok::<_, LakeError>((table, load(lake, table).await?)) })).await?;
+/// The files of the latest version of each of `tables`, relative to the lake root: what a
+/// reader of the lake sees.
+pub async fn committed_files(lake: &Lake, tables: &[Table]) -> Result<HashSet<String>, LakeError> {
+    let tables = try_join_all(tables.iter().map(|&table| async move { Ok::<_, LakeError>((table, load(lake, table).await?)) })).await?;
     let mut files = HashSet::new();
     for (table, delta) in tables {
         let Some(delta) = delta else { continue };
