@@ -89,19 +89,13 @@ impl Default for ScheduleConfig {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SignalConfig {
-    pub enabled: bool,
-    pub severity: Option<Severity>,
-}
-
-/// A signal's entry as written: either field may be left out.
-#[derive(Debug, Clone, Default, Deserialize)]
+/// A signal's setting as written: either field may be left out, for the signal's own
+/// (`crate::detect::signals` knows the signals and their defaults).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-struct SignalEntry {
-    enabled: Option<bool>,
-    severity: Option<Severity>,
+pub struct SignalSetting {
+    pub enabled: Option<bool>,
+    pub severity: Option<Severity>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -297,7 +291,7 @@ struct AnalyzerEntry {
     nats: NatsConfig,
     schedule: ScheduleConfig,
     chain_gap_minutes: i64,
-    signals: BTreeMap<String, SignalEntry>,
+    signals: BTreeMap<String, SignalSetting>,
     llm: LlmEntry,
     output: OutputConfig,
     redact_patterns: Vec<String>,
@@ -353,7 +347,8 @@ pub struct Config {
     pub nats: NatsConfig,
     pub schedule: ScheduleConfig,
     pub chain_gap_minutes: i64,
-    pub signals: BTreeMap<String, SignalConfig>,
+    /// The signals' settings as written, by signal id.
+    pub signals: BTreeMap<String, SignalSetting>,
     pub llm: LlmConfig,
     pub output: OutputConfig,
     pub redact_patterns: Vec<String>,
@@ -379,6 +374,16 @@ pub struct Config {
     pub factors: FactorsConfig,
     /// Threads, decisions and the boot context (`cortex`).
     pub cortex: CortexConfig,
+    /// Where it was read from, for errors found after it was read.
+    #[serde(skip)]
+    pub origin: Origin,
+}
+
+/// Where a config was read from: its file, and how the analyzer's keys are named in it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Origin {
+    pub file: Option<String>,
+    pub prefix: &'static str,
 }
 
 impl Default for Config {
@@ -397,7 +402,8 @@ impl Config {
         if !value.is_object() {
             return Err(ConfigError::NotAnObject(name));
         }
-        Self::resolve(&value).map_err(|source| ConfigError::InFile { path: name, source: Box::new(source) })
+        let config = Self::resolve(&value).map_err(|source| ConfigError::InFile { path: name.clone(), source: Box::new(source) })?;
+        Ok(Self { origin: Origin { file: Some(name), ..config.origin }, ..config })
     }
 
     /// Resolves a cortex config object, or a bare `traceAnalyzer` object.
@@ -428,7 +434,7 @@ impl Config {
             nats: analyzer.nats,
             schedule: analyzer.schedule,
             chain_gap_minutes: analyzer.chain_gap_minutes,
-            signals: resolve_signals(analyzer.signals, form.prefix())?,
+            signals: analyzer.signals,
             llm: resolve_llm(analyzer.llm, top_llm),
             output: analyzer.output,
             redact_patterns: analyzer.redact_patterns,
@@ -442,7 +448,21 @@ impl Config {
             worker_scan_bytes: analyzer.worker_scan_bytes,
             factors: analyzer.factors,
             cortex: analyzer.cortex,
+            origin: Origin { file: None, prefix: form.prefix() },
         })
+    }
+
+    /// The error for the setting of signal `id`, which is none of `known`.
+    pub fn unknown_signal(&self, id: &str, known: &[&str]) -> ConfigError {
+        let prefix = self.origin.prefix;
+        let error = ConfigError::UnknownKey {
+            key: format!("{prefix}signals.{id}"),
+            nearest: nearest(id, known).map(|n| format!("{prefix}signals.{n}")),
+        };
+        match &self.origin.file {
+            Some(path) => ConfigError::InFile { path: path.clone(), source: Box::new(error) },
+            None => error,
+        }
     }
 }
 
@@ -461,14 +481,15 @@ pub struct Setting {
 const SECRET_KEYS: [&str; 2] = ["apiKey", "password"];
 
 impl Config {
-    /// Every setting, in the cortex config's names; `root` is the file's JSON, if any.
-    pub fn settings(&self, root: Option<&Value>) -> Vec<Setting> {
+    /// Every setting, in the cortex config's names; `root` is the file's JSON, if any, and
+    /// `signals` every signal's setting in effect.
+    pub fn settings(&self, root: Option<&Value>, signals: &BTreeMap<String, SignalSetting>) -> Vec<Setting> {
         let empty = Value::Object(serde_json::Map::default());
         let root = root.unwrap_or(&empty);
         let form = Form::of(root).unwrap_or(Form::Cortex);
         let analyzer = form.analyzer(root);
         let mut flat = Vec::new();
-        let mut value = serde_json::to_value(self).expect("the config serializes");
+        let mut value = serde_json::to_value(Config { signals: signals.clone(), ..self.clone() }).expect("the config serializes");
         let languages = value.as_object_mut().and_then(|o| o.remove("languages")).unwrap_or(Value::Null);
         flatten("", &value, &mut flat);
         let mut settings: Vec<Setting> = flat
@@ -490,13 +511,9 @@ impl Config {
 }
 
 /// The value that applies to the setting at `key` when it is left unset, where that is
-/// not `null`: a signal's own severity, the LLM's timeout.
+/// not `null`: the LLM's timeout.
 fn default_of(key: &str) -> Option<Value> {
-    if key == "llm.timeoutMs" || key == "llm.triage.timeoutMs" {
-        return Some(Value::from(DEFAULT_LLM_TIMEOUT_MS));
-    }
-    let id = key.strip_prefix("signals.")?.strip_suffix(".severity")?;
-    crate::model::signal::signal(id).map(|s| Value::from(s.severity.as_str()))
+    (key == "llm.timeoutMs" || key == "llm.triage.timeoutMs").then(|| Value::from(DEFAULT_LLM_TIMEOUT_MS))
 }
 
 /// Whether the setting at `key` holds a secret: a password, an API key, or a storage
@@ -650,26 +667,6 @@ fn nearest<'a>(key: &str, valid: &[&'a str]) -> Option<&'a str> {
         .map(|(_, v)| v)
 }
 
-/// Every built-in signal's setting; an id that names no built-in signal is an error.
-fn resolve_signals(entries: BTreeMap<String, SignalEntry>, prefix: &str) -> Result<BTreeMap<String, SignalConfig>, ConfigError> {
-    let signals = crate::model::signal::signals();
-    let ids: Vec<&str> = signals.iter().map(|s| s.id.as_str()).collect();
-    if let Some(unknown) = entries.keys().find(|id| !ids.contains(&id.as_str())) {
-        return Err(ConfigError::UnknownKey {
-            key: format!("{prefix}signals.{unknown}"),
-            nearest: nearest(unknown, &ids).map(|n| format!("{prefix}signals.{n}")),
-        });
-    }
-    Ok(signals
-        .iter()
-        .map(|signal| {
-            let entry = entries.get(&signal.id).cloned().unwrap_or_default();
-            let config = SignalConfig { enabled: entry.enabled.unwrap_or(signal.enabled_by_default), severity: entry.severity };
-            (signal.id.clone(), config)
-        })
-        .collect())
-}
-
 fn resolve_llm(analyzer: LlmEntry, top: LlmEntry) -> LlmConfig {
     LlmConfig {
         enabled: analyzer.enabled.or(top.enabled).unwrap_or(false),
@@ -736,10 +733,6 @@ mod tests {
             error(json!({"traceAnalyzer": {"chainGapMinute": 5}})),
             "`traceAnalyzer.chainGapMinute` is not a setting; did you mean `traceAnalyzer.chainGapMinutes`?"
         );
-        assert_eq!(
-            error(json!({"traceAnalyzer": {"signals": {"SIG-CORECTION": {"enabled": false}}}})),
-            "`traceAnalyzer.signals.SIG-CORECTION` is not a setting; did you mean `traceAnalyzer.signals.SIG-CORRECTION`?"
-        );
         assert_eq!(error(json!({"traceAnalyzer": {"zzz": 1}})), "`traceAnalyzer.zzz` is not a setting");
         assert_eq!(
             error(json!({"traceAnalyzer": {"llm": {"endpont": "http://127.0.0.1:1"}}})),
@@ -774,6 +767,6 @@ mod tests {
         assert_eq!((config.output.max_findings, config.chain_gap_minutes, config.schedule.interval_hours), (200, 30, 24));
         assert_eq!(config.nats.url, "nats://localhost:4222");
         let config = Config::resolve(&json!({"traceAnalyzer": {"signals": {"SIG-DOOM-LOOP": {"severity": "low"}}}})).unwrap();
-        assert_eq!(config.signals["SIG-DOOM-LOOP"], SignalConfig { enabled: true, severity: Some(Severity::Low) });
+        assert_eq!(config.signals["SIG-DOOM-LOOP"], SignalSetting { enabled: None, severity: Some(Severity::Low) });
     }
 }

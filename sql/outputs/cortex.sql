@@ -27,7 +27,7 @@ CREATE OR REPLACE VIEW decisions AS
 SELECT agent, session, event_id, ts, what, why, impact, who
 FROM (
     SELECT agent, session, event_id, ts, decision AS what, clip(content, 300) AS why,
-        CASE WHEN regexp_like(decision, '${high_impact}', 'i') THEN 'high' ELSE 'medium' END AS impact,
+        CASE WHEN regexp_like(decision, ${high_impact}, 'i') THEN 'high' ELSE 'medium' END AS impact,
         who,
         first_in_window(CAST(to_timestamp_millis(ts) AS BIGINT), ${dedupe_window_ms})
             OVER (PARTITION BY agent, lower(decision) ORDER BY ts, stream_seq) AS kept
@@ -82,7 +82,7 @@ gathered AS (
 described AS (
     SELECT agent, thread AS id, titles[1] AS title,
         CASE WHEN last_closure >= last_topic THEN 'closed' ELSE 'open' END AS status,
-        CASE WHEN regexp_like(titles[1] || ' ' || coalesce(array_to_string(decisions, ' '), ''), '${high_impact}', 'i')
+        CASE WHEN regexp_like(titles[1] || ' ' || coalesce(array_to_string(decisions, ' '), ''), ${high_impact}, 'i')
             THEN 'high' ELSE 'medium' END AS priority,
         clip(openers[1], 200) AS summary,
         decisions,

@@ -25,7 +25,7 @@ pub fn run(ctx: &Ctx, args: ConfigArgs) -> anyhow::Result<ExitCode> {
         (true, Some(path)) => path.display().to_string(),
         _ => "default".to_owned(),
     };
-    let settings = ctx.config.settings(root.as_ref());
+    let settings = ctx.config.settings(root.as_ref(), &tracelake::detect::signals::settings_in_effect(&ctx.config));
     if args.json {
         let rows: Vec<Value> = settings.iter().map(|s| json!({"key": s.key, "value": s.value, "from": source(s)})).collect();
         println!("{}", serde_json::to_string_pretty(&rows)?);

@@ -281,6 +281,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(path) => Config::load(path)?,
         None => Config::default(),
     };
+    tracelake::detect::signals::check_settings(&config)?;
     if !cli.workers.is_empty() {
         config.workers = cli.workers;
     }

@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use super::DetectError;
-use crate::model::signal::{DetectorHeader, Scope, signals};
+use super::header::{DetectorHeader, Scope};
+use super::signals::{signal, signals};
 
 #[derive(Debug, Clone)]
 pub struct Detector {
@@ -21,7 +22,7 @@ pub fn builtin_detectors() -> Vec<Detector> {
 
 /// The built-in detectors `config` leaves enabled.
 pub fn enabled_builtin_detectors(config: &crate::config::Config) -> Vec<Detector> {
-    builtin_detectors().into_iter().filter(|d| config.signals.get(&d.name).is_none_or(|s| s.enabled)).collect()
+    builtin_detectors().into_iter().filter(|d| signal(&d.name).is_some_and(|s| s.enabled_in(config))).collect()
 }
 
 /// The `.sql` files in `dir`, in name order.

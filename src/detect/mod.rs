@@ -2,10 +2,13 @@
 //! chains, yielding findings.
 
 pub mod detectors;
+pub mod header;
 pub mod on_workers;
 pub mod run;
+pub mod signals;
 
 pub use detectors::{Detector, builtin_detectors, enabled_builtin_detectors, user_detectors};
+pub use header::Scope;
 pub use run::run_detectors;
 
 /// Why one detector yielded no findings.
@@ -52,7 +55,7 @@ pub enum DetectError {
     DetectorHeader {
         path: String,
         #[source]
-        source: Box<crate::model::signal::HeaderError>,
+        source: Box<header::HeaderError>,
     },
     #[error("a worker sent a part of its results this tracelake does not know ({0}): are the workers another version?")]
     UnknownWorkerPart(String),

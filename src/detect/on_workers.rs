@@ -21,6 +21,7 @@ use futures::{Stream, TryStreamExt};
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
+use super::Scope;
 use super::detectors::Detector;
 use super::run::{BucketFindings, BucketWork, Severities, analyze_bucket};
 use super::{DetectError, DetectorFailure};
@@ -28,7 +29,7 @@ use crate::engine::EngineError;
 use crate::engine::chains::{BucketEvents, CHAIN_COLUMNS, ChainStats, count_analysis_events, nullable};
 use crate::engine::session_job::{SessionJob, SessionJobDecoder, SessionJobTable, local_plan};
 use crate::engine::sql::SqlParams;
-use crate::model::{Finding, Scope};
+use crate::model::Finding;
 
 /// The kind of [`AnalysisJob`] on the wire.
 const KIND: &str = "analysis";

@@ -1,12 +1,12 @@
 //! The rows of `cortex_messages`: what the cortex patterns find in the messages an
 //! analysis sees first.
 
-use super::sql::CORTEX_MESSAGES;
+use super::sql::{CORTEX_MESSAGES, fill_template};
 
 /// The query of the `cortex_messages` rows of `analysis_events`' messages: those new to
 /// the analysis (its `fresh` column) when `fresh_only`, else all of them.
 pub fn cortex_messages_sql(fresh_only: bool) -> String {
-    CORTEX_MESSAGES.replace("${fresh}", if fresh_only { "AND fresh" } else { "" })
+    fill_template(CORTEX_MESSAGES, &[("fresh", if fresh_only { "AND fresh" } else { "" })])
 }
 
 #[cfg(test)]

@@ -1,10 +1,30 @@
-//! The SQL that defines the lake's views, embedded from `sql/`, and the settings filled
-//! into it.
+//! The catalogue of the SQL tracelake embeds from `sql/` (the chains, the views over them,
+//! the outputs, the built-in detectors), and the settings filled into it.
 
 /// Chain reconstruction: `deduped_events`, `chain_events`.
 pub const CHAINS: &str = include_str!("../../sql/chains.sql");
 /// Views over the chain events: `chains`, `tool_attempts`, `failure_occurrences`, `chain_endings`.
 pub const CHAIN_VIEWS: &str = include_str!("../../sql/chain_views.sql");
+
+/// The built-in detectors' files, each with its header ([`crate::detect::header`]): the
+/// seven of spec §7 in its order, then tracelake's own.
+pub const DETECTORS: [&str; 15] = [
+    include_str!("../../sql/detectors/sig_correction.sql"),
+    include_str!("../../sql/detectors/sig_tool_fail.sql"),
+    include_str!("../../sql/detectors/sig_doom_loop.sql"),
+    include_str!("../../sql/detectors/sig_dissatisfied.sql"),
+    include_str!("../../sql/detectors/sig_repeat_fail.sql"),
+    include_str!("../../sql/detectors/sig_hallucination.sql"),
+    include_str!("../../sql/detectors/sig_unverified_claim.sql"),
+    include_str!("../../sql/detectors/sig_unconfirmed_action.sql"),
+    include_str!("../../sql/detectors/sig_unconfirmed_attempt.sql"),
+    include_str!("../../sql/detectors/sig_ungrounded_value.sql"),
+    include_str!("../../sql/detectors/sig_unstated_action.sql"),
+    include_str!("../../sql/detectors/sig_left_unfinished.sql"),
+    include_str!("../../sql/detectors/sig_terms_changed.sql"),
+    include_str!("../../sql/detectors/sig_unanswered.sql"),
+    include_str!("../../sql/detectors/sig_error_ending.sql"),
+];
 
 /// `rule_effectiveness`: each generated rule's failures before and after it.
 pub const RULE_EFFECTIVENESS: &str = include_str!("../../sql/outputs/rule_effectiveness.sql");
@@ -109,26 +129,88 @@ impl SqlParams {
         Self { chain_shards: LAKE_CHAIN_SHARDS, ..self.clone() }
     }
 
+    /// `sql` with these settings in its `${…}` slots.
     pub fn fill(&self, sql: &str) -> String {
+        fill_template(sql, &self.values())
+    }
+
+    /// The value of each slot, as SQL.
+    fn values(&self) -> Vec<(String, String)> {
         // One shard is a constant, which the windows' sorts then leave out.
         let chain_shard = match self.chain_shards {
             0 | 1 => "CAST(0 AS BIGINT)".to_owned(),
             n => format!("CAST(key_hash(agent, session) % CAST({n} AS BIGINT UNSIGNED) AS BIGINT)"),
         };
-        let mut sql = sql
-            .replace("${chain_shard}", &chain_shard)
-            .replace("${chain_gap_ms}", &self.chain_gap_ms.to_string())
-            .replace("${max_chain_events}", &self.max_chain_events.to_string());
-        for (key, [small, medium]) in self.factor_buckets.sizes() {
-            sql = sql.replace(&format!("${{{key}.small}}"), &small.to_string()).replace(&format!("${{{key}.medium}}"), &medium.to_string());
-        }
         let cortex = &self.cortex;
         let keywords: Vec<String> = cortex.high_impact_keywords.iter().map(|k| regex::escape(k)).collect();
         // Without keywords, a pattern that matches nothing (a boundary that is none).
         let high_impact = if keywords.is_empty() { "\\b\\B".to_owned() } else { format!("\\b(?:{})", keywords.join("|")) };
-        sql.replace("${prune_days}", &cortex.prune_days.to_string())
-            .replace("${max_threads}", &cortex.max_threads.to_string())
-            .replace("${dedupe_window_ms}", &(i64::from(cortex.dedupe_window_hours) * 3_600_000).to_string())
-            .replace("'${high_impact}'", &string_literal(&high_impact))
+        let mut values = vec![
+            ("chain_shard".to_owned(), chain_shard),
+            ("chain_gap_ms".to_owned(), self.chain_gap_ms.to_string()),
+            ("max_chain_events".to_owned(), self.max_chain_events.to_string()),
+            ("prune_days".to_owned(), cortex.prune_days.to_string()),
+            ("max_threads".to_owned(), cortex.max_threads.to_string()),
+            ("dedupe_window_ms".to_owned(), (i64::from(cortex.dedupe_window_hours) * 3_600_000).to_string()),
+            ("high_impact".to_owned(), string_literal(&high_impact)),
+        ];
+        for (key, [small, medium]) in self.factor_buckets.sizes() {
+            values.push((format!("{key}.small"), small.to_string()));
+            values.push((format!("{key}.medium"), medium.to_string()));
+        }
+        values
+    }
+}
+
+/// `sql` with each `${name}` that `values` names replaced by its value (SQL: a number, a
+/// quoted literal, an expression), in one pass over `sql`, so that a value is never read as
+/// a slot. A `${…}` that `values` does not name is left as it is: a user's detector may
+/// hold one in a string.
+pub fn fill_template<N: AsRef<str>, V: AsRef<str>>(sql: &str, values: &[(N, V)]) -> String {
+    let mut filled = String::with_capacity(sql.len());
+    let mut rest = sql;
+    while let Some(start) = rest.find("${") {
+        filled.push_str(&rest[..start]);
+        let slot = &rest[start + 2..];
+        let named = slot.find('}').and_then(|end| values.iter().find(|(n, _)| n.as_ref() == &slot[..end]).map(|(_, v)| (end, v)));
+        match named {
+            Some((end, value)) => {
+                filled.push_str(value.as_ref());
+                rest = &slot[end + 1..];
+            }
+            None => {
+                filled.push_str("${");
+                rest = slot;
+            }
+        }
+    }
+    filled.push_str(rest);
+    filled
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_filled_in_one_pass_and_unknown_ones_left() {
+        let values = [("a", "${b}"), ("b", "2")];
+        assert_eq!(fill_template("x ${a} ${b} '${c}' ${", &values), "x ${b} 2 '${c}' ${");
+    }
+
+    #[test]
+    fn every_slot_of_the_embedded_sql_is_filled() {
+        let params = SqlParams::default();
+        for sql in [CHAINS, CHAIN_VIEWS, CORTEX, SESSION_FACTORS, RULE_EFFECTIVENESS, SESSION_OUTCOMES, INFERRED_OUTCOMES, SIGNAL_SCORES]
+            .into_iter()
+            .chain(DETECTORS)
+        {
+            let filled = params.fill(sql);
+            assert!(
+                !filled.contains("${"),
+                "{}",
+                &filled[filled.find("${").unwrap()..][..40.min(filled.len() - filled.find("${").unwrap())]
+            );
+        }
     }
 }

@@ -4,6 +4,7 @@
 use datafusion::prelude::SessionContext;
 use serde::{Deserialize, Serialize};
 
+use crate::engine::sql::{FOLD_SCORES, TASK_FOLDS, fill_template};
 use crate::engine::{EngineError, query_json};
 
 /// One signal's (or all signals', `(any)`) score: read from the view's snake_case
@@ -137,7 +138,7 @@ pub const DEFAULT_TASK: &str = "regexp_replace(session, '[-_.](?:t|trial|try|run
 /// The query of the scored sessions dealt into `folds` folds by `task` (a SQL expression
 /// over `session`): `session`, `failed`, `task`, `fold`.
 pub fn task_folds(task: &str, folds: u64) -> String {
-    crate::engine::sql::TASK_FOLDS.replace("${group}", task).replace("${folds}", &folds.max(1).to_string())
+    fill_template(TASK_FOLDS, &[("group", task.to_owned()), ("folds", folds.max(1).to_string())])
 }
 
 /// One fold's counts for one signal.
@@ -188,7 +189,7 @@ pub struct FoldedScores {
 /// `session`; [`DEFAULT_TASK`] when none) and scores each signal in each.
 pub async fn fold_scores(ctx: &SessionContext, folds: u64, task: Option<&str>, order: &Scores) -> Result<FoldedScores, ScoreError> {
     let task = task.unwrap_or(DEFAULT_TASK);
-    let sql = crate::engine::sql::FOLD_SCORES.replace("${task_folds}", &task_folds(task, folds));
+    let sql = fill_template(FOLD_SCORES, &[("task_folds", task_folds(task, folds))]);
     let rows = query_json(ctx, &sql).await.map_err(|source| ScoreError::Task { task: task.to_owned(), source })?;
     let mut signals: Vec<SignalFolds> = Vec::new();
     for row in rows {

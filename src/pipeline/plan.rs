@@ -10,6 +10,7 @@ use datafusion::prelude::SessionContext;
 use super::{AnalyzeOptions, PipelineError};
 use crate::classify::Tiers;
 use crate::config::Config;
+use crate::detect::Scope;
 use crate::detect::on_workers::AnalysisJobs;
 use crate::detect::{Detector, enabled_builtin_detectors, user_detectors};
 use crate::engine::chains::{Increment, NEW_EVENTS, OLD_EVENTS, Slice, define_analysis_events};
@@ -18,7 +19,6 @@ use crate::engine::{EngineOptions, open_session};
 use crate::lake::commit::{RunKind, RunLock, begin};
 use crate::lake::state::Manifest;
 use crate::lake::{Lake, Table, WriterId};
-use crate::model::Scope;
 use crate::redact::Redactor;
 
 /// An analysis planned: what it reads and what it runs. (Its session over the events,

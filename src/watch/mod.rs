@@ -80,7 +80,7 @@ pub async fn watch(
     let engine = EngineOptions::from_config(config)?;
     let params = &engine.sql_params;
     let mut detectors = enabled_builtin_detectors(config);
-    detectors.retain(|d| crate::model::signal::signal(&d.name).is_some_and(|s| s.live));
+    detectors.retain(|d| crate::detect::signals::signal(&d.name).is_some_and(|s| s.live));
     let webhook = Webhook::new(&opts.webhook);
     let mut sent = SentAlerts::load(opts.state_file.clone());
     let mut window: Vec<Event> = Vec::new();

@@ -56,7 +56,7 @@ fn config_prints_each_setting_and_where_it_came_from() {
     assert!(line("traceAnalyzer.chainGapMinutes").contains(" 30 ") && line("traceAnalyzer.chainGapMinutes").ends_with("default"));
     assert!(line("traceAnalyzer.signals.SIG-DOOM-LOOP.severity").contains("\"low\""));
     // A default that applies shows as its value, not as null.
-    let tool_fail = tracelake::model::signal::signal("SIG-TOOL-FAIL").unwrap().severity.as_str();
+    let tool_fail = tracelake::detect::signals::signal("SIG-TOOL-FAIL").unwrap().severity.as_str();
     let severity = line("traceAnalyzer.signals.SIG-TOOL-FAIL.severity");
     assert!(severity.contains(&format!("\"{tool_fail}\"")) && severity.ends_with("default"), "{severity}");
     assert!(line("traceAnalyzer.llm.timeoutMs").contains(" 30000 "), "{text}");

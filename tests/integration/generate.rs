@@ -56,7 +56,7 @@ fn holds_both_schemas_every_signal_and_ordered_time() {
         assert!(by_type.get(t).copied().unwrap_or(0) > 0, "no {t} in {by_type:?}");
     }
     assert!(envelope > 0, "some events carry the v1 envelope");
-    for signal in tracelake::model::signal::signals().iter().map(|s| s.id.as_str()) {
+    for signal in tracelake::detect::signals::signals().iter().map(|s| s.id.as_str()) {
         assert!(expected["findings"][signal].as_u64().unwrap_or(0) > 0, "{signal} not injected: {}", expected["findings"]);
     }
 }

@@ -1,6 +1,5 @@
-//! The signals: each built-in detector's id, SQL and settings. The settings are read from
-//! the header of the detector's file in `sql/detectors/`, the form a user detector uses
-//! too:
+//! A detector file's header: the settings a detector declares, built-in or the user's,
+//! in the file's first lines:
 //!
 //! ```sql
 //! -- signal: SIG-REPEAT-FAIL
@@ -11,9 +10,7 @@
 //! The header is the file's first lines of the form `-- key: value`; the first other line
 //! ends it.
 
-use std::sync::LazyLock;
-
-use super::severity::Severity;
+use crate::model::Severity;
 
 /// What a detector reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,80 +89,9 @@ fn header_line(line: &str) -> Option<(&str, &str)> {
     (known_shape && (HEADER_KEYS.contains(&key) || key.len() <= 12)).then(|| (key, value.trim()))
 }
 
-/// A built-in signal.
-#[derive(Debug, Clone)]
-pub struct Signal {
-    pub id: String,
-    /// Its detector.
-    pub sql: &'static str,
-    pub severity: Severity,
-    pub scope: Scope,
-    pub live: bool,
-    pub enabled_by_default: bool,
-}
-
-/// The built-in detectors: the seven of spec §7 in its order, then tracelake's own.
-const BUILTIN_SQL: [&str; 15] = [
-    include_str!("../../sql/detectors/sig_correction.sql"),
-    include_str!("../../sql/detectors/sig_tool_fail.sql"),
-    include_str!("../../sql/detectors/sig_doom_loop.sql"),
-    include_str!("../../sql/detectors/sig_dissatisfied.sql"),
-    include_str!("../../sql/detectors/sig_repeat_fail.sql"),
-    include_str!("../../sql/detectors/sig_hallucination.sql"),
-    include_str!("../../sql/detectors/sig_unverified_claim.sql"),
-    include_str!("../../sql/detectors/sig_unconfirmed_action.sql"),
-    include_str!("../../sql/detectors/sig_unconfirmed_attempt.sql"),
-    include_str!("../../sql/detectors/sig_ungrounded_value.sql"),
-    include_str!("../../sql/detectors/sig_unstated_action.sql"),
-    include_str!("../../sql/detectors/sig_left_unfinished.sql"),
-    include_str!("../../sql/detectors/sig_terms_changed.sql"),
-    include_str!("../../sql/detectors/sig_unanswered.sql"),
-    include_str!("../../sql/detectors/sig_error_ending.sql"),
-];
-
-static SIGNALS: LazyLock<Vec<Signal>> = LazyLock::new(|| {
-    BUILTIN_SQL
-        .iter()
-        .map(|sql| {
-            let header = DetectorHeader::parse(sql).expect("a built-in detector's header is valid");
-            Signal {
-                id: header.signal.expect("a built-in detector names its signal"),
-                sql,
-                severity: header.severity.expect("a built-in detector names its severity"),
-                scope: header.scope,
-                live: header.live,
-                enabled_by_default: header.enabled,
-            }
-        })
-        .collect()
-});
-
-/// Every built-in signal, in the spec's order.
-pub fn signals() -> &'static [Signal] {
-    &SIGNALS
-}
-
-pub fn signal(id: &str) -> Option<&'static Signal> {
-    signals().iter().find(|s| s.id == id)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_builtin_header_reads() {
-        let ids: Vec<&str> = signals().iter().map(|s| s.id.as_str()).collect();
-        assert_eq!(ids.len(), 15);
-        assert_eq!(ids[..2], ["SIG-CORRECTION", "SIG-TOOL-FAIL"]);
-        let lake: Vec<&str> = signals().iter().filter(|s| s.scope == Scope::Lake).map(|s| s.id.as_str()).collect();
-        assert_eq!(lake, ["SIG-REPEAT-FAIL"]);
-        assert!(signals().iter().all(|s| s.live == (s.scope == Scope::Chain)));
-        let off: Vec<&str> = signals().iter().filter(|s| !s.enabled_by_default).map(|s| s.id.as_str()).collect();
-        assert_eq!(off, ["SIG-TOOL-FAIL", "SIG-REPEAT-FAIL", "SIG-UNVERIFIED-CLAIM", "SIG-UNANSWERED", "SIG-ERROR-ENDING"]);
-        // Each names in its SELECT the signal its header names.
-        assert!(signals().iter().all(|s| s.sql.contains(&format!("'{}' AS signal", s.id))), "{ids:?}");
-    }
 
     #[test]
     fn headers_end_at_the_first_other_line_and_say_what_is_wrong() {
