@@ -8,10 +8,10 @@ use tracelake::config::Config;
 use tracelake::generate::{GenerateOptions, generate};
 use tracelake::ingest::Decoder;
 use tracelake::lake::commit::{ManifestLock, begin, commit};
-use tracelake::lake::import::{ImportOptions, ImportSource, import_source};
 use tracelake::lake::live_writers::sweep_uncommitted;
 use tracelake::lake::state::{AnalysisRecord, Manifest};
 use tracelake::lake::{Lake, LakeError};
+use tracelake::load::import::{ImportOptions, ImportSource, import_source};
 use tracelake::pipeline::{AnalyzeOptions, analyze};
 use tracelake::redact::Redactor;
 

@@ -2,7 +2,8 @@
 //!
 //! The modules follow the data flow, each importing only from those before it:
 //! [`model`] (the types the stages share) → [`ingest`] (raw events normalized and
-//! redacted) → [`lake`] (the hive-partitioned Parquet lake and its commits) → [`receiver`] (the OTLP receiver of `tracelake collect`) → [`engine`]
+//! redacted) → [`lake`] (the hive-partitioned Parquet lake and its commits) → [`load`] (import, export,
+//! collect's commits, outcomes: sources into the lake) → [`receiver`] (the OTLP receiver of `tracelake collect`) → [`engine`]
 //! (DataFusion over the lake, chain building) → [`detect`] (detectors over chains →
 //! findings) → [`classify`] (the LLM's verdicts) → [`output`] (rules, policies, patterns)
 //! → [`report`] (the analysis report in its forms) → [`pipeline`] (the order of the
@@ -15,6 +16,7 @@ pub mod engine;
 pub mod generate;
 pub mod ingest;
 pub mod lake;
+pub mod load;
 pub mod memory;
 pub mod model;
 pub mod output;

@@ -26,8 +26,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::ingest::Decoder;
 use crate::ingest::otel::proto::spans_from_proto;
 use crate::ingest::otel::{Candidate, Span, check_times, span_events, spans_from_json};
-use crate::lake::collect::{CollectWriter, request_digest};
 use crate::lake::{Lake, LakeError};
+use crate::load::collect::{CollectWriter, request_digest};
 
 #[derive(Debug, Clone)]
 pub struct CollectOptions {

@@ -9,7 +9,7 @@ use clap::Args;
 use tracelake::engine::{PrintFormat, open_session, run_statements};
 use tracelake::ingest::Decoder;
 use tracelake::lake::Lake;
-use tracelake::lake::import::{ImportOptions, ImportOutcome, ImportSource, import_source};
+use tracelake::load::import::{ImportOptions, ImportOutcome, ImportSource, import_source};
 use tracelake::pipeline::{AnalyzeOptions, analyze};
 use tracelake::report::text::shell_word;
 

@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tracelake::config::NatsConfig;
 use tracelake::ingest::nats::{NatsError, NatsSource, subject_filters};
 use tracelake::lake::LakeError;
-use tracelake::lake::export::{ExportOptions, ExportSummary, export};
+use tracelake::load::export::{ExportOptions, ExportSummary, export};
 
 use super::time_args::{format_duration, format_time, parse_duration, parse_time};
 use super::{Ctx, human_bytes, quarantined_text, rate};

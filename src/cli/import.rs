@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::{Context, bail};
 use clap::Args;
-use tracelake::lake::import::{ImportOptions, ImportOutcome, ImportSource, ImportSummary, import_source};
+use tracelake::load::import::{ImportOptions, ImportOutcome, ImportSource, ImportSummary, import_source};
 use tracelake::privacy::PiiKind;
 
 use super::{Ctx, human_bytes, progress, quarantined_text, rate};

@@ -9,7 +9,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use datafusion::prelude::SessionContext;
 use tracelake::engine::open_session;
 use tracelake::lake::Lake;
-use tracelake::lake::outcomes::{OutcomeImport, import_outcomes};
+use tracelake::load::outcomes::{OutcomeImport, import_outcomes};
 use tracelake::output::outcome_source::{OutcomeSource, use_outcomes};
 
 use super::Ctx;

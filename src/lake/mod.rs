@@ -1,18 +1,14 @@
-//! The Parquet lake: layout, schemas, atomic writers, state, and JSONL import.
+//! The Parquet lake: layout, schemas, atomic writers, commits and their state, the Delta
+//! logs, maintenance (compaction, repair) and time travel.
 
-pub mod collect;
 pub mod commit;
 pub mod compact;
-pub mod decode;
 pub mod delta;
 pub mod event_sink;
-pub mod export;
 pub mod history;
 pub mod holder;
-pub mod import;
 pub mod layout;
 pub mod live_writers;
-pub mod outcomes;
 pub mod parquet_files;
 pub mod remote;
 pub mod repair;

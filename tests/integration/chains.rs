@@ -6,7 +6,7 @@ use tracelake::engine::sql::SqlParams;
 use tracelake::engine::{EngineOptions, open_session, run_statements};
 use tracelake::ingest::Decoder;
 use tracelake::lake::Lake;
-use tracelake::lake::import::{ImportOptions, ImportSource, import_source};
+use tracelake::load::import::{ImportOptions, ImportSource, import_source};
 use tracelake::redact::Redactor;
 
 use crate::trace::Trace;

@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 use tracelake::config::Config;
 use tracelake::ingest::Decoder;
 use tracelake::lake::Lake;
-use tracelake::lake::import::{ImportOptions, ImportSource, import_source};
+use tracelake::load::import::{ImportOptions, ImportSource, import_source};
 use tracelake::pipeline::{AnalyzeOptions, analyze};
 use tracelake::redact::Redactor;
 

@@ -3,14 +3,14 @@
 
 use sha2::{Digest, Sha256};
 
-use super::LakeError;
-use super::commit::{RunKind, RunLock, begin, commit};
-use super::layout::{Lake, PartitionDate, Table, part_file_name};
-use super::live_writers::RegisteredWriter;
-use super::parquet_files::write_parquet_atomic;
-use super::schema::{OUTCOMES_SCHEMA, outcomes_batch};
-use super::state::OutcomeImportRecord;
 use crate::ingest::outcomes::{BadOutcome, parse_outcomes};
+use crate::lake::LakeError;
+use crate::lake::commit::{RunKind, RunLock, begin, commit};
+use crate::lake::layout::{Lake, PartitionDate, Table, part_file_name};
+use crate::lake::live_writers::RegisteredWriter;
+use crate::lake::parquet_files::write_parquet_atomic;
+use crate::lake::schema::{OUTCOMES_SCHEMA, outcomes_batch};
+use crate::lake::state::OutcomeImportRecord;
 
 /// What importing a file of outcomes did.
 #[derive(Debug)]

@@ -14,16 +14,16 @@ use std::time::Instant;
 
 use sha2::{Digest, Sha256};
 
-use super::LakeError;
-use super::commit::{RunKind, RunLock, begin, commit};
 use super::decode::{Chunk, DecodedEvent, RawEvent, decode_in_order};
-use super::event_sink::EventSink;
-use super::layout::Lake;
-use super::live_writers::RegisteredWriter;
-use super::state::{ImportRecord, Manifest};
 use crate::ingest::lines::{BoundedLines, Line};
 use crate::ingest::otel::Assembler;
 use crate::ingest::{Decoder, LineEvents, QuarantineReason};
+use crate::lake::LakeError;
+use crate::lake::commit::{RunKind, RunLock, begin, commit};
+use crate::lake::event_sink::EventSink;
+use crate::lake::layout::Lake;
+use crate::lake::live_writers::RegisteredWriter;
+use crate::lake::state::{ImportRecord, Manifest};
 
 const CHUNK_LINES: usize = 2048;
 const READ_BUFFER: usize = 1 << 20;

@@ -6,13 +6,13 @@ use std::collections::HashSet;
 
 use sha2::{Digest, Sha256};
 
-use super::LakeError;
-use super::commit::{RunKind, RunLock, begin, commit};
-use super::event_sink::{EventSink, day_batches};
-use super::layout::Lake;
-use super::live_writers::RegisteredWriter;
-use super::state::CollectState;
 use crate::ingest::otel::{Assembler, Candidate};
+use crate::lake::LakeError;
+use crate::lake::commit::{RunKind, RunLock, begin, commit};
+use crate::lake::event_sink::{EventSink, day_batches};
+use crate::lake::layout::Lake;
+use crate::lake::live_writers::RegisteredWriter;
+use crate::lake::state::CollectState;
 
 /// How many committed requests are remembered to recognize a request sent again.
 const REMEMBERED_REQUESTS: usize = 8192;

@@ -13,16 +13,16 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use super::LakeError;
-use super::commit::{RunKind, RunLock, begin, commit};
 use super::decode::{Chunk, RawEvent, decode_in_order, decode_message};
-use super::event_sink::EventSink;
-use super::layout::Lake;
-use super::live_writers::RegisteredWriter;
-use super::state::{ExportRun, ExportState};
 use crate::ingest::lines::Line;
 use crate::ingest::nats::{MessageStream, NatsError, NatsSource, StartAt};
 use crate::ingest::{Decoder, QuarantineReason};
+use crate::lake::LakeError;
+use crate::lake::commit::{RunKind, RunLock, begin, commit};
+use crate::lake::event_sink::EventSink;
+use crate::lake::layout::Lake;
+use crate::lake::live_writers::RegisteredWriter;
+use crate::lake::state::{ExportRun, ExportState};
 
 #[derive(Debug, Clone)]
 pub struct ExportOptions {

@@ -13,9 +13,9 @@ use std::thread;
 
 use datafusion::arrow::error::ArrowError;
 
-use super::event_sink::{DayBatch, day_batches};
 use crate::ingest::lines::Line;
 use crate::ingest::{Decoder, QuarantinedLine};
+use crate::lake::event_sink::{DayBatch, day_batches};
 use crate::model::Event;
 
 /// One raw event: its position (line number or stream sequence), its bytes, and the
