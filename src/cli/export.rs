@@ -9,7 +9,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tracelake::config::NatsConfig;
 use tracelake::ingest::nats::{NatsError, NatsSource, subject_filters};
-use tracelake::lake::LakeError;
+use tracelake::load::LoadError;
 use tracelake::load::export::{ExportOptions, ExportSummary, export};
 
 use super::time_args::{format_duration, format_time, parse_duration, parse_time};
@@ -98,11 +98,11 @@ pub async fn run(ctx: &Ctx, args: ExportArgs) -> anyhow::Result<ExitCode> {
 
 /// Whether an export failed because the server stopped answering, not because of the
 /// lake or the request.
-fn is_outage(e: &LakeError) -> bool {
+fn is_outage(e: &LoadError) -> bool {
     matches!(
         e,
-        LakeError::ExportInterrupted { .. }
-            | LakeError::Nats(
+        LoadError::ExportInterrupted { .. }
+            | LoadError::Nats(
                 NatsError::JetStream { .. } | NatsError::Receive(_) | NatsError::StreamEnded | NatsError::StoppedSending { .. }
             )
     )

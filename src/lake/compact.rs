@@ -203,10 +203,8 @@ fn replace(manifest: &mut Manifest, merge: &Merge, file: &str) -> bool {
 fn read_file(lake: &Lake, file: &str, schema: &SchemaRef) -> Result<Vec<RecordBatch>, LakeError> {
     let batches: Vec<RecordBatch> = match lake.remote() {
         Some(remote) => {
-            let bytes = block_on(remote.read(file))?.ok_or_else(|| LakeError::Storage {
-                lake: lake.location(),
-                problem: format!("{file} is committed but not on the object store"),
-            })?;
+            let bytes =
+                block_on(remote.read(file))?.ok_or_else(|| LakeError::MissingObject { lake: lake.location(), file: file.to_owned() })?;
             ParquetRecordBatchReaderBuilder::try_new(Bytes::from(bytes))?.build()?.collect::<Result<_, _>>()?
         }
         None => {

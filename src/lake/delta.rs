@@ -319,13 +319,12 @@ fn log_store(lake: &Lake, table: Table) -> Result<LogStoreRef, LakeError> {
         None => {
             let dir = lake.table_dir(table);
             let dir = std::path::absolute(&dir).map_err(|e| LakeError::io(&dir, e))?;
-            let bad = |problem: String| LakeError::Storage { lake: lake.location(), problem };
             let prefix = Path::from_absolute_path(&dir).map_err(|e| LakeError::ObjectPath {
                 lake: lake.location(),
                 path: dir.display().to_string(),
                 source: Box::new(e),
             })?;
-            let url = Url::from_directory_path(&dir).map_err(|()| bad(format!("{} is not an absolute path", dir.display())))?;
+            let url = Url::from_directory_path(&dir).map_err(|()| LakeError::NotALocalPath { lake: dir.display().to_string() })?;
             (Arc::new(LocalFileSystem::new()), prefix, url)
         }
     };

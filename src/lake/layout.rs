@@ -79,15 +79,14 @@ impl Lake {
         let Some((scheme, _)) = location.split_once("://") else {
             return Ok(Self::new(location));
         };
-        let bad = |problem: String| LakeError::Storage { lake: location.to_owned(), problem };
         let url = Url::parse(location).map_err(|source| LakeError::NotAUrl { location: location.to_owned(), source })?;
         match scheme {
-            "file" => Ok(Self::new(url.to_file_path().map_err(|()| bad("not a local path".into()))?)),
+            "file" => Ok(Self::new(url.to_file_path().map_err(|()| LakeError::NotALocalPath { lake: location.to_owned() })?)),
             s if SCHEMES.contains(&s) => {
                 let remote = Remote::open(&url, storage_options)?;
                 Ok(Self { root: remote.stage().to_path_buf(), remote: Some(Arc::new(remote)) })
             }
-            other => Err(bad(format!("tracelake keeps lakes in a directory or on {}, not on {other}://", SCHEMES.join("://, ")))),
+            other => Err(LakeError::UnknownScheme { lake: location.to_owned(), scheme: other.to_owned() }),
         }
     }
 

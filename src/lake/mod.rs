@@ -50,13 +50,21 @@ pub enum LakeError {
     CommitLockHeld { lake: PathBuf, waited_s: u64, holder: Option<holder::LockHolder> },
     #[error("the lake at {lake} is damaged: {problem}")]
     Damaged { lake: PathBuf, problem: Damage },
+    #[error("{lake} is not a local path")]
+    NotALocalPath { lake: String },
+    #[error("{lake}: tracelake keeps lakes in a directory or on {}, not on {scheme}://", remote::schemes_named())]
+    UnknownScheme { lake: String, scheme: String },
+    #[error("storage.options has {option}, which is not an option of {scheme}:// stores")]
+    UnknownStorageOption { option: String, scheme: String },
     #[error(
-        "{source_name} has changed since it was imported at {imported_at}, and not only by lines added at its end; \
-         import it again with --force (rows of the earlier import stay), or import the new content as a file of its own"
+        "the store of {lake} does not support conditional writes, without which two writers could both think they committed; \
+         for an S3-compatible store set storage.options.aws_conditional_put to \"etag\" where it supports If-Match"
     )]
-    SourceChanged { source_name: String, imported_at: String },
-    #[error("the lake at {lake}: {problem}")]
-    Storage { lake: String, problem: String },
+    NoConditionalWrites { lake: String },
+    #[error("the lake at {lake}: {file} is committed but not on the object store")]
+    MissingObject { lake: String, file: String },
+    #[error("the lake at {lake}: {file} is not a hex key")]
+    NotAKey { lake: String, file: String },
     #[error("the lake at {lake}: {key}")]
     ObjectStore {
         lake: String,
@@ -119,27 +127,6 @@ pub enum LakeError {
     },
     #[error("the lake as of {as_of} cannot be read: {problem}")]
     AsOf { as_of: String, problem: String },
-    #[error(transparent)]
-    Nats(#[from] crate::ingest::nats::NatsError),
-    #[error(
-        "the lake was exported from stream {stream:?} with filters {old:?}, not {new:?}; \
-         use the same filters, or --full to rebuild the lake's exported events with the new ones"
-    )]
-    FilterChanged { stream: String, old: Vec<String>, new: Vec<String> },
-    #[error("{source}; events up to sequence {cursor} are safely in the lake: run export again to continue")]
-    ExportInterrupted {
-        cursor: u64,
-        #[source]
-        source: crate::ingest::nats::NatsError,
-    },
-    #[error("receiving from the stream stopped unexpectedly")]
-    ExportReceiver(#[source] tokio::task::JoinError),
-    #[error("reading {source_name}: {error}")]
-    Read {
-        source_name: String,
-        #[source]
-        error: std::io::Error,
-    },
 }
 
 /// What is wrong with a damaged lake.

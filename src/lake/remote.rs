@@ -25,6 +25,11 @@ use super::layout::Table;
 /// The URL schemes of lakes on object storage.
 pub const SCHEMES: [&str; 7] = ["s3", "s3a", "gs", "az", "azure", "abfs", "abfss"];
 
+/// The schemes as a user writes them: `s3://, s3a://, …`.
+pub fn schemes_named() -> String {
+    SCHEMES.map(|s| format!("{s}://")).join(", ")
+}
+
 /// Where the manifest is, relative to the lake's prefix.
 pub const MANIFEST_KEY: &str = "_state/manifest.json";
 
@@ -154,12 +159,7 @@ impl Remote {
         match self.store.put_opts(&self.key(relative), PutPayload::from(bytes), opts).await {
             Ok(_) => Ok(true),
             Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => Ok(false),
-            Err(object_store::Error::NotImplemented { .. }) => Err(LakeError::Storage {
-                lake: self.url(),
-                problem: "the store does not support conditional writes, without which two writers could both think they committed; \
-                          for an S3-compatible store set storage.options.aws_conditional_put to \"etag\" where it supports If-Match"
-                    .into(),
-            }),
+            Err(object_store::Error::NotImplemented { .. }) => Err(LakeError::NoConditionalWrites { lake: self.url() }),
             Err(e) => Err(self.error(relative, e)),
         }
     }
@@ -179,10 +179,8 @@ pub fn object_store_for(url: &Url, options: &BTreeMap<String, String>) -> Result
         options
             .iter()
             .map(|(key, value)| {
-                let key = key.parse().map_err(|_| LakeError::Storage {
-                    lake: url.to_string(),
-                    problem: format!("storage.options has {key}, which is not an option of {}:// stores", url.scheme()),
-                })?;
+                let key =
+                    key.parse().map_err(|_| LakeError::UnknownStorageOption { option: key.clone(), scheme: url.scheme().to_owned() })?;
                 Ok((key, value.clone()))
             })
             .collect()

@@ -52,7 +52,7 @@ async fn remote_pii_key(remote: &Remote) -> Result<Vec<u8>, LakeError> {
     let relative = format!("_state/{KEY_FILE}");
     let decode = |text: Option<Vec<u8>>| {
         let key = text.and_then(|text| hex::decode(String::from_utf8_lossy(&text).trim()).ok());
-        key.ok_or_else(|| LakeError::Storage { lake: remote.url(), problem: format!("{relative} is not a hex key") })
+        key.ok_or_else(|| LakeError::NotAKey { lake: remote.url(), file: relative.clone() })
     };
     if let Some(text) = remote.read(&relative).await? {
         return decode(Some(text));

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
+use super::LoadError;
 use super::decode::{Chunk, RawEvent, decode_in_order, decode_message};
 use crate::ingest::lines::Line;
 use crate::ingest::nats::{MessageStream, NatsError, NatsSource, StartAt};
@@ -99,7 +100,7 @@ pub async fn export(
     opts: &ExportOptions,
     stop: Arc<AtomicBool>,
     progress: &dyn ExportProgress,
-) -> Result<ExportSummary, LakeError> {
+) -> Result<ExportSummary, LoadError> {
     let started = Instant::now();
     let started_at = chrono::Utc::now().to_rfc3339();
     let stream_last_sequence = source.last_sequence().await?;
@@ -123,7 +124,7 @@ pub async fn export(
             None => StartAt::Sequence(cursor + 1),
         };
         let messages =
-            source.messages(start, &opts.filter_subjects).await.map_err(|source| LakeError::ExportInterrupted { cursor, source })?;
+            source.messages(start, &opts.filter_subjects).await.map_err(|source| LoadError::ExportInterrupted { cursor, source })?;
         export_messages(lake, messages, decoder, opts, stop, progress, &mut summary).await?;
     }
     summary.seconds = started.elapsed().as_secs_f64();
@@ -134,13 +135,13 @@ pub async fn export(
 /// The cursor the export resumes after: 0 when it starts over (`--full`, `--since`, a
 /// first export), which forgets what was exported before; its files are kept for time
 /// travel until a vacuum.
-fn resume_cursor(lake: &Lake, opts: &ExportOptions) -> Result<u64, LakeError> {
+fn resume_cursor(lake: &Lake, opts: &ExportOptions) -> Result<u64, LoadError> {
     // Only exports change the export state, and no other export runs.
     let (manifest, _) = begin(lake)?;
     let rebuild = opts.full || opts.since_ms.is_some();
     match &manifest.export {
         Some(state) if !rebuild && (state.stream != opts.stream || state.filter_subjects != opts.filter_subjects) => {
-            Err(LakeError::FilterChanged {
+            Err(LoadError::FilterChanged {
                 stream: state.stream.clone(),
                 old: state.filter_subjects.clone(),
                 new: opts.filter_subjects.clone(),
@@ -171,7 +172,7 @@ async fn export_messages(
     stop: Arc<AtomicBool>,
     progress: &dyn ExportProgress,
     summary: &mut ExportSummary,
-) -> Result<(), LakeError> {
+) -> Result<(), LoadError> {
     let (tx, rx) = mpsc::channel::<Chunk>(opts.threads * 4);
     let receive_opts = opts.clone();
     let stream_last_sequence = summary.stream_last_sequence;
@@ -183,10 +184,10 @@ async fn export_messages(
         EventSink::new(lake.clone(), writer.id().clone(), opts.buffer_bytes, opts.threads.div_ceil(2)),
     );
     let written = tokio::task::block_in_place(|| write_chunks(committer, rx, decoder, opts, progress, summary));
-    let received = receiver.await.map_err(LakeError::ExportReceiver)?;
+    let received = receiver.await.map_err(LoadError::ExportReceiver)?;
     summary.cursor = written?;
     writer.finish()?;
-    summary.stopped = received.map_err(|source| LakeError::ExportInterrupted { cursor: summary.cursor, source })?;
+    summary.stopped = received.map_err(|source| LoadError::ExportInterrupted { cursor: summary.cursor, source })?;
     Ok(())
 }
 

@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use sha2::{Digest, Sha256};
 
+use super::LoadError;
 use super::decode::{Chunk, DecodedEvent, RawEvent, decode_in_order};
 use crate::ingest::lines::{BoundedLines, Line};
 use crate::ingest::otel::Assembler;
@@ -104,7 +105,7 @@ pub fn import_source(
     source: &ImportSource,
     opts: &ImportOptions,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<ImportOutcome, LakeError> {
+) -> Result<ImportOutcome, LoadError> {
     let started = Instant::now();
     let started_at = chrono::Utc::now();
     let _run = RunLock::acquire(lake, RunKind::Import)?;
@@ -173,7 +174,7 @@ struct ReadPlan {
     start: Start,
 }
 
-fn plan_read<'m>(manifest: &'m Manifest, source: &ImportSource, force: bool) -> Result<Planned<'m>, LakeError> {
+fn plan_read<'m>(manifest: &'m Manifest, source: &ImportSource, force: bool) -> Result<Planned<'m>, LoadError> {
     let ImportSource::File(file) = source else {
         return Ok(Planned::Read(ReadPlan { quick: None, path: None, start: Start::default() }));
     };
@@ -191,7 +192,7 @@ fn plan_read<'m>(manifest: &'m Manifest, source: &ImportSource, force: bool) -> 
     let mut start = Start::default();
     if !force && let Some(previous) = manifest.imports.iter().rev().find(|r| r.path.as_deref() == Some(path.as_str())) {
         start = grown_from(file, previous)?
-            .ok_or_else(|| LakeError::SourceChanged { source_name: source.name(), imported_at: previous.finished_at.clone() })?;
+            .ok_or_else(|| LoadError::SourceChanged { source_name: source.name(), imported_at: previous.finished_at.clone() })?;
     }
     // A file that is one JSON document over many lines (a pretty-printed conversation or
     // OTLP export) is read as one line.
@@ -312,7 +313,7 @@ fn decode_and_write(
     start: Start,
     sink: &mut EventSink,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<Counts, LakeError> {
+) -> Result<Counts, LoadError> {
     let chunks = LineChunks {
         lines: BoundedLines::new(
             BufReader::with_capacity(
@@ -355,7 +356,7 @@ fn decode_and_write(
         Ok::<(), LakeError>(())
     })?;
     if let Some(error) = chunks.error {
-        return Err(LakeError::Read { source_name: source.to_owned(), error });
+        return Err(LoadError::Read { source_name: source.to_owned(), error });
     }
     counts.lines = chunks.line_no;
     counts.sha256 = hex::encode(chunks.lines.into_inner().into_inner().inner.hasher.finalize());

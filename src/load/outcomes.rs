@@ -3,6 +3,7 @@
 
 use sha2::{Digest, Sha256};
 
+use super::LoadError;
 use crate::ingest::outcomes::{BadOutcome, parse_outcomes};
 use crate::lake::LakeError;
 use crate::lake::commit::{RunKind, RunLock, begin, commit};
@@ -31,8 +32,8 @@ pub enum OutcomeImport {
 
 /// Imports `bytes` (read from `source`): CSV when `csv`, JSON Lines when not, guessed from
 /// the content when `None`. The same content imported again is skipped unless `force`.
-pub fn import_outcomes(lake: &Lake, source: &str, bytes: &[u8], csv: Option<bool>, force: bool) -> Result<OutcomeImport, LakeError> {
-    let text = std::str::from_utf8(bytes).map_err(|e| LakeError::Read {
+pub fn import_outcomes(lake: &Lake, source: &str, bytes: &[u8], csv: Option<bool>, force: bool) -> Result<OutcomeImport, LoadError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| LoadError::Read {
         source_name: source.to_owned(),
         error: std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not UTF-8 text ({e})")),
     })?;
@@ -51,7 +52,7 @@ pub fn import_outcomes(lake: &Lake, source: &str, bytes: &[u8], csv: Option<bool
     let registered = RegisteredWriter::start(lake)?;
     let writer = registered.id().clone();
     let dir = lake.partition_dir(Table::Outcomes, &PartitionDate::from_millis(now.timestamp_millis()));
-    let batch = outcomes_batch(&parsed.outcomes, now.timestamp_millis())?;
+    let batch = outcomes_batch(&parsed.outcomes, now.timestamp_millis()).map_err(LakeError::from)?;
     let file = write_parquet_atomic(&dir, &part_file_name(&writer, 0), OUTCOMES_SCHEMA.clone(), [Ok(batch)])?;
     let record = OutcomeImportRecord {
         writer_id: writer.as_str().to_owned(),

@@ -119,7 +119,8 @@ fn a_missing_s3_lake_and_a_repair_on_s3_are_clear_errors() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("does not exist") && err.contains("tracelake import --lake s3://"), "{err}");
     let out = s3.run(&["sql", "--lake", "ftp://host/lake", "SELECT 1"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not on ftp://"), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("a directory or on s3://, s3a://, gs://") && err.contains(", abfss://, not on ftp://"), "{err}");
     let dir = tempfile::tempdir().unwrap();
     let generated = generate(dir.path(), 500, 2);
     let lake = s3.lake("r");
