@@ -347,7 +347,8 @@ pub struct Config {
     pub nats: NatsConfig,
     pub schedule: ScheduleConfig,
     pub chain_gap_minutes: i64,
-    /// The signals' settings as written, by signal id.
+    /// The signals' settings as written, by signal id ([`crate::detect::signals::check_settings`]
+    /// checks the ids, which the CLI does where it reads the config).
     pub signals: BTreeMap<String, SignalSetting>,
     pub llm: LlmConfig,
     pub output: OutputConfig,
