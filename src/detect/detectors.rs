@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use super::DetectError;
 use super::header::{DetectorHeader, Scope};
-use super::signals::{signal, signals};
+use super::signals::{Signal, signals};
 
 #[derive(Debug, Clone)]
 pub struct Detector {
@@ -17,12 +17,19 @@ pub struct Detector {
 
 /// The built-in detectors, in the spec's order.
 pub fn builtin_detectors() -> Vec<Detector> {
-    signals().iter().map(|s| Detector { name: s.id.clone(), sql: s.sql.to_owned(), builtin: true, scope: s.scope }).collect()
+    signals().iter().map(Detector::of).collect()
 }
 
 /// The built-in detectors `config` leaves enabled.
 pub fn enabled_builtin_detectors(config: &crate::config::Config) -> Vec<Detector> {
-    builtin_detectors().into_iter().filter(|d| signal(&d.name).is_some_and(|s| s.enabled_in(config))).collect()
+    signals().iter().filter(|s| s.enabled_in(config)).map(Detector::of).collect()
+}
+
+impl Detector {
+    /// The detector of a built-in signal.
+    fn of(signal: &Signal) -> Self {
+        Detector { name: signal.id.clone(), sql: signal.sql.to_owned(), builtin: true, scope: signal.scope }
+    }
 }
 
 /// The `.sql` files in `dir`, in name order.
