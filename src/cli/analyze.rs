@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use tracelake::detect::on_workers::plan_with_metrics;
+use tracelake::detect::sessions::plan_with_metrics;
 use tracelake::engine::chains::DEFAULT_BUCKET_EVENTS;
 use tracelake::engine::{open_session, query_json};
 use tracelake::lake::Lake;

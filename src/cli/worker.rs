@@ -38,7 +38,7 @@ fn memory_size(text: &str) -> Result<usize, String> {
 pub async fn run(ctx: &Ctx, args: WorkerArgs) -> anyhow::Result<ExitCode> {
     let engine = tracelake::engine::EngineOptions {
         memory_limit_bytes: args.memory_limit,
-        session_jobs: Some(std::sync::Arc::new(tracelake::detect::on_workers::AnalysisJobs)),
+        session_jobs: Some(std::sync::Arc::new(tracelake::detect::sessions::AnalysisJobs)),
         ..ctx.engine()?
     };
     let interrupted = super::interrupt::on_interrupt()?;

@@ -3,8 +3,8 @@
 
 pub mod detectors;
 pub mod header;
-pub mod on_workers;
 pub mod run;
+pub mod sessions;
 pub mod signals;
 
 pub use detectors::{Detector, builtin_detectors, enabled_builtin_detectors, user_detectors};

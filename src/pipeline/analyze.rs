@@ -16,7 +16,7 @@ use super::stages::StageTimes;
 use crate::classify::FindingVerdict;
 use crate::config::Config;
 use crate::detect::run::SkippedDetectors;
-use crate::engine::{EngineError, EngineOptions, open_session};
+use crate::engine::{EngineOptions, open_session};
 use crate::lake::live_writers::RegisteredWriter;
 use crate::lake::remote::block_on;
 use crate::lake::{Lake, Table};
@@ -80,7 +80,7 @@ pub struct Analysis {
     /// Where the time went (`analyze --verbose`).
     pub stage_times: StageTimes,
     /// With workers, the plan they ran, with what each node did (`analyze --verbose`
-    /// prints it: `detect::on_workers::plan_with_metrics`).
+    /// prints it: `detect::sessions::plan_with_metrics`).
     pub worker_plan: Option<Arc<dyn ExecutionPlan>>,
 }
 
@@ -121,9 +121,6 @@ pub async fn analyze(lake: &Lake, config: &Config, redactor: Redactor, opts: &An
     let artifact_files = upload_artifacts(lake, opts, &planned, &outputs)?;
     let Planned { run_lock, engine, resume, run_id, .. } = planned;
     drop(run_lock);
-    if let Some(removed) = detected.buckets_removed {
-        removed.await.map_err(EngineError::Worker)?;
-    }
     let rule_effectiveness = measure_rules(lake, redactor, &engine).await?;
     stage_times.end("rule effectiveness");
     let time_range = if stats.chains == 0 { (0, 0) } else { (stats.first, stats.last) };

@@ -20,11 +20,11 @@ use super::plan::Planned;
 use super::stages::StageTimes;
 use super::{AnalyzeOptions, PipelineError};
 use crate::config::Config;
-use crate::detect::on_workers::{AnalysisJob, analyze_on_workers};
-use crate::detect::run::{BucketFindings, BucketWork, SkippedDetectors, analyze_bucket, severities};
+use crate::detect::run::{BucketFindings, SkippedDetectors, severities};
 use crate::detect::run_detectors;
+use crate::detect::sessions::{AnalysisJob, analyze_by_session};
 use crate::engine::EngineError;
-use crate::engine::chains::{Buckets, ChainStats};
+use crate::engine::chains::ChainStats;
 use crate::lake::layout::{PartitionDate, part_file_name};
 use crate::lake::parquet_files::{BatchFileWriter, WrittenFile};
 use crate::lake::schema::{CORTEX_MESSAGES_SCHEMA, FAILURES_SCHEMA};
@@ -74,8 +74,6 @@ pub struct Detected {
     /// With workers: the plan they ran, with what each node did.
     pub worker_plan: Option<Arc<dyn ExecutionPlan>>,
     pub files: RunFiles,
-    /// The removal of the buckets' temporary files, under way.
-    pub buckets_removed: Option<tokio::task::JoinHandle<()>>,
 }
 
 pub async fn detect(
@@ -93,33 +91,13 @@ pub async fn detect(
     let mut merged = Merged::start(lake, config, planned, reported, &writer, &date, &failures_dir);
     times.end("plan");
     let params = &planned.engine.sql_params;
-    let mut worker_plan = None;
-    let buckets_removed = if planned.engine.workers.is_empty() {
-        // Chains never cross sessions, so sessions are analyzed in buckets of bounded size,
-        // side by side, each with the same plans.
-        let buckets = Buckets::split(ctx, opts.bucket_events).await?;
-        times.end("scan and split by session");
-        let detectors = planned.per_bucket.clone();
-        let work = Arc::new(BucketWork::plan(ctx, buckets.schema(), detectors, severities(config), params, true).await?);
-        buckets
-            .run(ctx, |events| {
-                let work = Arc::clone(&work);
-                async move { Ok::<_, PipelineError>(analyze_bucket(work, events).await?) }
-            })
-            .try_for_each(|bucket| std::future::ready(merged.add(bucket)))
-            .await?;
-        times.end("chains and detectors");
-        Some(buckets.remove())
-    } else {
-        // The workers scan, shuffle by session, build the chains and detect; this process
-        // merges what they found.
-        let job = AnalysisJob::new(&planned.per_bucket, severities(config), params, true);
-        let (found, plan) = analyze_on_workers(ctx, planned.engine.workers.len(), opts.bucket_events, job).await?;
-        found.map_err(PipelineError::from).try_for_each(|bucket| std::future::ready(merged.add(bucket))).await?;
-        times.end("workers: scan to findings");
-        worker_plan = Some(plan);
-        None
-    };
+    // Chains never cross sessions: the sessions are spread over shares of bounded size,
+    // analyzed side by side (here, or on the workers), each with the same plans.
+    let workers = planned.engine.workers.len();
+    let job = AnalysisJob::new(&planned.per_bucket, severities(config), params, true);
+    let (found, worker_plan) = analyze_by_session(ctx, workers, opts.bucket_events, job).await?;
+    found.map_err(PipelineError::from).try_for_each(|bucket| std::future::ready(merged.add(bucket))).await?;
+    times.end(if workers == 0 { "scan to findings" } else { "workers: scan to findings" });
     crate::memory::release_freed();
     // The same failure in other sessions: over every bucket's failures at once, read back.
     let Merged { mut kept, findings_file, failures_file, cortex_file, stats, newest_event_ms, skipped_detectors } = merged;
@@ -138,7 +116,6 @@ pub async fn detect(
         skipped_detectors,
         worker_plan,
         files: RunFiles { writer, date, findings: findings_file, cortex: cortex_file, failures, _failures_dir: failures_dir },
-        buckets_removed,
     })
 }
 

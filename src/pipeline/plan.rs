@@ -11,7 +11,7 @@ use super::{AnalyzeOptions, PipelineError};
 use crate::classify::Tiers;
 use crate::config::Config;
 use crate::detect::Scope;
-use crate::detect::on_workers::AnalysisJobs;
+use crate::detect::sessions::AnalysisJobs;
 use crate::detect::{Detector, enabled_builtin_detectors, user_detectors};
 use crate::engine::chains::{Increment, NEW_EVENTS, OLD_EVENTS, Slice, define_analysis_events};
 use crate::engine::session::{FAILURE_COLUMNS, register_event_files};

@@ -73,14 +73,17 @@ fn two_workers_give_the_embedded_findings_and_query_results() {
         finding_ids(&tracelake_ok(&["analyze", "--lake", &lake, "--full", "--format", "json", "--workers", &workers, "--config", &config]));
     assert!(embedded.len() > 10, "{}", embedded.len());
     assert_eq!(distributed, embedded);
-    // The chains and detectors ran on the workers, not here.
-    let args = ["analyze", "--lake", &lake, "--full", "--verbose", "--workers", &workers, "--config", &config];
+    // The chains and detectors ran on the workers, not here: with shares enough for both
+    // (`--bucket-events`), both take part, however few bytes the scan reads.
+    let args = ["analyze", "--lake", &lake, "--full", "--verbose", "--workers", &workers, "--bucket-events", "5000"];
     let verbose = crate::common::tracelake(&args);
     let stages = String::from_utf8_lossy(&verbose.stderr);
-    assert!(stages.contains("workers: scan to findings") && !stages.contains("chains and detectors"), "{stages}");
-    // With the stages of the workers' plan: the scan, the shuffle by session, the job.
+    assert!(stages.contains("workers: scan to findings") && !stages.contains("\n  scan to findings"), "{stages}");
+    // With the stages of the workers' plan: the scan, the shuffle by session, the job,
+    // each on both workers.
     let job = stages.lines().find(|l| l.contains("SessionJobExec")).unwrap_or_else(|| panic!("{stages}"));
     assert!(job.contains("input_rows=") && stages.contains("NetworkShuffleExec"), "{stages}");
+    assert_eq!(stages.matches("── tasks=2,").count(), 2, "{stages}");
 
     let queries = [
         "SELECT agent, session, count(*) AS n FROM events GROUP BY agent, session",

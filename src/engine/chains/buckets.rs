@@ -63,28 +63,26 @@ enum Events {
     Spilled(TempDir),
 }
 
-/// The events of `analysis_events`, and how many buckets of about `bucket_events` events
-/// (0: the default) they fill.
+/// The events of `analysis_events`, and how many buckets their sessions go in: about
+/// `bucket_events` events each (0: the default), and at least one per core of `ctx` when
+/// there are enough events to share.
 pub async fn count_analysis_events(ctx: &SessionContext, bucket_events: u64) -> Result<(u64, u64), EngineError> {
     let counted = query_json(ctx, "SELECT count(*) AS n FROM analysis_events").await?;
     let events = counted.first().and_then(|r| r["n"].as_u64()).unwrap_or(0);
     let size = if bucket_events == 0 { DEFAULT_BUCKET_EVENTS } else { bucket_events };
-    Ok((events, events.div_ceil(size)))
+    let cores = ctx.state().config().target_partitions() as u64;
+    Ok((events, events.div_ceil(size).max(if events >= SHARED_MIN_EVENTS { cores } else { 1 }).max(1)))
 }
 
 impl Buckets {
-    /// Splits the sessions of `analysis_events` into buckets of about `bucket_events`
-    /// events (0: the default), and into one per core (of `ctx`) when there are enough
-    /// events to share.
+    /// Splits the sessions of `analysis_events` into buckets ([`count_analysis_events`]).
     pub async fn split(ctx: &SessionContext, bucket_events: u64) -> Result<Self, EngineError> {
         Self::split_keeping(ctx, bucket_events, IN_MEMORY_MAX_EVENTS).await
     }
 
     /// [`Self::split`], keeping the buckets in memory up to `in_memory_max` events.
     async fn split_keeping(ctx: &SessionContext, bucket_events: u64, in_memory_max: u64) -> Result<Self, EngineError> {
-        let (events, by_size) = count_analysis_events(ctx, bucket_events).await?;
-        let cores = ctx.state().config().target_partitions() as u64;
-        let count = by_size.max(if events >= SHARED_MIN_EVENTS { cores } else { 1 }).max(1);
+        let (events, count) = count_analysis_events(ctx, bucket_events).await?;
         let dir = if events > in_memory_max {
             let temp = std::env::temp_dir();
             remove_abandoned(&temp);

@@ -1,7 +1,9 @@
-//! The per-session part of an analysis on `tracelake worker`s: the workers scan the
-//! events, shuffle them by session, build the chains and run the detectors over each
-//! share of sessions ([`AnalysisJob`], a [`SessionJob`]); this process only merges what
-//! they found.
+//! The per-session part of an analysis, as one plan: the events are scanned, spread by
+//! session over shares of about a bucket's size, and each share's chains are built and
+//! its detectors run ([`AnalysisJob`], a [`SessionJob`]). Embedded, the shares run on this
+//! process's cores and hand what they found straight to the merge; with `tracelake
+//! worker`s, the workers scan, shuffle, build and detect, and this process only merges
+//! what comes back over the wire.
 
 use std::fmt;
 use std::io::Cursor;
@@ -11,15 +13,20 @@ use datafusion::arrow::array::{AsArray, BinaryArray, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::ipc::reader::StreamReader;
 use datafusion::arrow::ipc::writer::StreamWriter;
+use datafusion::catalog::memory::DataSourceExec;
+use datafusion::common::runtime::SpawnedTask;
 use datafusion::common::{DataFusionError, Result, internal_err};
 use datafusion::execution::SessionStateBuilder;
 use datafusion::physical_plan::{ExecutionPlan, execute_stream};
 use datafusion::prelude::SessionContext;
-use datafusion_distributed::{DistributedConfig, DistributedExt, DistributedMetricsFormat, explain_analyze};
+use datafusion_distributed::{
+    DesiredTaskCountEvent, DesiredTaskCountEventResponse, DistributedExt, DistributedMetricsFormat, explain_analyze,
+};
 use futures::future::BoxFuture;
-use futures::{Stream, TryStreamExt};
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
-use tokio::sync::OnceCell;
+use tokio::sync::{OnceCell, mpsc};
 
 use super::Scope;
 use super::detectors::Detector;
@@ -27,7 +34,7 @@ use super::run::{BucketFindings, BucketWork, Severities, analyze_bucket};
 use super::{DetectError, DetectorFailure};
 use crate::engine::EngineError;
 use crate::engine::chains::{BucketEvents, CHAIN_COLUMNS, ChainStats, count_analysis_events, nullable};
-use crate::engine::session_job::{SessionJob, SessionJobDecoder, SessionJobTable, local_plan};
+use crate::engine::session_job::{SessionJob, SessionJobDecoder, SessionJobExec, SessionJobTable, local_plan};
 use crate::engine::sql::SqlParams;
 use crate::model::Finding;
 
@@ -48,6 +55,8 @@ struct Spec {
 pub struct AnalysisJob {
     spec: Spec,
     work: OnceCell<Arc<BucketWork>>,
+    /// Embedded: where each share's findings go, as they are (nothing crosses a wire).
+    merge: Option<mpsc::Sender<BucketFindings>>,
 }
 
 impl fmt::Debug for AnalysisJob {
@@ -86,13 +95,20 @@ impl AnalysisJob {
             .collect::<Result<Vec<_>, _>>()
             .map_err(EngineError::from)?;
         let found = analyze_bucket(Arc::clone(work), BucketEvents::InMemory(events)).await?;
-        Ok(vec![encode(found)?])
+        match &self.merge {
+            Some(merge) => {
+                // A merge that is gone has stopped the analysis: nothing waits for this.
+                merge.send(found).await.ok();
+                Ok(Vec::new())
+            }
+            None => Ok(vec![encode(found)?]),
+        }
     }
 }
 
 impl From<Spec> for AnalysisJob {
     fn from(spec: Spec) -> Self {
-        Self { spec, work: OnceCell::new() }
+        Self { spec, work: OnceCell::new(), merge: None }
     }
 }
 
@@ -128,24 +144,29 @@ impl SessionJobDecoder for AnalysisJobs {
     }
 }
 
-/// Runs `job` over the sessions of `analysis_events` where `ctx` plans (on `workers`
-/// workers), in shares of about `bucket_events` events (0: the default) as embedded
-/// buckets are: what each share yields, as it comes, and the plan that yields it.
-pub async fn analyze_on_workers(
+/// What each share of sessions found, as it comes.
+pub type SharesFound = BoxStream<'static, Result<BucketFindings, DetectError>>;
+
+/// Runs `job` over the sessions of `analysis_events` in shares (the buckets of
+/// [`count_analysis_events`]), as many at a time as there are cores: on this process's cores
+/// when `workers` is 0, else where `ctx` plans (its `workers` workers). What each share
+/// found, as it comes, and with workers the plan that yields it.
+pub async fn analyze_by_session(
     ctx: &SessionContext,
     workers: usize,
     bucket_events: u64,
-    job: AnalysisJob,
-) -> Result<(impl Stream<Item = Result<BucketFindings, DetectError>>, Arc<dyn ExecutionPlan>), DetectError> {
+    mut job: AnalysisJob,
+) -> Result<(SharesFound, Option<Arc<dyn ExecutionPlan>>), DetectError> {
     let (_, shares) = count_analysis_events(ctx, bucket_events).await?;
-    // Each worker's task gets this many of the shares (the shuffle's partitions).
-    let per_task = usize::try_from(shares).unwrap_or(usize::MAX).div_ceil(workers.max(1));
+    let shares = usize::try_from(shares).unwrap_or(usize::MAX);
     let state = ctx.state();
-    let partitions = per_task.max(state.config().target_partitions());
+    // The shuffle's partitions: the shares, and with workers at least a core's worth for
+    // each worker's task.
+    let partitions = if workers == 0 { shares } else { shares.div_ceil(workers).max(state.config().target_partitions()) };
     let events =
         ctx.sql(&format!("SELECT {CHAIN_COLUMNS} FROM analysis_events")).await?.into_optimized_plan().map_err(EngineError::from)?;
-    // The scan as the session plans it (its tasks by the bytes they read); the shuffle by
-    // session into `partitions`, which the scan's planning must not see.
+    // The scan as the session plans it; the shuffle by session into `partitions`, which
+    // the scan's planning must not see.
     let events = local_plan(&state, &events).await.map_err(EngineError::from)?;
     let mut config = state
         .config()
@@ -155,22 +176,57 @@ pub async fn analyze_on_workers(
         .with_round_robin_repartition(false)
         // The same tables: the catalog as it is, not a new default one.
         .with_create_default_catalog_and_schema(false);
-    // The distributed planner gives a scan a task per this many bytes per partition: as
-    // many tasks as with the session's own partitions.
-    let scan_bytes =
-        DistributedConfig::from_config_options(state.config().options()).map_err(EngineError::from)?.file_scan_config_bytes_per_partition;
-    let scaled = (scan_bytes.saturating_mul(state.config().target_partitions()) / partitions).max(1);
-    config.set_distributed_file_scan_config_bytes_per_partition(scaled).map_err(EngineError::from)?;
+    // The scan and the shares on every worker that gets a share, whatever the bytes the
+    // scan reads: the shares are the work, and a worker left out leaves its cores idle.
+    let spread = workers.min(shares);
+    if spread > 1 {
+        config.set_distributed_desired_task_count_handler(move |ev: DesiredTaskCountEvent<'_>| {
+            let ours = ev.plan.downcast_ref::<SessionJobExec>().is_some() || ev.plan.downcast_ref::<DataSourceExec>().is_some();
+            ours.then(|| Ok(DesiredTaskCountEventResponse::desired(spread)))
+        });
+    }
+    let merge = (workers == 0).then(|| {
+        let (sender, receiver) = mpsc::channel(state.config().target_partitions().max(1));
+        job.merge = Some(sender);
+        receiver
+    });
     let ctx = SessionContext::new_with_state(SessionStateBuilder::new_from_existing(state).with_config(config).build());
     let table = SessionJobTable::new(events, Arc::new(job));
     let plan = ctx.read_table(Arc::new(table)).map_err(EngineError::from)?.create_physical_plan().await.map_err(EngineError::from)?;
     let results = execute_stream(Arc::clone(&plan), ctx.task_ctx()).map_err(EngineError::from)?;
-    let found = results.map_err(DetectError::OnWorkers).and_then(|batch| std::future::ready(decode(&batch)));
-    Ok((found, plan))
+    let Some(merge) = merge else {
+        let found = results.map_err(DetectError::OnWorkers).and_then(|batch| std::future::ready(decode(&batch)));
+        return Ok((found.boxed(), Some(plan)));
+    };
+    // The plan yields no rows here: the shares send what they found to `merge`, which
+    // ends once the plan, and the job in it, is dropped at the end of the run.
+    drop(plan);
+    // Dropped before it ends (the merge failed), the run stops.
+    let run = SpawnedTask::spawn(results.try_for_each(|_| std::future::ready(Ok(()))));
+    let ended = futures::stream::once(async move {
+        match run.join().await {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(Err(embedded_error(e))),
+            Err(e) => Some(Err(DetectError::Engine(EngineError::Worker(e)))),
+        }
+    });
+    let found = futures::stream::unfold(merge, |mut merge| async move { merge.recv().await.map(|found| (Ok(found), merge)) });
+    Ok((found.chain(ended.filter_map(std::future::ready)).boxed(), None))
 }
 
-/// The stages of a plan of [`analyze_on_workers`] once run, with what each node did on
-/// the workers (rows, bytes, time), for `analyze --verbose`.
+/// An embedded run's error as the job raised it (a job's error crosses DataFusion wrapped).
+fn embedded_error(e: DataFusionError) -> DetectError {
+    match e {
+        DataFusionError::External(inner) => match inner.downcast::<DetectError>() {
+            Ok(detect) => *detect,
+            Err(other) => DetectError::Engine(EngineError::from(DataFusionError::External(other))),
+        },
+        other => DetectError::Engine(EngineError::from(other)),
+    }
+}
+
+/// The stages of a plan of [`analyze_by_session`] on workers once run, with what each
+/// node did on the workers (rows, bytes, time), for `analyze --verbose`.
 pub async fn plan_with_metrics(plan: Arc<dyn ExecutionPlan>) -> Result<String, DetectError> {
     Ok(explain_analyze(plan, DistributedMetricsFormat::Aggregated).await.map_err(EngineError::from)?)
 }
