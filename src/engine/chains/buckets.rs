@@ -24,10 +24,10 @@ use tempfile::TempDir;
 
 use crate::engine::{EngineError, query_json};
 
-/// Sessions are analyzed in buckets of about this many events, one per core at a time: an
-/// analysis of 10M events then peaks at ≈ 450 MiB on 2 cores. (Smaller buckets take more
-/// memory while the lake is split, larger ones while they are analyzed; none is clearly
-/// faster: BENCHMARKS.md.)
+/// Sessions are analyzed in buckets (an analysis's shares) of about this many events, one
+/// per core at a time: an analysis of 10M events then peaks at ≈ 550 MiB on 2 cores.
+/// (Smaller buckets take more memory while the lake is spread, larger ones while they are
+/// analyzed; none is clearly faster: BENCHMARKS.md.)
 pub const DEFAULT_BUCKET_EVENTS: u64 = 80_000;
 
 /// Below this many events a lake is one bucket: splitting it for the cores does not pay.
@@ -134,12 +134,6 @@ impl Buckets {
     /// The columns of the buckets' events.
     pub fn schema(&self) -> &Schema {
         &self.schema
-    }
-
-    /// Removes the bucket files on a blocking thread (freeing their pages takes a while),
-    /// done when the returned task is.
-    pub fn remove(self) -> tokio::task::JoinHandle<()> {
-        tokio::task::spawn_blocking(move || drop(self))
     }
 
     /// Runs `work` on the events of each bucket, as many buckets at a time as `ctx` has
