@@ -174,6 +174,17 @@ impl Ctx {
     pub fn engine(&self) -> anyhow::Result<EngineOptions> {
         EngineOptions::from_config(&self.config).context("check `patterns.language` and `traceAnalyzer.toolPatterns` in the config file")
     }
+
+    /// Says, once the worker has answered, that a single worker takes no part: a stage
+    /// crosses the network only when it has two or more tasks (datafusion-distributed
+    /// plans one with one task in the coordinating process).
+    pub fn note_single_worker(&self) {
+        if let [worker] = self.config.workers.as_slice() {
+            eprintln!(
+                "note: with one worker ({worker}) the plan runs in this process: a stage goes to the workers only in two or more tasks; give two or more workers"
+            );
+        }
+    }
 }
 
 /// Whether `dir` does not exist or has nothing in it.

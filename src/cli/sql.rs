@@ -61,7 +61,9 @@ pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
     let session = match &lake {
         Some(lake) => {
             let as_of = lake_as_of_shared(lake, args.as_of)?;
-            open_session(lake, ctx.redactor()?, &EngineOptions { as_of, ..ctx.engine()? }).await?
+            let session = open_session(lake, ctx.redactor()?, &EngineOptions { as_of, ..ctx.engine()? }).await?;
+            ctx.note_single_worker();
+            session
         }
         None => lakeless_session(ctx.redactor()?, &ctx.engine()?)?,
     };

@@ -73,6 +73,17 @@ fn two_workers_give_the_embedded_findings_and_query_results() {
         finding_ids(&tracelake_ok(&["analyze", "--lake", &lake, "--full", "--format", "json", "--workers", &workers, "--config", &config]));
     assert!(embedded.len() > 10, "{}", embedded.len());
     assert_eq!(distributed, embedded);
+    // One worker: the same findings, and a note that it took no part.
+    let alone =
+        crate::common::tracelake(&["analyze", "--lake", &lake, "--full", "--format", "json", "--workers", &a.url, "--config", &config]);
+    let said = String::from_utf8_lossy(&alone.stderr);
+    assert!(alone.status.success(), "{said}");
+    assert_eq!(finding_ids(&String::from_utf8_lossy(&alone.stdout)), embedded);
+    assert!(said.contains(&format!("note: with one worker ({}) the plan runs in this process", a.url)), "{said}");
+    assert!(
+        !String::from_utf8_lossy(&crate::common::tracelake(&["analyze", "--lake", &lake, "--workers", &workers]).stderr)
+            .contains("one worker")
+    );
     // The chains and detectors ran on the workers, not here: with shares enough for both
     // (`--bucket-events`), both take part, however few bytes the scan reads.
     let args = ["analyze", "--lake", &lake, "--full", "--verbose", "--workers", &workers, "--bucket-events", "5000"];
