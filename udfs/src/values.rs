@@ -7,12 +7,22 @@ use serde_json::Value;
 pub(crate) fn words(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
     out.push(' ');
-    for c in text.chars() {
-        if c.is_alphanumeric() {
-            out.extend(c.to_lowercase());
-        } else if !out.ends_with(' ') {
-            out.push(' ');
+    let mut rest = text;
+    while let Some(&byte) = rest.as_bytes().first() {
+        // Most text is ASCII: a byte at a time, without Unicode's tables.
+        let (letter, lower, len) = if byte.is_ascii() {
+            (byte.is_ascii_alphanumeric(), None, 1)
+        } else {
+            let c = rest.chars().next().expect("not empty");
+            (c.is_alphanumeric(), Some(c), c.len_utf8())
+        };
+        match (letter, lower) {
+            (true, None) => out.push(char::from(byte.to_ascii_lowercase())),
+            (true, Some(c)) => out.extend(c.to_lowercase()),
+            (false, _) if !out.ends_with(' ') => out.push(' '),
+            (false, _) => {}
         }
+        rest = &rest[len..];
     }
     if !out.ends_with(' ') {
         out.push(' ');
@@ -50,4 +60,19 @@ pub(crate) fn sentences(text: &str) -> impl Iterator<Item = &str> {
 /// number too large to hold.
 pub(crate) fn hundredths(value: f64) -> Option<i64> {
     (value.is_finite() && value.abs() < 1e15).then(|| (value * 100.0).round() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::words;
+
+    #[test]
+    fn words_are_lower_case_and_single_spaced_in_any_script() {
+        assert_eq!(words("Card 7447, exp. 05/26!"), " card 7447 exp 05 26 ");
+        assert_eq!(words("  Café AU-LAIT  "), " café au lait ");
+        assert_eq!(words("ÉTÉ İstanbul — Σοφία"), " été i\u{307}stanbul σοφία ");
+        assert_eq!(words("東京 2024"), " 東京 2024 ");
+        assert_eq!(words(""), " ");
+        assert_eq!(words("..."), " ");
+    }
 }
