@@ -7,22 +7,15 @@ use serde_json::Value;
 pub(crate) fn words(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
     out.push(' ');
-    let mut rest = text;
-    while let Some(&byte) = rest.as_bytes().first() {
-        // Most text is ASCII: a byte at a time, without Unicode's tables.
-        let (letter, lower, len) = if byte.is_ascii() {
-            (byte.is_ascii_alphanumeric(), None, 1)
-        } else {
-            let c = rest.chars().next().expect("not empty");
-            (c.is_alphanumeric(), Some(c), c.len_utf8())
-        };
-        match (letter, lower) {
-            (true, None) => out.push(char::from(byte.to_ascii_lowercase())),
-            (true, Some(c)) => out.extend(c.to_lowercase()),
-            (false, _) if !out.ends_with(' ') => out.push(' '),
-            (false, _) => {}
+    for c in text.chars() {
+        // Most text is ASCII: lower-cased without Unicode's tables.
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !c.is_ascii() && c.is_alphanumeric() {
+            out.extend(c.to_lowercase());
+        } else if !out.ends_with(' ') {
+            out.push(' ');
         }
-        rest = &rest[len..];
     }
     if !out.ends_with(' ') {
         out.push(' ');
