@@ -7,9 +7,9 @@ use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_mai
 use tracelake::config::Config;
 use tracelake::generate::{GenerateOptions, generate};
 use tracelake::ingest::Decoder;
-use tracelake::lake::commit::{ManifestLock, begin, commit};
-use tracelake::lake::live_writers::sweep_uncommitted;
-use tracelake::lake::state::{AnalysisRecord, Manifest};
+use tracelake::lake::commit::{begin, commit};
+use tracelake::lake::state::AnalysisRecord;
+use tracelake::lake::state_log::{self, Base};
 use tracelake::lake::{Lake, LakeError};
 use tracelake::load::import::{ImportOptions, ImportSource, import_source};
 use tracelake::pipeline::{AnalyzeOptions, analyze};
@@ -47,8 +47,8 @@ fn bench(c: &mut Criterion) {
 }
 
 /// A commit of one new findings file, as `collect` and `export --every` make many: the
-/// manifest alone (load, change, save, sweep), and as `commit` does it, with the Delta log
-/// of the table it changed brought in step.
+/// state alone (read it, write the events log's next version), and as `commit` does it,
+/// with the Delta log of the table it changed brought in step.
 fn commits(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let lake = Lake::new(dir.path().join("lake"));
@@ -63,17 +63,17 @@ fn commits(c: &mut Criterion) {
         AnalysisRecord { run_id: n.to_string(), files: vec![relative], ..AnalysisRecord::default() }
     };
     let mut group = c.benchmark_group("commit");
-    group.bench_function("manifest_only", |b| {
+    group.bench_function("state_only", |b| {
         b.iter(|| {
             let record = new_file();
-            let lock = ManifestLock::acquire(&lake).unwrap();
-            let mut manifest = Manifest::load(&lake).unwrap();
-            manifest.analyses.push(record);
-            manifest.save(&lake).unwrap();
-            sweep_uncommitted(&lake, &manifest, &lock).unwrap();
+            let read = state_log::load(&lake).unwrap();
+            let mut state = read.clone();
+            state.analyses.push(record);
+            state.revision += 1;
+            assert!(state_log::write(&lake, &read, &state, Base::State).unwrap());
         });
     });
-    group.bench_function("manifest_and_delta_log", |b| {
+    group.bench_function("state_and_delta_logs", |b| {
         b.iter(|| {
             let record = new_file();
             commit::<_, LakeError>(&lake, |m| {

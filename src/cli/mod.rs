@@ -98,11 +98,11 @@ enum Command {
     Config(config::ConfigArgs),
     /// Serve query plans for `--workers` (every tracelake function registered).
     Worker(worker::WorkerArgs),
-    /// Rebuild a damaged lake's manifest from the files it can read (asks first).
+    /// Rebuild a damaged lake's state from the files it can read (asks first).
     Repair(repair::RepairArgs),
     /// Write deterministic synthetic traces with injected failure patterns.
     Generate(generate::GenerateArgs),
-    /// Write the Delta logs of a lake made before its tables had them (in place).
+    /// Move a lake made by an earlier release onto its tables' Delta logs (in place).
     Upgrade(upgrade::UpgradeArgs),
     /// Merge each partition's small files (from collect and frequent exports) into one.
     Compact(compact::CompactArgs),

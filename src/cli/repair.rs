@@ -1,4 +1,4 @@
-//! `tracelake repair`: rebuild a damaged lake's manifest from the files it can read.
+//! `tracelake repair`: rebuild a damaged lake's state from the files it can read.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
@@ -41,17 +41,17 @@ pub fn run(ctx: &Ctx, args: RepairArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let repaired = apply_repair(&lake, manifest, &plan, &ctx.config.nats.stream, &lock)?;
-    println!("repaired: the manifest names {} file(s)", repaired.committed_files().len());
+    println!("repaired: the lake has {} committed file(s)", repaired.committed_files().len());
     Ok(ExitCode::SUCCESS)
 }
 
 fn describe(plan: &RepairPlan) -> String {
     let mut out = String::new();
     if plan.manifest_missing {
-        out.push_str("_state/manifest.json is missing: it is rebuilt from the data files.\n");
+        out.push_str("the events table's Delta log (events/_delta_log), which holds the lake's state, is missing: the state is rebuilt from the data files.\n");
     }
     if !plan.missing.is_empty() {
-        out.push_str(&format!("{} file(s) the manifest names are missing and are dropped from it:\n", plan.missing.len()));
+        out.push_str(&format!("{} committed file(s) are missing and are dropped from the lake:\n", plan.missing.len()));
         plan.missing.iter().for_each(|f| out.push_str(&format!("  {f}\n")));
     }
     if !plan.unreadable.is_empty() {
@@ -60,7 +60,7 @@ fn describe(plan: &RepairPlan) -> String {
     }
     if !plan.adopted.is_empty() {
         let files: usize = plan.adopted.values().map(Vec::len).sum();
-        out.push_str(&format!("{files} readable file(s) no record names are added to the manifest:\n"));
+        out.push_str(&format!("{files} readable file(s) no commit names are committed:\n"));
         for file in plan.adopted.values().flatten() {
             out.push_str(&format!("  {} ({} rows)\n", file.path, file.rows));
         }

@@ -10,7 +10,8 @@ use tracelake::ingest::nats::NatsSource;
 use tracelake::lake::Lake;
 use tracelake::lake::history::{AsOf, lake_as_of_shared, table_sizes_as_of};
 use tracelake::lake::sizes::{TableSize, table_sizes};
-use tracelake::lake::state::{AnalysisRecord, Manifest};
+use tracelake::lake::state::AnalysisRecord;
+use tracelake::lake::state_log;
 use tracelake::report::text::shell_word;
 
 use super::time_args::parse_as_of;
@@ -42,7 +43,7 @@ pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
         "cortex:      {} open of {} thread(s), {} decision(s) (`threads`, `decisions`, `moods`)",
         cortex["open"], cortex["threads"], cortex["decisions"]
     );
-    let manifest = Manifest::load(&lake)?;
+    let manifest = state_log::load(&lake)?;
     if let Some(then) = then {
         let sizes = table_sizes_as_of(&then.tables);
         println!("tables:      {}", tables_line(&sizes));

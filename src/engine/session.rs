@@ -27,7 +27,8 @@ use super::sql::{
 use super::window_memory::AccountWindowInputs;
 use crate::lake::history::LakeAsOf;
 use crate::lake::schema::{PARTITION_COLUMN, file_schema};
-use crate::lake::state::{AnalysisRecord, Manifest};
+use crate::lake::state::AnalysisRecord;
+use crate::lake::state_log;
 use crate::lake::{Lake, LakeError, Table};
 use crate::model::event::EVENTS_SCHEMA;
 use crate::redact::Redactor;
@@ -97,7 +98,7 @@ pub async fn open_session(lake: &Lake, redactor: Redactor, opts: &EngineOptions)
     let ctx = new_context(redactor, opts)?;
     let (manifest, committed, url) = match lake.remote() {
         Some(remote) => {
-            let manifest = Manifest::load_async(lake).await?;
+            let manifest = state_log::load_async(lake).await?;
             if !manifest.exists {
                 return Err(EngineError::NoLake(remote.url().into()));
             }
@@ -108,7 +109,7 @@ pub async fn open_session(lake: &Lake, redactor: Redactor, opts: &EngineOptions)
             if !lake.root().is_dir() {
                 return Err(EngineError::NoLake(lake.root().to_path_buf()));
             }
-            let manifest = Manifest::load(lake)?;
+            let manifest = state_log::load(lake)?;
             let root = lake.root().canonicalize()?;
             let root_path = object_store::path::Path::from_absolute_path(&root).map_err(|e| EngineError::LakePath(root.clone(), e))?;
             (

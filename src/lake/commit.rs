@@ -1,31 +1,25 @@
 //! One way to commit to the lake, for every writer (import, export, analyze, outcomes,
-//! repair). A writer registers ([`RegisteredWriter`](super::live_writers::RegisteredWriter))
-//! and writes its files under its id with no lock held. To commit, it takes the manifest
-//! lock only for as long as it takes to re-read the manifest, change it, save it and sweep
-//! the files of writers that are gone ([`commit`]), so writers of different kinds (a
-//! scheduled export and an analysis) interleave. A run excludes only another run of its
-//! own kind ([`RunLock`]): the part of the manifest that is its own (the import records,
-//! the export cursor, the analysis history) can then be read at its start and changed at
-//! its end.
+//! repair), on a local disk as on object storage. A writer registers
+//! ([`RegisteredWriter`](super::live_writers::RegisteredWriter)) and writes its files
+//! under its id with no lock held. To commit, it writes the next version of the events
+//! table's log ([`commit`]); writers of different kinds (a scheduled export and an
+//! analysis) never wait for each other. A run excludes only another run of its own kind
+//! ([`RunLock`]): the part of the state that is its own (the import records, the export
+//! cursor, the analysis history) can then be read at its start and changed at its end.
 
 use std::collections::HashSet;
 use std::fs::{self, File};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::future::try_join_all;
 
 use super::holder::{HeldLock, LockHolder};
-use super::layout::Lake;
+use super::layout::{LEGACY_MANIFEST, Lake, Table};
 use super::live_writers::sweep_uncommitted;
 use super::remote::{Remote, block_on};
 use super::state::Manifest;
+use super::state_log::{self, Base};
 use super::{LakeError, delta};
-
-const MANIFEST_LOCK: &str = "lock";
-
-/// How long a commit waits for another writer's: commits take milliseconds, so a lock held
-/// this long belongs to a process that is stopped or hung.
-const COMMIT_LOCK_WAIT: Duration = Duration::from_secs(30);
 
 /// The kinds of runs that write to the lake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,13 +75,13 @@ impl RunLock {
         Ok(Self { _files: vec![lock_file(lake, run)?] })
     }
 
-    /// Every kind at once: for a repair, which rewrites the whole manifest.
+    /// Every kind at once: for a repair or an upgrade, which rewrite the whole state.
     pub fn all(lake: &Lake) -> Result<Self, LakeError> {
         if lake.remote().is_some() {
             return Err(LakeError::NotOnObjectStorage {
                 lake: lake.location(),
                 what: "repair",
-                why: "it needs every writer stopped, which object storage cannot tell; a crashed writer's uploads are named by no manifest and never read",
+                why: "it needs every writer stopped, which object storage cannot tell; a crashed writer's uploads are named by no commit and never read",
             });
         }
         Ok(Self { _files: RunKind::ALL.into_iter().map(|run| lock_file(lake, run)).collect::<Result<_, _>>()? })
@@ -122,140 +116,115 @@ fn take_lock(path: &std::path::Path, mut file: File) -> Result<Result<HeldLock, 
     }
 }
 
-/// The manifest lock, held for the few milliseconds of a commit.
-#[derive(Debug)]
-pub struct ManifestLock {
-    _file: HeldLock,
-}
-
-impl ManifestLock {
-    /// Waits for another writer's commit to end, for at most [`COMMIT_LOCK_WAIT`].
-    pub fn acquire(lake: &Lake) -> Result<Self, LakeError> {
-        Self::acquire_within(lake, COMMIT_LOCK_WAIT)
-    }
-
-    fn acquire_within(lake: &Lake, wait: Duration) -> Result<Self, LakeError> {
-        let started = Instant::now();
-        let mut pause = Duration::from_millis(1);
-        loop {
-            let (path, file) = open_lock_file(lake, MANIFEST_LOCK)?;
-            match take_lock(&path, file)? {
-                Ok(file) => return Ok(Self { _file: file }),
-                Err(holder) if started.elapsed() >= wait => {
-                    return Err(LakeError::CommitLockHeld {
-                        lake: lake.root().to_path_buf(),
-                        waited_s: started.elapsed().as_secs(),
-                        holder,
-                    });
-                }
-                Err(_) => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(50));
-                }
-            }
-        }
-    }
-}
-
-/// Commits: re-reads the manifest under the manifest lock, lets `update` change it, saves
-/// it, brings the Delta logs of the tables it changed in step ([`delta`]), and sweeps the
-/// uncommitted files of writers that are gone. Files `update` dropped stay, as the logs'
-/// earlier versions name them, until `tracelake vacuum`.
-/// Returns what `update` returned; nothing is saved when it fails.
+/// Commits: reads the lake's state, lets `update` change it, and writes the result as the
+/// next version of the events table's log ([`state_log`]); when another writer took that
+/// version first, reads again and runs `update` on what that writer committed. Then brings
+/// the logs of the other tables it changed in step ([`delta`]) and sweeps the uncommitted
+/// files of writers that are gone. Files `update` dropped stay, as earlier versions name
+/// them, until `tracelake vacuum`. Returns what `update` returned; nothing is committed
+/// when it fails.
 ///
-/// On object storage there is no lock: the files the new manifest names are uploaded,
-/// and the manifest is written only if no other writer committed since it was read; else
-/// `update` runs again on the newer manifest.
+/// On object storage, the files the new state names are uploaded from the writer's
+/// staging directory before the version that commits them is written.
 pub fn commit<T, E: From<LakeError>>(lake: &Lake, mut update: impl FnMut(&mut Manifest) -> Result<T, E>) -> Result<T, E> {
-    if let Some(remote) = lake.remote() {
-        return commit_remote(lake, remote, update);
-    }
-    let lock = ManifestLock::acquire(lake)?;
-    let before = Manifest::load(lake)?;
-    let mut manifest = before.clone();
-    let value = update(&mut manifest)?;
-    manifest.keep_removed(&before);
-    manifest.revision += 1;
-    manifest.save(lake)?;
-    delta::sync_changed(lake, &before, &manifest)?;
-    sweep_uncommitted(lake, &manifest, &lock)?;
-    Ok(value)
-}
-
-fn commit_remote<T, E: From<LakeError>>(
-    lake: &Lake,
-    remote: &Remote,
-    mut update: impl FnMut(&mut Manifest) -> Result<T, E>,
-) -> Result<T, E> {
     let mut uploaded: HashSet<String> = HashSet::new();
-    let mut lost = 0u32;
-    loop {
+    for lost in 0..COMMIT_ATTEMPTS {
         if lost > 0 {
             // Another writer committed first: back off a little, at random, so that writers
             // committing in step do not keep colliding.
-            let ms = rand::random_range(0..=(10u64 << lost.min(6)));
-            std::thread::sleep(std::time::Duration::from_millis(ms));
+            let ms = rand::random_range(0..=(2u64 << lost.min(8)));
+            std::thread::sleep(Duration::from_millis(ms));
         }
-        let (read, version) = block_on(Manifest::read_remote(remote))?;
-        let before: HashSet<String> = read.committed_files().into_iter().map(str::to_owned).collect();
+        let read = state_log::load(lake)?;
         let mut manifest = read.clone();
         let value = update(&mut manifest)?;
         manifest.keep_removed(&read);
         manifest.revision += 1;
-        let staged: Vec<String> = manifest
-            .committed_files()
-            .into_iter()
-            .filter(|f| !before.contains(*f) && !uploaded.contains(*f) && lake.root().join(f).is_file())
-            .map(str::to_owned)
-            .collect();
-        let bytes = manifest.to_json();
-        let won = block_on(async {
-            for files in staged.chunks(UPLOADS) {
-                try_join_all(files.iter().map(|f| remote.upload(f))).await?;
-            }
-            remote.write_manifest(bytes, version).await
-        })?;
-        uploaded.extend(staged);
-        if won {
+        if let Some(remote) = lake.remote() {
+            upload_new(lake, remote, &read, &manifest, &mut uploaded)?;
+        }
+        if state_log::write(lake, &read, &manifest, Base::State)? {
             delta::sync_changed(lake, &read, &manifest)?;
             for file in &uploaded {
                 // Committed and uploaded: the staged copy is no longer needed.
                 let _ = fs::remove_file(lake.root().join(file));
             }
+            if lake.remote().is_none() {
+                sweep_uncommitted(lake)?;
+            }
             return Ok(value);
         }
-        lost += 1;
     }
+    Err(LakeError::Concurrent { lake: lake.location(), run: "commit" }.into())
+}
+
+/// How many times a commit reads the state again after other writers committed first.
+const COMMIT_ATTEMPTS: u32 = 64;
+
+/// Uploads the staged files `manifest` names that `read` did not and that are not uploaded yet.
+fn upload_new(lake: &Lake, remote: &Remote, read: &Manifest, manifest: &Manifest, uploaded: &mut HashSet<String>) -> Result<(), LakeError> {
+    let before = read.committed_files();
+    let staged: Vec<String> = manifest
+        .committed_files()
+        .into_iter()
+        .filter(|f| !before.contains(*f) && !uploaded.contains(*f) && lake.root().join(f).is_file())
+        .map(str::to_owned)
+        .collect();
+    block_on(async {
+        for files in staged.chunks(UPLOADS) {
+            try_join_all(files.iter().map(|f| remote.upload(f))).await?;
+        }
+        Ok::<_, LakeError>(())
+    })?;
+    uploaded.extend(staged);
+    Ok(())
 }
 
 /// Files uploaded at once by a commit to object storage.
 const UPLOADS: usize = 8;
 
-/// At the start of a run: sweeps what crashed writers left, brings the tables' Delta logs
-/// in step with the manifest (after a process killed between the two), and writes the
-/// manifest of a new lake, so that a reader never takes the files of a first write still under way for
-/// a lake whose manifest is lost. Returns the manifest and how many files were swept.
+/// At the start of a run: commits the empty state of a new lake (of two writers making a
+/// lake at once, one does; both go on), brings the other tables' logs in step with the
+/// state (after a process killed between the two), and sweeps what crashed writers left.
+/// Returns the state and how many files were swept.
 pub fn begin(lake: &Lake) -> Result<(Manifest, usize), LakeError> {
-    if let Some(remote) = lake.remote() {
-        let (manifest, _) = block_on(Manifest::read_remote(remote))?;
-        if manifest.exists {
-            delta::sync_all(lake, &manifest)?;
-            return Ok((manifest, 0));
-        }
-        // Of two writers making a lake at once, one writes its manifest; both go on.
-        block_on(remote.write_manifest(manifest.to_json(), None))?;
-        let manifest = block_on(Manifest::read_remote(remote))?.0;
-        delta::sync_all(lake, &manifest)?;
-        return Ok((manifest, 0));
-    }
-    let lock = ManifestLock::acquire(lake)?;
-    let manifest = Manifest::load(lake)?;
+    let mut manifest = state_log::load(lake)?;
     if !manifest.exists {
-        manifest.save(lake)?;
+        state_log::write(lake, &manifest, &manifest, Base::State)?;
+        manifest = state_log::load(lake)?;
     }
     delta::sync_all(lake, &manifest)?;
-    let swept = sweep_uncommitted(lake, &manifest, &lock)?.len();
-    Ok((Manifest::load(lake)?, swept))
+    state_log::sweep_state_files(lake, &manifest)?;
+    if lake.remote().is_some() {
+        return Ok((manifest, 0));
+    }
+    let swept = sweep_uncommitted(lake)?.len();
+    Ok((state_log::load(lake)?, swept))
+}
+
+/// Moves the state of a lake made before it lived in the events table's log into that
+/// log, in place: the files it names become the tables' current versions (nothing is
+/// copied), and [`LEGACY_MANIFEST`] is kept as `manifest.json.upgraded`. Returns the
+/// state, or `None` when the lake had nothing to upgrade.
+pub fn upgrade(lake: &Lake) -> Result<Option<Manifest>, LakeError> {
+    let _runs = if lake.remote().is_none() { Some(RunLock::all(lake)?) } else { None };
+    let Some(legacy) = block_on(state_log::legacy_manifest(lake))? else {
+        return Ok(None);
+    };
+    let latest = delta::version(lake, Table::Events)?;
+    let before = Manifest { log_version: latest, ..legacy.clone() };
+    let after = Manifest { revision: legacy.revision + 1, ..legacy };
+    if !state_log::write(lake, &before, &after, Base::Log)? {
+        return Err(LakeError::Concurrent { lake: lake.location(), run: "upgrade" });
+    }
+    delta::sync_all(lake, &after)?;
+    let upgraded = format!("{}.upgraded", LEGACY_MANIFEST);
+    match lake.remote() {
+        Some(remote) => block_on(remote.rename(LEGACY_MANIFEST, &upgraded))?,
+        None => fs::rename(lake.root().join(LEGACY_MANIFEST), lake.root().join(&upgraded))
+            .map_err(|e| LakeError::io(&lake.root().join(&upgraded), e))?,
+    }
+    Ok(Some(state_log::load(lake)?))
 }
 
 #[cfg(test)]
@@ -280,24 +249,6 @@ mod tests {
     }
 
     #[test]
-    fn a_commit_lock_held_too_long_fails_naming_its_holder_instead_of_waiting_forever() {
-        let dir = tempfile::tempdir().unwrap();
-        let lake = Lake::new(dir.path());
-        let held = ManifestLock::acquire(&lake).unwrap();
-        let waiting = {
-            let lake = lake.clone();
-            let (tx, rx) = std::sync::mpsc::channel();
-            std::thread::spawn(move || tx.send(ManifestLock::acquire_within(&lake, Duration::from_millis(200)).map(drop)));
-            rx.recv_timeout(Duration::from_secs(10)).expect("a held commit lock is waited for a bounded time")
-        };
-        let message = waiting.unwrap_err().to_string();
-        assert!(message.contains("its commit lock has been held for 0 s by tracelake "), "{message}");
-        assert!(message.contains(&format!("(pid {}, since ", std::process::id())), "{message}");
-        drop(held);
-        ManifestLock::acquire_within(&lake, Duration::from_millis(200)).expect("a released lock is taken");
-    }
-
-    #[test]
     fn a_failed_update_saves_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let lake = Lake::new(dir.path());
@@ -307,12 +258,38 @@ mod tests {
             Err(LakeError::Locked { lake: lake.root().to_path_buf(), run: "test", holder: None })
         });
         assert!(failed.is_err());
-        assert_eq!(Manifest::load(&lake).unwrap().processing_state.total_findings, 0);
+        assert_eq!(state_log::load(&lake).unwrap().processing_state.total_findings, 0);
         commit::<_, LakeError>(&lake, |m| {
             m.processing_state.total_findings = 7;
             Ok(())
         })
         .unwrap();
-        assert_eq!(Manifest::load(&lake).unwrap().processing_state.total_findings, 7);
+        assert_eq!(state_log::load(&lake).unwrap().processing_state.total_findings, 7);
+    }
+
+    #[test]
+    fn a_commit_another_writer_beat_runs_its_update_again_on_what_that_writer_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::new(dir.path());
+        begin(&lake).unwrap();
+        let mut runs = 0;
+        commit::<_, LakeError>(&lake, |m| {
+            runs += 1;
+            if runs == 1 {
+                // Another writer commits between this one's read and its write.
+                commit::<_, LakeError>(&lake, |other| {
+                    other.processing_state.total_findings = 5;
+                    Ok(())
+                })?;
+            }
+            m.processing_state.total_events_processed += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(runs, 2, "the update ran again after losing the version");
+        let state = state_log::load(&lake).unwrap();
+        assert_eq!((state.processing_state.total_findings, state.processing_state.total_events_processed), (5, 1), "both count");
+        assert_eq!(state.revision, 2);
+        assert_eq!(state.log_version, Some(2));
     }
 }

@@ -251,6 +251,7 @@ fn conform(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, LakeEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lake::state_log;
     use crate::lake::event_sink::EventSink;
     use crate::lake::history::{AsOf, lake_as_of, vacuum};
     use crate::model::event::{Event, Schema};
@@ -307,14 +308,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let lake = Lake::new(dir.path());
         collected(&lake, 40);
-        let before = Manifest::load(&lake).unwrap();
+        let before = state_log::load(&lake).unwrap();
         let old_files: Vec<String> = before.table_files(Table::Events).into_iter().map(str::to_owned).collect();
         assert_eq!(old_files.len(), 40);
         let old_ids = ids(&lake, &before.table_files(Table::Events));
 
         let summary = compact(&lake, &[]).unwrap();
         assert_eq!((summary.merged, summary.written, summary.rows), (40, 2, 40));
-        let after = Manifest::load(&lake).unwrap();
+        let after = state_log::load(&lake).unwrap();
         let new_files = after.table_files(Table::Events);
         assert_eq!(new_files.len(), 2, "one file per partition: {new_files:?}");
         assert_eq!(ids(&lake, &new_files), old_ids, "the same rows");
@@ -341,10 +342,10 @@ mod tests {
         vacuumed.sort();
         assert_eq!(vacuumed, old_files);
         assert!(old_files.iter().all(|f| !lake.root().join(f).exists()));
-        assert!(Manifest::load(&lake).unwrap().removed.is_empty());
+        assert!(state_log::load(&lake).unwrap().removed.is_empty());
         let error = lake_as_of(&lake, AsOf::Revision(before.revision)).unwrap_err().to_string();
         assert!(error.contains("40 of its files were vacuumed since"), "{error}");
-        assert_eq!(ids(&lake, &Manifest::load(&lake).unwrap().table_files(Table::Events)), old_ids, "the lake keeps its rows");
+        assert_eq!(ids(&lake, &state_log::load(&lake).unwrap().table_files(Table::Events)), old_ids, "the lake keeps its rows");
     }
 
     #[test]
@@ -365,7 +366,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let lake = Lake::new(dir.path());
         collected(&lake, 8);
-        let read: Vec<String> = Manifest::load(&lake).unwrap().table_files(Table::Events).into_iter().map(str::to_owned).collect();
+        let read: Vec<String> = state_log::load(&lake).unwrap().table_files(Table::Events).into_iter().map(str::to_owned).collect();
         commit::<_, LakeError>(&lake, |m| {
             m.processing_state.analyzed_event_files = Some(read.clone());
             Ok(())
@@ -374,7 +375,7 @@ mod tests {
         collected(&lake, 8);
         let summary = compact(&lake, &[Table::Events]).unwrap();
         assert_eq!((summary.merged, summary.written), (16, 4));
-        let manifest = Manifest::load(&lake).unwrap();
+        let manifest = state_log::load(&lake).unwrap();
         let (new, analyzed) = manifest.event_files_by_analysis().unwrap();
         assert_eq!((new.len(), analyzed.len()), (2, 2), "the next analysis reads the same sessions");
         assert_eq!(

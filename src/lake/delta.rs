@@ -1,18 +1,18 @@
-//! Every table of the lake is also a Delta table: its `_delta_log` is kept in step with
-//! the manifest, so DuckDB, Spark, Polars and delta-rs read exactly the committed rows.
+//! Every table of the lake is also a Delta table, so DuckDB, Spark, Polars and delta-rs
+//! read exactly the committed rows. The events table's log is the commit itself
+//! ([`super::state_log`]); the logs of the other tables follow it here.
 //!
-//! After each commit of the manifest, each table whose files changed gets one Delta
-//! version whose `add` and `remove` actions make its files those the manifest names. The
-//! version carries the manifest's revision as the `txn` of app id [`APP_ID`]: a log that
-//! already holds a later revision is never taken back to an earlier one (two writers on
-//! object storage sync in any order). A process killed between the manifest and the logs
-//! leaves each log at its previous version, whole; the next run's [`sync_all`] catches
-//! up. Local directories and object stores go through the same object_store code.
+//! After each commit, each other table whose files changed gets one Delta version whose
+//! `add` and `remove` actions make its files those the state names. The version carries
+//! the lake's revision as the `txn` of app id [`APP_ID`]: a log that already holds a
+//! later revision is never taken back to an earlier one (two writers sync in any order).
+//! A process killed between the commit and these logs leaves each at its previous
+//! version, whole; the next run's [`sync_all`] catches up.
 //!
-//! A commit reads a log whole (delta-rs's snapshot holds every file of the table) only
+//! A sync reads a log whole (delta-rs's snapshot holds every file of the table) only
 //! when it does not know it: the first time in a process, or after another writer. Then
 //! this process remembers the version it wrote and the revision that version holds, and
-//! its next commit appends the difference between the two manifests as the next version,
+//! its next sync appends the difference between the two states as the next version,
 //! written create-if-absent, without reading the log again ([`append`]).
 
 use std::collections::{HashMap, HashSet};
@@ -48,7 +48,7 @@ pub const APP_ID: &str = "tracelake";
 const SYNC_ATTEMPTS: usize = 20;
 
 /// Versions between checkpoints (Delta's default), which readers start from.
-const CHECKPOINT_INTERVAL: u64 = 100;
+pub(super) const CHECKPOINT_INTERVAL: u64 = 100;
 
 /// Files whose size is read at once when a sync adds many (a lake's first sync).
 const HEADS: usize = 16;
@@ -56,19 +56,26 @@ const HEADS: usize = 16;
 /// Brings the logs of the tables whose files differ between `before` and `after` (the
 /// manifest as committed) in step with `after`.
 pub fn sync_changed(lake: &Lake, before: &Manifest, after: &Manifest) -> Result<(), LakeError> {
-    let changed: Vec<Table> = Table::ALL.into_iter().filter(|t| before.table_files(*t) != after.table_files(*t)).collect();
+    let changed: Vec<Table> = followers().filter(|t| before.table_files(*t) != after.table_files(*t)).collect();
     sync(lake, after, &changed, Order::Revision, Some(before))
 }
 
-/// Brings every table's log in step with `manifest`, making the logs of a new lake.
+/// Brings the log of every table but events in step with `manifest`, making the logs of
+/// a new lake.
 pub fn sync_all(lake: &Lake, manifest: &Manifest) -> Result<(), LakeError> {
-    sync(lake, manifest, &Table::ALL, Order::Revision, None)
+    sync(lake, manifest, &followers().collect::<Vec<_>>(), Order::Revision, None)
 }
 
-/// Brings every table's log in step with a repaired manifest, whatever revision the logs
-/// hold (that of a manifest that was lost, say). Every writer is stopped meanwhile.
+/// Brings the log of every table but events in step with a repaired state, whatever
+/// revision the logs hold (that of a state that was lost, say). Every writer is stopped
+/// meanwhile.
 pub fn sync_repaired(lake: &Lake, manifest: &Manifest) -> Result<(), LakeError> {
-    sync(lake, manifest, &Table::ALL, Order::Overrule, None)
+    sync(lake, manifest, &followers().collect::<Vec<_>>(), Order::Overrule, None)
+}
+
+/// The tables whose logs follow the events table's, which holds the commits.
+fn followers() -> impl Iterator<Item = Table> {
+    Table::ALL.into_iter().filter(|t| *t != Table::Events)
 }
 
 /// Whether a log that holds a later manifest revision is left as it is.
@@ -111,7 +118,7 @@ async fn sync_table(lake: &Lake, manifest: &Manifest, table: Table, order: Order
                 // The table's first version holds the files committed so far.
                 let files = want.iter().map(|f| (*f).to_owned()).collect();
                 let adds = adds(&log_store, files).await.map_err(error)?;
-                match create(&log_store, table, adds, txn).await {
+                match create(&log_store, table, adds, CommitProperties::default().with_application_transaction(txn)).await {
                     Ok(()) => {
                         remember(&log_store, Known { version: 0, revision });
                         return Ok(());
@@ -197,44 +204,100 @@ async fn append(log_store: &LogStoreRef, table: Table, before: &Manifest, after:
     if known.revision != revision_of(before) || revision_of(after) <= known.revision {
         return Ok(false);
     }
-    let (old, new) = (table_relative(before, table), table_relative(after, table));
-    let added: Vec<String> = new.difference(&old).map(|f| (*f).to_owned()).collect();
-    let now = chrono::Utc::now().timestamp_millis();
-    let removes: Vec<Action> = old
-        .difference(&new)
-        .map(|f| {
-            Action::Remove(Remove {
-                path: (*f).to_owned(),
-                data_change: true,
-                deletion_timestamp: Some(now),
-                partition_values: Some(partition_values(f)),
-                ..Default::default()
-            })
-        })
-        .collect();
-    let operation = write_operation(!removes.is_empty());
-    let mut actions = adds(log_store, added).await?;
-    actions.extend(removes);
+    let actions = changes(log_store, table, before, after).await?;
+    let replaces = actions.iter().any(|a| matches!(a, Action::Remove(_)));
     let version = known.version + 1;
     let txn = Transaction::new(APP_ID, revision_of(after));
-    let bytes = CommitData::new(actions, operation, HashMap::new(), vec![txn]).get_bytes()?;
+    let bytes = CommitData::new(actions, write_operation(replaces), HashMap::new(), vec![txn]).get_bytes()?;
     match log_store.write_commit_entry(version, CommitOrBytes::LogBytes(bytes), Uuid::new_v4()).await {
         Ok(()) => {}
         Err(TransactionError::VersionAlreadyExists(_)) => return Ok(false),
         Err(e) => return Err(e.into()),
     }
     remember(log_store, Known { version, revision: revision_of(after) });
+    checkpoint_if_due(log_store, version).await?;
+    Ok(true)
+}
+
+/// The `add` and `remove` actions that take a table's files from those `before` names to
+/// those `after` names.
+pub(super) async fn changes(log_store: &LogStoreRef, table: Table, before: &Manifest, after: &Manifest) -> Result<Vec<Action>, DeltaTableError> {
+    let (old, new) = (table_relative(before, table), table_relative(after, table));
+    let added: Vec<String> = new.difference(&old).map(|f| (*f).to_owned()).collect();
+    let now = chrono::Utc::now().timestamp_millis();
+    let removes = old.difference(&new).map(|f| {
+        Action::Remove(Remove {
+            path: (*f).to_owned(),
+            data_change: true,
+            deletion_timestamp: Some(now),
+            partition_values: Some(partition_values(f)),
+            ..Default::default()
+        })
+    });
+    let mut actions = adds(log_store, added).await?;
+    actions.extend(removes);
+    Ok(actions)
+}
+
+/// The `add` and `remove` actions that take a table's files from those its log names at
+/// `version` (none without one) to those `after` names.
+pub(super) async fn changes_from_log(
+    log_store: &LogStoreRef,
+    table: Table,
+    version: Option<u64>,
+    after: &Manifest,
+) -> Result<Vec<Action>, DeltaTableError> {
+    let want = table_relative(after, table);
+    let mut have = HashSet::new();
+    let mut removes = Vec::new();
+    if let Some(version) = version {
+        let mut delta = DeltaTable::new(log_store.clone());
+        delta.load_version(version).await?;
+        for file in delta.snapshot()?.log_data().iter() {
+            if want.contains(file.path().as_ref()) {
+                have.insert(file.path().into_owned());
+            } else {
+                removes.push(Action::Remove(file.remove_action(true)));
+            }
+        }
+    }
+    let added: Vec<String> = want.iter().filter(|f| !have.contains(**f)).map(|f| (*f).to_owned()).collect();
+    let mut actions = adds(log_store, added).await?;
+    actions.extend(removes);
+    Ok(actions)
+}
+
+/// Writes the checkpoint readers start from at every [`CHECKPOINT_INTERVAL`]th version.
+pub(super) async fn checkpoint_if_due(log_store: &LogStoreRef, version: u64) -> Result<(), DeltaTableError> {
     if version % CHECKPOINT_INTERVAL == 0 {
         let mut delta = DeltaTable::new(log_store.clone());
         delta.load_version(version).await?;
         checkpoints::create_checkpoint(&delta, None).await?;
     }
-    Ok(true)
+    Ok(())
+}
+
+/// The version of the log's last checkpoint, from `_delta_log/_last_checkpoint`.
+pub(super) async fn last_checkpoint(log_store: &LogStoreRef) -> Result<Option<u64>, DeltaTableError> {
+    let store = log_store.object_store(None);
+    match store.get(&Path::from("_delta_log/_last_checkpoint")).await {
+        Ok(got) => {
+            let bytes = got.bytes().await?;
+            let hint: serde_json::Value = serde_json::from_slice(&bytes).map_err(|json_err| DeltaTableError::InvalidJsonLog {
+                json_err,
+                line: String::from_utf8_lossy(&bytes).into_owned(),
+                version: 0,
+            })?;
+            Ok(hint.get("version").and_then(serde_json::Value::as_u64))
+        }
+        Err(object_store::Error::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// A commit's operation as the log records it: one that replaces files (a full analysis,
 /// a repair) overwrites part of the table.
-fn write_operation(replaces: bool) -> DeltaOperation {
+pub(super) fn write_operation(replaces: bool) -> DeltaOperation {
     DeltaOperation::Write {
         mode: if replaces { SaveMode::Overwrite } else { SaveMode::Append },
         partition_by: Some(vec![PARTITION_COLUMN.to_owned()]),
@@ -260,7 +323,7 @@ fn partition_values(file: &str) -> HashMap<String, Option<String>> {
 }
 
 /// Whether a commit failed only because another writer took the version it meant to write.
-fn lost_the_race(error: &DeltaTableError) -> bool {
+pub(super) fn lost_the_race(error: &DeltaTableError) -> bool {
     matches!(
         error,
         DeltaTableError::Transaction { source: TransactionError::VersionAlreadyExists(_) | TransactionError::MaxCommitAttempts(_) }
@@ -268,7 +331,7 @@ fn lost_the_race(error: &DeltaTableError) -> bool {
 }
 
 /// Makes the table's log: version 0 with the table's columns and `adds`.
-async fn create(log_store: &LogStoreRef, table: Table, adds: Vec<Action>, txn: Transaction) -> Result<(), DeltaTableError> {
+pub(super) async fn create(log_store: &LogStoreRef, table: Table, adds: Vec<Action>, properties: CommitProperties) -> Result<(), DeltaTableError> {
     CreateBuilder::new()
         .with_log_store(log_store.clone())
         .with_table_name(table.dir_name())
@@ -276,7 +339,7 @@ async fn create(log_store: &LogStoreRef, table: Table, adds: Vec<Action>, txn: T
         .with_partition_columns([PARTITION_COLUMN])
         .with_configuration_property(TableProperty::CheckpointInterval, Some(CHECKPOINT_INTERVAL.to_string()))
         .with_actions(adds)
-        .with_commit_properties(CommitProperties::default().with_application_transaction(txn))
+        .with_commit_properties(properties)
         .await?;
     Ok(())
 }
@@ -309,7 +372,7 @@ async fn adds(log_store: &LogStoreRef, files: Vec<String>) -> Result<Vec<Action>
 }
 
 /// The log store of a table: on the lake's object store, or on the local file system.
-fn log_store(lake: &Lake, table: Table) -> Result<LogStoreRef, LakeError> {
+pub(super) fn log_store(lake: &Lake, table: Table) -> Result<LogStoreRef, LakeError> {
     let (root, prefix, url): (Arc<dyn ObjectStore>, Path, Url) = match lake.remote() {
         Some(remote) => {
             let table_url = remote.table_url(table);
@@ -423,6 +486,7 @@ mod tests {
     use super::*;
     use crate::lake::commit::{begin, commit};
     use crate::lake::state::AnalysisRecord;
+    use crate::lake::state_log;
 
     /// The files of a table's log as a Delta reader sees them, relative to the lake.
     fn files_in_log(lake: &Lake, table: Table) -> Vec<String> {
@@ -463,7 +527,8 @@ mod tests {
         })
         .unwrap();
         assert_eq!(files_in_log(&lake, Table::Findings), vec![first.clone()]);
-        assert_eq!(version(&lake, Table::Events).unwrap(), Some(0), "a table the commit did not change keeps its version");
+        assert_eq!(version(&lake, Table::Outcomes).unwrap(), Some(0), "a table the commit did not change keeps its version");
+        assert_eq!(version(&lake, Table::Events).unwrap(), Some(1), "every commit is a version of the events log");
 
         let second = data_file(&lake, Table::Findings, "part-0000000000000002-00001.parquet");
         commit::<_, LakeError>(&lake, |m| {
@@ -523,7 +588,7 @@ mod tests {
     }
 
     #[test]
-    fn a_log_is_never_taken_back_to_an_earlier_manifest_revision_but_a_repair_overrules() {
+    fn a_log_is_never_taken_back_to_an_earlier_revision_but_a_repair_overrules() {
         let dir = tempfile::tempdir().unwrap();
         let lake = Lake::new(dir.path());
         let file = data_file(&lake, Table::Findings, "part-0000000000000001-00001.parquet");
@@ -542,10 +607,11 @@ mod tests {
         let lake = Lake::new(dir.path());
         begin(&lake).unwrap();
         let file = data_file(&lake, Table::Findings, "part-0000000000000001-00001.parquet");
-        let mut manifest = Manifest::load(&lake).unwrap();
+        let read = state_log::load(&lake).unwrap();
+        let mut manifest = read.clone();
         manifest.analyses.push(analysis(&[&file]));
         manifest.revision += 1;
-        manifest.save(&lake).unwrap(); // and killed before the logs
+        assert!(state_log::write(&lake, &read, &manifest, state_log::Base::State).unwrap()); // and killed before the logs
         assert!(files_in_log(&lake, Table::Findings).is_empty());
         begin(&lake).unwrap();
         assert_eq!(files_in_log(&lake, Table::Findings), vec![file]);

@@ -25,6 +25,7 @@ use super::layout::partition_value;
 use super::remote::block_on;
 use super::sizes::{TableSize, stored_files};
 use super::state::{AnalysisRecord, Manifest};
+use super::state_log;
 use super::{Lake, LakeError, Table};
 
 /// The directory of a table's Delta log.
@@ -74,7 +75,7 @@ pub struct LakeAsOf {
 /// The lake as of `as_of`. Fails when a file a table had then was vacuumed since, or when
 /// the logs do not go back that far.
 pub fn lake_as_of(lake: &Lake, as_of: AsOf) -> Result<LakeAsOf, LakeError> {
-    let manifest = Manifest::load_unchecked(lake)?;
+    let manifest = state_log::load_unchecked(lake)?;
     let tables = tables_as_of(lake, &manifest, as_of)?;
     let analyses = manifest
         .replaced_analyses

@@ -84,11 +84,6 @@ pub fn process_of(holder: &Option<LockHolder>) -> String {
     holder.as_ref().map(|h| format!(" ({})", h.process())).unwrap_or_default()
 }
 
-/// `" by tracelake import (pid 12, since …)"` for a lock whose holder is known, else nothing.
-pub fn held_by(holder: &Option<LockHolder>) -> String {
-    holder.as_ref().map(|h| format!(" by {h}")).unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

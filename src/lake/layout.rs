@@ -12,6 +12,12 @@ use super::LakeError;
 use super::remote::{Remote, SCHEMES, block_on};
 use super::schema::PARTITION_COLUMN;
 
+/// The Delta log of the events table, which holds the lake's commits, relative to the root.
+pub const EVENTS_LOG: &str = "events/_delta_log";
+
+/// Where lakes made before their state moved into [`EVENTS_LOG`] kept it.
+pub const LEGACY_MANIFEST: &str = "_state/manifest.json";
+
 /// The tables stored as hive-partitioned Parquet under the lake root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Table {
@@ -121,14 +127,14 @@ impl Lake {
         self.root.join("_state")
     }
 
-    /// Whether the directory holds a lake: its state, or a table with a partition (a lake
-    /// whose state is gone is damaged, not absent; a user's folder named `outcomes` is no
-    /// table). Only `import` and `export` make one.
+    /// Whether the directory holds a lake: its events table's log, its `_state`, or a table
+    /// with a partition (a lake whose state is gone is damaged, not absent; a user's folder
+    /// named `outcomes` is no table). Only `import` and `export` make one.
     pub fn exists(&self) -> Result<bool, LakeError> {
         if let Some(remote) = &self.remote {
-            return Ok(block_on(remote.read_manifest())?.is_some());
+            return block_on(async { Ok(remote.any_under(EVENTS_LOG).await? || remote.read(LEGACY_MANIFEST).await?.is_some()) });
         }
-        Ok(self.state_dir().is_dir() || Table::ALL.iter().any(|t| has_partition(&self.table_dir(*t))))
+        Ok(self.root.join(EVENTS_LOG).is_dir() || self.state_dir().is_dir() || Table::ALL.iter().any(|t| has_partition(&self.table_dir(*t))))
     }
 
     /// A path relative to the lake root, as stored in state files.

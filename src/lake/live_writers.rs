@@ -3,8 +3,8 @@
 //! A writer registers a marker, `_state/writers/<id>`, before it writes its first data
 //! file, and holds an exclusive lock on it for as long as it lives. A marker that nobody
 //! holds belongs to a writer that is gone (it crashed, or ended without committing): of
-//! its data files, those the manifest names neither as committed nor as replaced (kept
-//! for time travel until `tracelake vacuum`) are leftovers, and only those are deleted
+//! its data files, those the lake's state names neither as committed nor as replaced
+//! (kept for time travel until `tracelake vacuum`) are leftovers, and only those are deleted
 //! here. A data file without a marker is never deleted: it is damage, for `tracelake
 //! repair` to look at.
 
@@ -13,10 +13,10 @@ use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
 use super::LakeError;
-use super::commit::ManifestLock;
 use super::layout::{Lake, Table, WriterId};
 use super::parquet_files::sync_dir;
-use super::state::{Manifest, data_files};
+use super::state::data_files;
+use super::state_log;
 
 const WRITERS: &str = "writers";
 
@@ -58,14 +58,17 @@ impl RegisteredWriter {
     }
 }
 
-/// Deletes the data files (and temp files) of writers that are gone and that `manifest`
-/// does not name (as committed or as kept), then their markers. Returns what was deleted.
-pub fn sweep_uncommitted(lake: &Lake, manifest: &Manifest, _lock: &ManifestLock) -> Result<Vec<PathBuf>, LakeError> {
+/// Deletes the data files (and temp files) of writers that are gone and that the lake's
+/// state does not name (as committed or as kept), then their markers. Returns what was
+/// deleted. The state is read once the gone writers are known: a writer commits only
+/// while it lives, so what it committed is in the state read after it was gone.
+pub fn sweep_uncommitted(lake: &Lake) -> Result<Vec<PathBuf>, LakeError> {
     let gone = gone_writers(lake)?;
     if gone.is_empty() {
         return Ok(Vec::new());
     }
     let gone_ids: HashSet<&str> = gone.iter().map(|(id, _)| id.as_str()).collect();
+    let manifest = state_log::load_unchecked(lake)?;
     let kept = manifest.kept_files();
     let mut removed = Vec::new();
     for table in Table::ALL {

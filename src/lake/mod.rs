@@ -17,6 +17,7 @@ pub mod schema;
 pub mod secret;
 pub mod sizes;
 pub mod state;
+pub mod state_log;
 
 use std::path::{Path, PathBuf};
 
@@ -42,12 +43,6 @@ pub enum LakeError {
     },
     #[error("another tracelake {run} is running on {lake}{}; wait for it to finish", holder::process_of(holder))]
     Locked { lake: PathBuf, run: &'static str, holder: Option<holder::LockHolder> },
-    #[error(
-        "cannot commit to the lake at {lake}: its commit lock has been held for {waited_s} s{}, where a commit \
-         takes milliseconds; resume or end that process, then run again",
-        holder::held_by(holder)
-    )]
-    CommitLockHeld { lake: PathBuf, waited_s: u64, holder: Option<holder::LockHolder> },
     #[error("the lake at {lake} is damaged: {problem}")]
     Damaged { lake: PathBuf, problem: Damage },
     #[error("{lake} is not a local path")]
@@ -119,6 +114,11 @@ pub enum LakeError {
         .tables.join(", ")
     )]
     NoDeltaLog { lake: String, tables: Vec<&'static str> },
+    #[error(
+        "the lake at {lake} keeps its state in _state/manifest.json, as lakes made by earlier releases did, where this \
+         release reads it from the events table's Delta log: run `tracelake upgrade --lake {lake}` once (nothing is copied)"
+    )]
+    LegacyManifest { lake: String },
     #[error("reading the Delta log of table {table}: {source}")]
     DeltaRead {
         table: &'static str,
@@ -132,7 +132,7 @@ pub enum LakeError {
 /// What is wrong with a damaged lake.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Damage {
-    /// Data files, but no `_state/manifest.json`.
+    /// Data files, but no state in the events table's Delta log.
     NoManifest,
     /// Files the manifest names that are not there (relative paths).
     MissingFiles(Vec<String>),
@@ -142,16 +142,16 @@ impl std::fmt::Display for Damage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Damage::NoManifest => f.write_str(
-                "it holds data files but no _state/manifest.json, so nothing in it is known to be committed. \
-                 Nothing was read or changed; `tracelake repair` rebuilds the manifest from the files it can read",
+                "it holds data files but no Delta log of its events table (events/_delta_log), which holds what is \
+                 committed. Nothing was read or changed; `tracelake repair` rebuilds the lake's state from the files it can read",
             ),
             Damage::MissingFiles(files) => {
                 let shown: Vec<&str> = files.iter().take(5).map(String::as_str).collect();
                 let more = if files.len() > 5 { format!(" and {} more", files.len() - 5) } else { String::new() };
                 write!(
                     f,
-                    "its manifest names {} file(s) that are missing ({}{more}). Restore them from a backup, \
-                     or run `tracelake repair` to drop them from the manifest",
+                    "it has committed {} file(s) that are missing ({}{more}). Restore them from a backup, \
+                     or run `tracelake repair` to drop them from the lake",
                     files.len(),
                     shown.join(", ")
                 )

@@ -1,11 +1,9 @@
 //! A lake on object storage: `s3://bucket/prefix`, `gs://…`, `az://…`.
 //!
 //! Writers work as on a local lake, in a staging directory of their own; a commit uploads
-//! the files the new manifest names and then writes the manifest with a conditional put
-//! (create-if-absent for the first, if-match on the version read for the others). Of two
-//! writers that read the same version, one wins; the other reads the new manifest,
-//! applies its change again and retries ([`super::commit`]). Files uploaded by a writer
-//! that crashed or lost are named by no manifest, so no reader ever sees them.
+//! the files the new state names and then writes the events log's next version
+//! create-if-absent ([`super::commit`]). Files uploaded by a writer that crashed or lost
+//! are named by no version, so no reader ever sees them.
 
 use std::collections::BTreeMap;
 use std::path::Path as LocalPath;
@@ -16,7 +14,7 @@ use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::path::Path;
-use object_store::{GetOptions, ObjectStore, PutMode, PutOptions, PutPayload, UpdateVersion};
+use object_store::{GetOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use url::Url;
 
 use super::LakeError;
@@ -30,9 +28,6 @@ pub fn schemes_named() -> String {
     SCHEMES.map(|s| format!("{s}://")).join(", ")
 }
 
-/// Where the manifest is, relative to the lake's prefix.
-pub const MANIFEST_KEY: &str = "_state/manifest.json";
-
 /// A lake on object storage, and the local directory its writers stage files in.
 #[derive(Debug)]
 pub struct Remote {
@@ -41,9 +36,6 @@ pub struct Remote {
     prefix: Path,
     stage: tempfile::TempDir,
 }
-
-/// The stored version of a manifest, for the conditional put of the next.
-pub type ManifestVersion = Option<UpdateVersion>;
 
 impl Remote {
     /// Opens the lake at `url` ([`object_store_for`]).
@@ -95,19 +87,17 @@ impl Remote {
         relative.split('/').filter(|p| !p.is_empty()).fold(self.prefix.clone(), deltalake_core::Path::join)
     }
 
-    /// The manifest and its version; `None` when the lake has none yet.
-    pub async fn read_manifest(&self) -> Result<Option<(Vec<u8>, UpdateVersion)>, LakeError> {
-        self.get(MANIFEST_KEY).await
+    /// Deletes the object at `relative`; one that is gone already is no error.
+    pub async fn delete(&self, relative: &str) -> Result<(), LakeError> {
+        match self.store.delete(&self.key(relative)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.error(relative, e)),
+        }
     }
 
-    /// Writes the manifest if it is still at `version` (absent for `None`). Returns
-    /// whether it was written: `false` when another writer committed first.
-    pub async fn write_manifest(&self, bytes: Vec<u8>, version: ManifestVersion) -> Result<bool, LakeError> {
-        let mode = match version {
-            None => PutMode::Create,
-            Some(version) => PutMode::Update(version),
-        };
-        self.put_if(MANIFEST_KEY, bytes, mode).await
+    /// Moves the object at `relative` to `to`.
+    pub async fn rename(&self, relative: &str, to: &str) -> Result<(), LakeError> {
+        self.store.rename(&self.key(relative), &self.key(to)).await.map_err(|e| self.error(relative, e))
     }
 
     /// Uploads the staged file at `relative` to its place in the lake.
@@ -129,36 +119,27 @@ impl Remote {
             .collect())
     }
 
+    /// Whether any object is under the directory `relative`.
+    pub async fn any_under(&self, relative: &str) -> Result<bool, LakeError> {
+        let first = self.store.list(Some(&self.key(relative))).try_next().await;
+        Ok(first.map_err(|e| self.error(relative, e))?.is_some())
+    }
+
     /// A small object by relative path, `None` when absent.
     pub async fn read(&self, relative: &str) -> Result<Option<Vec<u8>>, LakeError> {
-        Ok(self.get(relative).await?.map(|(bytes, _)| bytes))
-    }
-
-    /// Writes a small object at `relative` unless one is there. Returns whether it wrote.
-    pub async fn create(&self, relative: &str, bytes: Vec<u8>) -> Result<bool, LakeError> {
-        self.put_if(relative, bytes, PutMode::Create).await
-    }
-
-    /// A small object and its version, `None` when absent.
-    async fn get(&self, relative: &str) -> Result<Option<(Vec<u8>, UpdateVersion)>, LakeError> {
         match self.store.get_opts(&self.key(relative), GetOptions::default()).await {
-            Ok(got) => {
-                let version = UpdateVersion { e_tag: got.meta.e_tag.clone(), version: got.meta.version.clone() };
-                let bytes = got.bytes().await.map_err(|e| self.error(relative, e))?;
-                Ok(Some((bytes.to_vec(), version)))
-            }
+            Ok(got) => Ok(Some(got.bytes().await.map_err(|e| self.error(relative, e))?.to_vec())),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(self.error(relative, e)),
         }
     }
 
-    /// Writes a small object if `mode`'s condition holds. Returns whether it wrote: `false`
-    /// when the object is there (create) or changed (update).
-    async fn put_if(&self, relative: &str, bytes: Vec<u8>, mode: PutMode) -> Result<bool, LakeError> {
-        let opts = PutOptions { mode, ..Default::default() };
+    /// Writes a small object at `relative` unless one is there. Returns whether it wrote.
+    pub async fn create(&self, relative: &str, bytes: Vec<u8>) -> Result<bool, LakeError> {
+        let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
         match self.store.put_opts(&self.key(relative), PutPayload::from(bytes), opts).await {
             Ok(_) => Ok(true),
-            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => Ok(false),
+            Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
             Err(object_store::Error::NotImplemented { .. }) => Err(LakeError::NoConditionalWrites { lake: self.url() }),
             Err(e) => Err(self.error(relative, e)),
         }

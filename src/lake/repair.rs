@@ -1,6 +1,6 @@
-//! Rebuilding a damaged lake's manifest from the files it can read.
+//! Rebuilding a damaged lake's state from the files it can read.
 //!
-//! Nothing is deleted: files the manifest names but that are gone are dropped from it;
+//! Nothing is deleted: files the state names but that are gone are dropped from it;
 //! data files that do not read as Parquet are moved to `_state/damaged/`; readable files
 //! no record names (and whose writer is not known to be gone, and that no commit
 //! replaced) are adopted, grouped by the writer that wrote them. Leftovers of writers that
@@ -16,10 +16,11 @@ use datafusion::parquet::arrow::ProjectionMask;
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use datafusion::parquet::errors::ParquetError;
 
-use super::commit::{ManifestLock, RunLock};
+use super::commit::RunLock;
 use super::delta;
 use super::live_writers::{gone_writer_ids, sweep_uncommitted, writer_of};
 use super::state::{AnalysisRecord, ExportState, ImportRecord, Manifest, OutcomeImportRecord, data_files};
+use super::state_log::{self, Base};
 use super::{Lake, LakeError, Table};
 
 /// What a repair would change.
@@ -52,7 +53,7 @@ impl RepairPlan {
 /// Looks at the lake and says what a repair would do; changes nothing. Needs the write
 /// lock, so that no writer is at work.
 pub fn plan_repair(lake: &Lake) -> Result<(Manifest, RepairPlan), LakeError> {
-    let manifest = Manifest::load_unchecked(lake)?;
+    let manifest = state_log::load_unchecked(lake)?;
     let committed: HashSet<String> = manifest.committed_files().into_iter().map(str::to_owned).collect();
     let mut plan = RepairPlan {
         manifest_missing: !manifest.exists,
@@ -101,7 +102,7 @@ pub fn plan_repair(lake: &Lake) -> Result<(Manifest, RepairPlan), LakeError> {
 /// The committed files that do not read as Parquet, with why: what a query that failed
 /// on a Parquet error was reading. Reads every committed file's footer: for errors only.
 pub fn unreadable_committed(lake: &Lake) -> Vec<(String, ParquetError)> {
-    let Ok(manifest) = Manifest::load_unchecked(lake) else {
+    let Ok(manifest) = state_log::load_unchecked(lake) else {
         return Vec::new();
     };
     let mut bad: Vec<(String, ParquetError)> =
@@ -145,9 +146,9 @@ fn read_file(path: &std::path::Path, table: Table) -> Result<(u64, Option<u64>),
     Ok((rows, exported_up_to))
 }
 
-/// Applies `plan` to `manifest` and saves it; `stream` names the JetStream stream that
+/// Applies `plan` to `manifest` and commits it; `stream` names the JetStream stream that
 /// adopted exported events came from.
-/// The caller holds every run lock ([`RunLock::all`]), so nothing else changes the manifest.
+/// The caller holds every run lock ([`RunLock::all`]), so nothing else changes the state.
 pub fn apply_repair(lake: &Lake, mut manifest: Manifest, plan: &RepairPlan, stream: &str, _runs: &RunLock) -> Result<Manifest, LakeError> {
     let missing: HashSet<&str> = plan.missing.iter().chain(plan.unreadable.iter().map(|(f, _)| f)).map(String::as_str).collect();
     manifest.drop_files(&missing);
@@ -214,11 +215,14 @@ pub fn apply_repair(lake: &Lake, mut manifest: Manifest, plan: &RepairPlan, stre
         }
     }
     manifest.version = manifest.version.max(1);
-    manifest.revision += 1;
-    let lock = ManifestLock::acquire(lake)?;
-    manifest.save(lake)?;
-    delta::sync_repaired(lake, &manifest)?;
-    sweep_uncommitted(lake, &manifest, &lock)?;
-    drop(lock);
-    Manifest::load(lake)
+    // The log may hold no state, or another than the damaged one read: the version goes
+    // after its latest, and takes its files to those of the repaired state.
+    let before = Manifest { log_version: delta::version(lake, Table::Events)?, ..manifest.clone() };
+    let after = Manifest { revision: manifest.revision + 1, ..manifest };
+    if !state_log::write(lake, &before, &after, Base::Log)? {
+        return Err(LakeError::Concurrent { lake: lake.location(), run: "repair" });
+    }
+    delta::sync_repaired(lake, &after)?;
+    sweep_uncommitted(lake)?;
+    state_log::load(lake)
 }

@@ -1,6 +1,7 @@
-//! The lake's own bookkeeping under `_state/`: the manifest of committed data files. A
-//! data file counts only once the manifest names it ([`super::commit`]); files that a
-//! crashed writer left behind are swept away by the next commit ([`super::writers`]).
+//! The lake's state: the manifest of committed data files and of the runs that wrote them.
+//! A data file counts only once the state names it ([`super::commit`]); the state is
+//! committed in the events table's Delta log ([`super::state_log`]). Files that a crashed
+//! writer left behind are swept away by the next commit ([`super::live_writers`]).
 
 use std::collections::HashSet;
 use std::fs::{self, File};
@@ -9,13 +10,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::layout::{Lake, Table, partition_value};
+use super::LakeError;
+use super::layout::{Table, partition_value};
 use super::parquet_files::sync_dir;
-use super::remote::{MANIFEST_KEY, ManifestVersion, Remote, block_on};
 use super::risk::RiskFitRecord;
-use super::{Damage, LakeError};
-
-const MANIFEST: &str = "manifest.json";
 
 /// One committed import of a JSONL source.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -152,9 +150,8 @@ pub struct ProcessingState {
 #[serde(rename_all = "camelCase")]
 pub struct Manifest {
     pub version: u32,
-    /// Counts commits: every commit writes a manifest unlike every earlier one, so that
-    /// a conditional write on an object store's content tag never takes an old manifest
-    /// for the current one.
+    /// Counts commits: the lake's revision, which `--as-of` takes, and which each version
+    /// of a table's log carries as its `txn`.
     #[serde(default)]
     pub revision: u64,
     pub imports: Vec<ImportRecord>,
@@ -180,79 +177,19 @@ pub struct Manifest {
     /// `tracelake vacuum` deletes them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub removed: Vec<String>,
-    /// Whether this was read from a file (a new lake has none yet).
+    /// Whether this was read from the lake (a new lake has no state yet).
     #[serde(skip)]
     pub exists: bool,
+    /// The version of the events table's log it was read at, after which the next commit
+    /// goes ([`super::state_log`]); `None` when that log has no version yet.
+    #[serde(skip)]
+    pub log_version: Option<u64>,
+    /// The state file that version names, relative to the lake root.
+    #[serde(skip)]
+    pub state_file: Option<String>,
 }
 
 impl Manifest {
-    /// The committed state, checked against the files: a lake with data files but no
-    /// manifest, or whose manifest names a file that is gone, is damaged, and no command
-    /// may read or write it as if it were whole.
-    pub fn load(lake: &Lake) -> Result<Self, LakeError> {
-        let manifest = Self::load_unchecked(lake)?;
-        if lake.remote().is_some() {
-            // Object stores keep what they acknowledged: a file a manifest names was
-            // uploaded before the manifest was written.
-            return Ok(manifest);
-        }
-        let missing: Vec<String> =
-            manifest.committed_files().into_iter().filter(|f| !lake.root().join(f).is_file()).map(str::to_owned).collect();
-        if !missing.is_empty() {
-            return Err(LakeError::Damaged { lake: lake.root().to_path_buf(), problem: Damage::MissingFiles(missing) });
-        }
-        if !manifest.exists && Table::ALL.iter().any(|t| data_files(&lake.table_dir(*t)).is_ok_and(|f| !f.is_empty())) {
-            return Err(LakeError::Damaged { lake: lake.root().to_path_buf(), problem: Damage::NoManifest });
-        }
-        Ok(manifest)
-    }
-
-    /// The manifest as stored, unchecked (empty for a lake that has none): for `repair`.
-    pub fn load_unchecked(lake: &Lake) -> Result<Self, LakeError> {
-        if let Some(remote) = lake.remote() {
-            return Ok(block_on(Self::read_remote(remote))?.0);
-        }
-        let path = lake.state_dir().join(MANIFEST);
-        match fs::read(&path) {
-            Ok(bytes) => {
-                serde_json::from_slice(&bytes).map(|m| Self { exists: true, ..m }).map_err(|e| LakeError::CorruptState { path, source: e })
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self { version: 1, ..Self::default() }),
-            Err(e) => Err(LakeError::io(&path, e)),
-        }
-    }
-
-    /// [`Self::load`] from async code.
-    pub async fn load_async(lake: &Lake) -> Result<Self, LakeError> {
-        match lake.remote() {
-            Some(remote) => Ok(Self::read_remote(remote).await?.0),
-            None => Self::load(lake),
-        }
-    }
-
-    /// The manifest of a lake on object storage, and the version to commit the next over.
-    pub async fn read_remote(remote: &Remote) -> Result<(Self, ManifestVersion), LakeError> {
-        match remote.read_manifest().await? {
-            Some((bytes, version)) => {
-                let manifest: Self = serde_json::from_slice(&bytes)
-                    .map_err(|e| LakeError::CorruptState { path: format!("{}/{MANIFEST_KEY}", remote.url()).into(), source: e })?;
-                Ok((Self { exists: true, ..manifest }, Some(version)))
-            }
-            None => Ok((Self { version: 1, ..Self::default() }, None)),
-        }
-    }
-
-    /// The manifest as stored.
-    pub fn to_json(&self) -> Vec<u8> {
-        serde_json::to_vec_pretty(self).expect("state serializes")
-    }
-
-    /// Saves the manifest of a local lake (a lake on object storage commits through
-    /// [`super::commit::commit`]).
-    pub fn save(&self, lake: &Lake) -> Result<(), LakeError> {
-        write_json_atomic(&lake.state_dir().join(MANIFEST), self)
-    }
-
     pub fn find_import(&self, sha256: &str) -> Option<&ImportRecord> {
         self.imports.iter().find(|r| r.sha256 == sha256)
     }

@@ -167,7 +167,7 @@ mod tests {
         writer.add("bbbb".into(), 1, candidates("00f067aa0ba902b8")).unwrap();
         let second = writer.finish().unwrap();
         assert_eq!((second.requests, second.events, second.repeated), (1, 2, 1));
-        let state = crate::lake::state::Manifest::load(&lake).unwrap().collect.unwrap();
+        let state = crate::lake::state_log::load(&lake).unwrap().collect.unwrap();
         assert_eq!((state.requests, state.events, state.recent.len()), (2, 4, 2));
     }
 }

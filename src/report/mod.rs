@@ -27,7 +27,7 @@ use crate::engine::sql::SqlParams;
 use crate::engine::{EngineError, EngineOptions, batches_json, open_session, query_json};
 use crate::lake::Lake;
 use crate::lake::history::{AsOf, lake_as_of_shared};
-use crate::lake::state::Manifest;
+use crate::lake::state_log;
 use crate::model::Finding;
 use crate::output::GeneratedOutput;
 use crate::output::effectiveness::rule_effectiveness;
@@ -171,7 +171,7 @@ async fn findings_report(
         // As of a point in the past, the state its last analysis left.
         processing_state: match &then {
             Some(then) => then.analyses.last().and_then(|a| a.state_after.clone()).unwrap_or_default(),
-            None => Manifest::load(lake)?.processing_state,
+            None => state_log::load(lake)?.processing_state,
         },
         verdicts,
         outputs,

@@ -1,5 +1,5 @@
 //! Damaged lakes and interrupted writers: readers see exactly the committed files, no
-//! command deletes a file it cannot prove uncommitted, and `repair` rebuilds the manifest.
+//! command deletes a file it cannot prove uncommitted, and `repair` rebuilds the lake's state.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -27,10 +27,10 @@ fn imported_lake(dir: &Path) -> (String, Vec<std::path::PathBuf>) {
 }
 
 #[test]
-fn a_lake_without_its_manifest_is_reported_and_never_swept() {
+fn a_lake_without_the_log_of_its_commits_is_reported_and_never_swept() {
     let dir = tempfile::tempdir().unwrap();
     let (lake, files) = imported_lake(dir.path());
-    std::fs::remove_file(dir.path().join("lake/_state/manifest.json")).unwrap();
+    std::fs::remove_dir_all(dir.path().join("lake/events/_delta_log")).unwrap();
 
     for args in [
         vec!["sql", "--lake", &lake, "SELECT count(*) FROM events"],
@@ -41,7 +41,7 @@ fn a_lake_without_its_manifest_is_reported_and_never_swept() {
         let err = stderr_of(&args);
         assert!(
             err.contains("damaged")
-                && err.contains("no _state/manifest.json")
+                && err.contains("no Delta log of its events table")
                 && err.contains(&format!("`tracelake repair --lake {lake}`")),
             "{args:?}: {err}"
         );
@@ -52,7 +52,7 @@ fn a_lake_without_its_manifest_is_reported_and_never_swept() {
     assert!(!refused.status.success(), "without a terminal, repair asks for --yes");
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--yes"));
     let repaired = tracelake_ok(&["repair", "--lake", &lake, "--yes"]);
-    assert!(repaired.contains("manifest.json is missing") && repaired.contains("rows)"), "{repaired}");
+    assert!(repaired.contains("which holds the lake's state, is missing") && repaired.contains("rows)"), "{repaired}");
     assert_eq!(count(&lake), "3160");
     tracelake_ok(&["import", "--lake", &lake, realworld("tau-airline.events.jsonl").to_str().unwrap()]);
     assert_eq!(count(&lake), "8758");

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::common::{python_venv, realworld, sql_rows, tracelake_ok};
+use crate::common::{lake_state, python_venv, realworld, sql_rows, tracelake_ok};
 
 const TABLES: [&str; 9] =
     ["events", "quarantine", "findings", "failures", "classifications", "outputs", "outcomes", "session_risk", "cortex_messages"];
@@ -99,48 +99,65 @@ fn a_delta_reader_sees_every_table_with_exactly_the_rows_tracelake_returns() {
     assert!(status.contains("events v"), "status names each table's Delta version: {status}");
 }
 
-#[test]
-fn a_lake_made_before_the_delta_logs_is_upgraded_in_place() {
-    let dir = tempfile::tempdir().unwrap();
-    let lake = dir.path().join("lake").display().to_string();
+/// A lake as an earlier release left it: its state in `_state/manifest.json`, and its
+/// tables' logs (`with_logs`, as the release before this one wrote them) or none.
+fn earlier_release_lake(dir: &Path, with_logs: bool) -> String {
+    let lake = dir.join("lake").display().to_string();
     tracelake_ok(&["import", "--lake", &lake, realworld("tau-retail.events.jsonl").to_str().unwrap()]);
     tracelake_ok(&["analyze", "--lake", &lake]);
-    for table in TABLES {
-        let _ = std::fs::remove_dir_all(dir.path().join("lake").join(table).join("_delta_log"));
+    let state = lake_state(&dir.join("lake")).expect("the latest commit carries the state");
+    std::fs::write(dir.join("lake/_state/manifest.json"), serde_json::to_vec_pretty(&state).unwrap()).unwrap();
+    if with_logs {
+        // The events log of that release carried no state.
+        std::fs::remove_dir_all(dir.join("lake/events/_delta_log")).unwrap();
+        tracelake_ok(&["upgrade", "--lake", &lake]);
+        for commit in std::fs::read_dir(dir.join("lake/events/_delta_log")).unwrap().flatten() {
+            let path = commit.path();
+            if path.extension().is_some_and(|e| e == "json") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let stripped: Vec<&str> = text.lines().filter(|l| !l.starts_with("{\"commitInfo\"")).collect();
+                std::fs::write(&path, stripped.join("\n")).unwrap();
+            }
+        }
+        std::fs::rename(dir.join("lake/_state/manifest.json.upgraded"), dir.join("lake/_state/manifest.json")).unwrap();
+    } else {
+        for table in TABLES {
+            let _ = std::fs::remove_dir_all(dir.join("lake").join(table).join("_delta_log"));
+        }
     }
-    let files_before = crate::common::parquet_files(&dir.path().join("lake"));
-    assert!(delta_tables(&lake).as_object().unwrap().is_empty(), "no table reads as Delta before the upgrade");
-    // Readers read the logs: a query or status says what to do instead of finding no rows.
-    for args in [&["sql", "--lake", &lake, "SELECT count(*) FROM events"][..], &["status", "--lake", &lake]] {
-        let out = crate::common::tracelake(args);
-        let said = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {said}");
-        assert!(
-            said.contains("was made before its tables had Delta logs (events, ") && said.contains("run `tracelake upgrade --lake "),
-            "{said}"
-        );
-    }
-
-    let upgraded = tracelake_ok(&["upgrade", "--lake", &lake]);
-    assert!(upgraded.contains("events           Delta version 0, "), "{upgraded}");
-    assert_same_rows(&lake);
-    assert_eq!(crate::common::parquet_files(&dir.path().join("lake")), files_before, "nothing copied");
-    assert!(!tracelake_ok(&["status", "--lake", &lake]).contains("without a Delta log"));
+    lake
 }
 
-/// A writer writes the logs of an old lake on its way, as `upgrade` does: `analyze` runs.
 #[test]
-fn an_analysis_of_a_lake_made_before_the_delta_logs_writes_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let lake = dir.path().join("lake").display().to_string();
-    tracelake_ok(&["import", "--lake", &lake, realworld("tau-retail.events.jsonl").to_str().unwrap()]);
-    for table in TABLES {
-        let _ = std::fs::remove_dir_all(dir.path().join("lake").join(table).join("_delta_log"));
+fn a_lake_made_by_an_earlier_release_is_upgraded_in_place() {
+    for with_logs in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = earlier_release_lake(dir.path(), with_logs);
+        let files_before = crate::common::parquet_files(&dir.path().join("lake"));
+        // Every command says what to do instead of finding no rows or starting a new lake.
+        for args in [
+            &["sql", "--lake", &lake, "SELECT count(*) FROM events"][..],
+            &["status", "--lake", &lake],
+            &["analyze", "--lake", &lake],
+            &["import", "--lake", &lake, realworld("tau-airline.events.jsonl").to_str().unwrap()],
+        ] {
+            let out = crate::common::tracelake(args);
+            let said = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {said}");
+            assert!(said.contains("keeps its state in _state/manifest.json") && said.contains("run `tracelake upgrade --lake "), "{said}");
+        }
+
+        let upgraded = tracelake_ok(&["upgrade", "--lake", &lake]);
+        let events_version = if with_logs { "events           Delta version 1, " } else { "events           Delta version 0, " };
+        assert!(upgraded.contains(events_version), "{upgraded}");
+        assert_same_rows(&lake);
+        assert_eq!(crate::common::parquet_files(&dir.path().join("lake")), files_before, "nothing copied");
+        assert!(!dir.path().join("lake/_state/manifest.json").exists(), "the state moved into the events log");
+        assert!(tracelake_ok(&["upgrade", "--lake", &lake]).contains("nothing to upgrade"));
+        tracelake_ok(&["analyze", "--lake", &lake]);
+        let counted = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", "SELECT count(*) AS n FROM events"]);
+        assert_eq!(counted, "n\n3160\n");
     }
-    tracelake_ok(&["analyze", "--lake", &lake]);
-    assert_same_rows(&lake);
-    let counted = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", "SELECT count(*) AS n FROM events"]);
-    assert_eq!(counted, "n\n3160\n");
 }
 
 fn count_as_of(lake: &str, as_of: &str, table: &str) -> u64 {
@@ -205,8 +222,8 @@ fn as_of_reads_an_earlier_revision_until_a_vacuum_frees_what_only_it_needed() {
     assert_eq!(count_as_of(&lake, &earlier, "findings"), findings, "a dry run deletes nothing");
     assert!(tracelake_ok(&["vacuum", "--lake", &lake]).contains("deleted 0 file(s)"), "nothing is older than a week");
     let replaced_runs = || -> usize {
-        let manifest: Value = serde_json::from_slice(&std::fs::read(dir.path().join("lake/_state/manifest.json")).unwrap()).unwrap();
-        manifest.get("replacedAnalyses").and_then(Value::as_array).map_or(0, Vec::len)
+        let state = lake_state(&dir.path().join("lake")).unwrap();
+        state.get("replacedAnalyses").and_then(Value::as_array).map_or(0, Vec::len)
     };
     assert_eq!(replaced_runs(), 1, "the first run is kept for --as-of");
     tracelake_ok(&["vacuum", "--lake", &lake, "--retain", "0s"]);

@@ -4,9 +4,8 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 
-use crate::common::{sql_rows, tracelake, tracelake_ok};
+use crate::common::{lake_state, sql_rows, tracelake, tracelake_ok};
 use crate::delta::delta_event_rows;
 use crate::nats_server::NatsServer;
 
@@ -194,12 +193,9 @@ fn a_scheduled_export_stops_cleanly_on_ctrl_c() {
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
-    // Commits within a run save the manifest too (with `"lastRun": null`): the first run
+    // Commits within a run commit the state too (with `"lastRun": null`): the first run
     // is over when its record is there.
-    let first_run_done = || {
-        let manifest = std::fs::read_to_string(std::path::Path::new(&lake).join("_state/manifest.json")).unwrap_or_default();
-        serde_json::from_str::<Value>(&manifest).is_ok_and(|m| m["export"]["lastRun"].is_object())
-    };
+    let first_run_done = || lake_state(std::path::Path::new(&lake)).is_some_and(|m| m["export"]["lastRun"].is_object());
     while !first_run_done() {
         assert!(Instant::now() < deadline, "the first scheduled run did not finish");
         std::thread::sleep(Duration::from_millis(50));
@@ -241,12 +237,8 @@ fn an_export_whose_server_dies_says_how_far_it_got_and_fails() {
     let dir = tempfile::tempdir().unwrap();
     let lake = dir.path().join("lake").display().to_string();
     let child = spawn_export(&lake, &server);
-    let manifest = std::path::Path::new(&lake).join("_state/manifest.json");
     let deadline = Instant::now() + Duration::from_secs(60);
-    let cursor = || -> u64 {
-        let state: Option<Value> = std::fs::read(&manifest).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok());
-        state.and_then(|m| m["export"]["cursor"].as_u64()).unwrap_or(0)
-    };
+    let cursor = || -> u64 { lake_state(std::path::Path::new(&lake)).and_then(|m| m["export"]["cursor"].as_u64()).unwrap_or(0) };
     while cursor() == 0 {
         assert!(Instant::now() < deadline, "the export never committed");
         std::thread::sleep(Duration::from_millis(5));
@@ -291,8 +283,8 @@ fn a_schedule_says_when_the_server_is_down_and_goes_on_when_it_is_back() {
             std::thread::sleep(Duration::from_millis(100));
         }
     };
-    let manifest = std::path::Path::new(&lake).join("_state/manifest.json");
-    wait_for("the first 100 events exported", &|| manifest.exists() && counts(&lake).0 == 100);
+    let log = std::path::Path::new(&lake).join("events/_delta_log");
+    wait_for("the first 100 events exported", &|| log.exists() && counts(&lake).0 == 100);
     server.kill();
     wait_for("the outage told", &|| said.lock().unwrap().contains("did not answer"));
     server.restart();

@@ -35,7 +35,9 @@ fn a_lake_on_s3_imports_queries_analyzes_and_reports_as_a_directory_does() {
     tracelake_ok(&["import", "--lake", &local, &generated, &airline]);
     let imported = s3.ok(&["import", "--lake", &remote, &generated, &airline]);
     assert!(imported.contains("events"), "{imported}");
-    assert!(s3.keys("traces/a/_state/").contains(&"traces/a/_state/manifest.json".to_owned()));
+    assert!(!s3.keys("traces/a/events/_delta_log/").is_empty(), "the events log holds the commits");
+    let state = s3.keys("traces/a/_state/");
+    assert!(state.len() == 1 && state[0].starts_with("traces/a/_state/state-"), "one state file, the one committed last: {state:?}");
     assert!(s3.keys("traces/a/events/").iter().all(|k| k.ends_with(".parquet") || k.starts_with("traces/a/events/_delta_log/")));
 
     let expected = counts(&sql_rows(&local, COUNTS));
@@ -189,7 +191,7 @@ fn export_to_s3_killed_at_any_point_then_rerun_gives_every_event_exactly_once() 
         std::thread::sleep(Duration::from_millis(delay_ms));
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
-        let exists = !s3.keys("exported/_state/manifest.json").is_empty();
+        let exists = !s3.keys("exported/events/_delta_log/").is_empty();
         let (rows, distinct) = if exists { counts(&s3.sql_rows(&lake, seqs)) } else { (0, 0) };
         assert_eq!(rows, distinct, "no duplicate after a kill at {delay_ms} ms");
         progress.push(rows);
