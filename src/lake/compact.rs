@@ -251,9 +251,9 @@ fn conform(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, LakeEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lake::state_log;
     use crate::lake::event_sink::EventSink;
     use crate::lake::history::{AsOf, lake_as_of, vacuum};
+    use crate::lake::state_log;
     use crate::model::event::{Event, Schema};
     use datafusion::arrow::array::AsArray;
     use datafusion::arrow::datatypes::TimestampMillisecondType;

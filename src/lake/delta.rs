@@ -221,7 +221,12 @@ async fn append(log_store: &LogStoreRef, table: Table, before: &Manifest, after:
 
 /// The `add` and `remove` actions that take a table's files from those `before` names to
 /// those `after` names.
-pub(super) async fn changes(log_store: &LogStoreRef, table: Table, before: &Manifest, after: &Manifest) -> Result<Vec<Action>, DeltaTableError> {
+pub(super) async fn changes(
+    log_store: &LogStoreRef,
+    table: Table,
+    before: &Manifest,
+    after: &Manifest,
+) -> Result<Vec<Action>, DeltaTableError> {
     let (old, new) = (table_relative(before, table), table_relative(after, table));
     let added: Vec<String> = new.difference(&old).map(|f| (*f).to_owned()).collect();
     let now = chrono::Utc::now().timestamp_millis();
@@ -331,7 +336,12 @@ pub(super) fn lost_the_race(error: &DeltaTableError) -> bool {
 }
 
 /// Makes the table's log: version 0 with the table's columns and `adds`.
-pub(super) async fn create(log_store: &LogStoreRef, table: Table, adds: Vec<Action>, properties: CommitProperties) -> Result<(), DeltaTableError> {
+pub(super) async fn create(
+    log_store: &LogStoreRef,
+    table: Table,
+    adds: Vec<Action>,
+    properties: CommitProperties,
+) -> Result<(), DeltaTableError> {
     CreateBuilder::new()
         .with_log_store(log_store.clone())
         .with_table_name(table.dir_name())

@@ -134,7 +134,9 @@ impl Lake {
         if let Some(remote) = &self.remote {
             return block_on(async { Ok(remote.any_under(EVENTS_LOG).await? || remote.read(LEGACY_MANIFEST).await?.is_some()) });
         }
-        Ok(self.root.join(EVENTS_LOG).is_dir() || self.state_dir().is_dir() || Table::ALL.iter().any(|t| has_partition(&self.table_dir(*t))))
+        Ok(self.root.join(EVENTS_LOG).is_dir()
+            || self.state_dir().is_dir()
+            || Table::ALL.iter().any(|t| has_partition(&self.table_dir(*t))))
     }
 
     /// A path relative to the lake root, as stored in state files.

@@ -115,7 +115,8 @@ struct Pointer {
 async fn newest_pointer(lake: &Lake, log_store: &LogStoreRef, latest: u64) -> Result<Option<Pointer>, LakeError> {
     for version in (latest.saturating_sub(delta::CHECKPOINT_INTERVAL)..=latest).rev() {
         let Some(bytes) = log_store.read_commit_entry(version).await.map_err(read_error)? else { continue };
-        let corrupt = |source| LakeError::CorruptState { path: format!("{}/{EVENTS_LOG}/{version:020}.json", lake.location()).into(), source };
+        let corrupt =
+            |source| LakeError::CorruptState { path: format!("{}/{EVENTS_LOG}/{version:020}.json", lake.location()).into(), source };
         for line in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
             let action: serde_json::Value = serde_json::from_slice(line).map_err(corrupt)?;
             if let Some(pointer) = action.get("commitInfo").and_then(|info| info.get(STATE_KEY)) {
@@ -164,9 +165,12 @@ async fn latest_version(lake: &Lake, log_store: &LogStoreRef, known: Option<u64>
         None => delta::last_checkpoint(log_store).await.map_err(read_error)?,
     };
     let offset = Path::from(format!("_delta_log/{:020}", from.unwrap_or(0)));
-    let listed: Vec<_> = log_store.object_store(None).list_with_offset(Some(&Path::from("_delta_log")), &offset).try_collect().await.map_err(
-        |e| LakeError::ObjectStore { lake: lake.location(), key: EVENTS_LOG.into(), source: Box::new(e) },
-    )?;
+    let listed: Vec<_> = log_store
+        .object_store(None)
+        .list_with_offset(Some(&Path::from("_delta_log")), &offset)
+        .try_collect()
+        .await
+        .map_err(|e| LakeError::ObjectStore { lake: lake.location(), key: EVENTS_LOG.into(), source: Box::new(e) })?;
     let commits = listed.iter().filter_map(|meta| meta.location.filename()?.strip_suffix(".json")?.parse::<u64>().ok());
     Ok(commits.max().or(from))
 }
@@ -186,7 +190,9 @@ pub async fn legacy_manifest(lake: &Lake) -> Result<Option<Manifest>, LakeError>
     };
     let Some(bytes) = bytes else { return Ok(None) };
     let path = format!("{}/{LEGACY_MANIFEST}", lake.location());
-    serde_json::from_slice(&bytes).map(|m| Some(Manifest { exists: true, ..m })).map_err(|e| LakeError::CorruptState { path: path.into(), source: e })
+    serde_json::from_slice(&bytes)
+        .map(|m| Some(Manifest { exists: true, ..m }))
+        .map_err(|e| LakeError::CorruptState { path: path.into(), source: e })
 }
 
 /// Which files the version a commit writes changes: from those the state it read names
@@ -374,7 +380,11 @@ mod tests {
         begin(&lake).unwrap();
         commit_findings(&lake, 3);
         let commit = std::fs::read_to_string(dir.path().join(EVENTS_LOG).join(format!("{:020}.json", 1))).unwrap();
-        let info: serde_json::Value = commit.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).find_map(|a| a.get("commitInfo").cloned()).unwrap();
+        let info: serde_json::Value = commit
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find_map(|a| a.get("commitInfo").cloned())
+            .unwrap();
         assert_eq!(info[STATE_KEY]["revision"], 1);
         let state_file = info[STATE_KEY]["state"].as_str().unwrap();
         assert!(state_file.starts_with("_state/state-00000000000000000001-"), "{state_file}");

@@ -77,11 +77,14 @@ pub fn parquet_files(dir: &Path) -> Vec<PathBuf> {
 /// newest version of the events table's Delta log points to; `None` before the first commit.
 pub fn lake_state(lake: &Path) -> Option<Value> {
     let log = lake.join("events/_delta_log");
-    let versions = std::fs::read_dir(&log).ok()?.flatten().filter_map(|e| e.file_name().to_str()?.strip_suffix(".json")?.parse::<u64>().ok());
+    let versions =
+        std::fs::read_dir(&log).ok()?.flatten().filter_map(|e| e.file_name().to_str()?.strip_suffix(".json")?.parse::<u64>().ok());
     let latest = versions.max()?;
     let commit = std::fs::read_to_string(log.join(format!("{latest:020}.json"))).ok()?;
-    let pointer =
-        commit.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).find_map(|action| action.get("commitInfo")?.get("tracelake").cloned())?;
+    let pointer = commit
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|action| action.get("commitInfo")?.get("tracelake").cloned())?;
     // A later commit may have replaced it meanwhile: then there is no state to read here.
     serde_json::from_slice(&std::fs::read(lake.join(pointer["state"].as_str()?)).ok()?).ok()
 }

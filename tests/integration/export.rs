@@ -4,7 +4,6 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-
 use crate::common::{lake_state, sql_rows, tracelake, tracelake_ok};
 use crate::delta::delta_event_rows;
 use crate::nats_server::NatsServer;
