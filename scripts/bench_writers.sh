@@ -47,6 +47,8 @@ for round in $(seq "$rounds"); do
         for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break; sleep 0.1; done
         "$load" --url "http://127.0.0.1:$port" --seconds "$seconds" --rate 150000 --clients 64 > "$work/load.json"
         kill -TERM "$collector"; wait "$collector" || true
-        python3 -c "import json, sys; l = json.load(open(sys.argv[1])); print(f'collect {sys.argv[2]:<14} {l[\"spans_per_s\"]} spans/s acknowledged')" "$work/load.json" "$who"
+        log_kb=$(du -sk "$lake/events/_delta_log" | cut -f1) state_kb=$(du -sk "$lake/_state" | cut -f1)
+        python3 -c "import json, sys; l = json.load(open(sys.argv[1])); print(f'collect {sys.argv[2]:<14} {l[\"spans_per_s\"]} spans/s acknowledged, events log {sys.argv[3]} kB, _state {sys.argv[4]} kB')" \
+            "$work/load.json" "$who" "$log_kb" "$state_kb"
     done
 done

@@ -218,7 +218,7 @@ pub fn upgrade(lake: &Lake) -> Result<Option<Manifest>, LakeError> {
         return Err(LakeError::Concurrent { lake: lake.location(), run: "upgrade" });
     }
     delta::sync_all(lake, &after)?;
-    let upgraded = format!("{}.upgraded", LEGACY_MANIFEST);
+    let upgraded = format!("{LEGACY_MANIFEST}.upgraded");
     match lake.remote() {
         Some(remote) => block_on(remote.rename(LEGACY_MANIFEST, &upgraded))?,
         None => fs::rename(lake.root().join(LEGACY_MANIFEST), lake.root().join(&upgraded))

@@ -274,7 +274,7 @@ pub(super) async fn changes_from_log(
 
 /// Writes the checkpoint readers start from at every [`CHECKPOINT_INTERVAL`]th version.
 pub(super) async fn checkpoint_if_due(log_store: &LogStoreRef, version: u64) -> Result<(), DeltaTableError> {
-    if version % CHECKPOINT_INTERVAL == 0 {
+    if version.is_multiple_of(CHECKPOINT_INTERVAL) {
         let mut delta = DeltaTable::new(log_store.clone());
         delta.load_version(version).await?;
         checkpoints::create_checkpoint(&delta, None).await?;
