@@ -221,8 +221,12 @@ pub fn upgrade(lake: &Lake) -> Result<Option<Manifest>, LakeError> {
     let upgraded = format!("{LEGACY_MANIFEST}.upgraded");
     match lake.remote() {
         Some(remote) => block_on(remote.rename(LEGACY_MANIFEST, &upgraded))?,
-        None => fs::rename(lake.root().join(LEGACY_MANIFEST), lake.root().join(&upgraded))
-            .map_err(|e| LakeError::io(&lake.root().join(&upgraded), e))?,
+        None => {
+            fs::rename(lake.root().join(LEGACY_MANIFEST), lake.root().join(&upgraded))
+                .map_err(|e| LakeError::io(&lake.root().join(&upgraded), e))?;
+            // The commit lock of earlier releases, which no commit takes any more.
+            let _ = fs::remove_file(lake.state_dir().join("lock"));
+        }
     }
     Ok(Some(state_log::load(lake)?))
 }

@@ -451,12 +451,14 @@ mod tests {
         let legacy = serde_json::json!({"version": 1, "revision": 7, "imports": [], "processingState": {
             "lastProcessedTs": 0, "lastProcessedSeq": 0, "totalEventsProcessed": 10, "totalFindings": 2, "updatedAt": ""}});
         std::fs::write(dir.path().join(LEGACY_MANIFEST), legacy.to_string()).unwrap();
+        std::fs::write(dir.path().join("_state/lock"), b"").unwrap();
         let refused = load(&lake).unwrap_err().to_string();
         assert!(refused.contains("run `tracelake upgrade --lake "), "{refused}");
         let upgraded = upgrade(&lake).unwrap().expect("there was a state to move");
         assert_eq!((upgraded.revision, upgraded.processing_state.total_findings), (8, 2));
         assert!(!dir.path().join(LEGACY_MANIFEST).exists());
         assert!(dir.path().join("_state/manifest.json.upgraded").exists());
+        assert!(!dir.path().join("_state/lock").exists(), "nor the commit lock of earlier releases");
         forget(&lake);
         assert_eq!(load(&lake).unwrap().processing_state.total_events_processed, 10);
         assert!(upgrade(&lake).unwrap().is_none(), "once");
