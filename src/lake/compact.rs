@@ -2,7 +2,7 @@
 //!
 //! `collect` commits a file per request batch and a frequent `export` one per run, so a
 //! day's partition can hold thousands of small files that every query lists and opens.
-//! Compaction merges, within each partition, the files that one record of the manifest
+//! Compaction merges, within each partition, the files that one record of the lake's state
 //! owns (the collector's, the export's, one import's, the analyses'), so that a re-import
 //! with `--force` or a full analysis still replaces exactly its own rows. Files an
 //! analysis has read are merged apart from those it has not, so that the next `analyze`
@@ -44,7 +44,7 @@ pub struct CompactSummary {
     pub rows: u64,
 }
 
-/// The record of the manifest that owns a file list.
+/// The record of the lake's state that owns a file list.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Owner {
     Import(String),

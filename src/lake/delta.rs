@@ -41,7 +41,7 @@ use super::remote::block_on;
 use super::schema::{PARTITION_COLUMN, file_schema};
 use super::state::Manifest;
 
-/// The application id of the `txn` whose version is the manifest revision a log is at.
+/// The application id of the `txn` whose version is the lake's revision a log is at.
 pub const APP_ID: &str = "tracelake";
 
 /// How many times a sync reads a log again after another writer took its next version.
@@ -54,7 +54,7 @@ pub(super) const CHECKPOINT_INTERVAL: u64 = 100;
 const HEADS: usize = 16;
 
 /// Brings the logs of the tables whose files differ between `before` and `after` (the
-/// manifest as committed) in step with `after`.
+/// state as committed) in step with `after`.
 pub fn sync_changed(lake: &Lake, before: &Manifest, after: &Manifest) -> Result<(), LakeError> {
     let changed: Vec<Table> = followers().filter(|t| before.table_files(*t) != after.table_files(*t)).collect();
     sync(lake, after, &changed, Order::Revision, Some(before))
@@ -78,14 +78,14 @@ fn followers() -> impl Iterator<Item = Table> {
     Table::ALL.into_iter().filter(|t| *t != Table::Events)
 }
 
-/// Whether a log that holds a later manifest revision is left as it is.
+/// Whether a log that holds a later revision is left as it is.
 #[derive(Clone, Copy, PartialEq)]
 enum Order {
     Revision,
     Overrule,
 }
 
-/// Brings the logs of `tables` in step with `manifest`; with the manifest it replaced
+/// Brings the logs of `tables` in step with `manifest`; with the state it replaced
 /// (`before`), a log this process wrote last is appended to without being read.
 fn sync(lake: &Lake, manifest: &Manifest, tables: &[Table], order: Order, before: Option<&Manifest>) -> Result<(), LakeError> {
     if tables.is_empty() {
@@ -174,7 +174,7 @@ async fn sync_table(lake: &Lake, manifest: &Manifest, table: Table, order: Order
 }
 
 /// What this process knows of a table's log, by table URL: the version it last read or
-/// wrote, and the manifest revision that version holds.
+/// wrote, and the revision that version holds.
 #[derive(Clone, Copy)]
 struct Known {
     version: u64,
@@ -310,7 +310,7 @@ pub(super) fn write_operation(replaces: bool) -> DeltaOperation {
     }
 }
 
-/// The manifest's revision, as a `txn` version.
+/// The lake's revision, as a `txn` version.
 fn revision_of(manifest: &Manifest) -> i64 {
     i64::try_from(manifest.revision).unwrap_or(i64::MAX)
 }

@@ -105,7 +105,7 @@ pub struct TableAsOf {
     pub bytes: u64,
 }
 
-/// Every table of the lake, whose manifest is `manifest`, as of `as_of`.
+/// Every table of the lake, whose state is `manifest`, as of `as_of`.
 fn tables_as_of(lake: &Lake, manifest: &Manifest, as_of: AsOf) -> Result<Vec<TableAsOf>, LakeError> {
     let refused = |problem: String| Err(LakeError::AsOf { as_of: as_of.to_string(), problem });
     match as_of {

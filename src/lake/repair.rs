@@ -27,7 +27,7 @@ use super::{Lake, LakeError, Table};
 #[derive(Debug, Default)]
 pub struct RepairPlan {
     pub manifest_missing: bool,
-    /// Files the manifest names that are not there.
+    /// Committed files that are not there.
     pub missing: Vec<String>,
     /// Data files that do not read as Parquet.
     pub unreadable: Vec<(String, ParquetError)>,
@@ -62,7 +62,7 @@ pub fn plan_repair(lake: &Lake) -> Result<(Manifest, RepairPlan), LakeError> {
     };
     plan.missing.sort();
     // Files a commit replaced are kept for time travel: never adopted again. The logs know
-    // them also when the manifest is lost.
+    // them also when the state is lost.
     let mut replaced: HashSet<String> = manifest.removed.iter().cloned().collect();
     replaced.extend(delta::removed_files(lake)?);
     let gone = gone_writer_ids(lake)?;

@@ -235,7 +235,7 @@ impl Manifest {
         count
     }
 
-    /// Adds to `removed` the files `before` committed that this manifest no longer names.
+    /// Adds to `removed` the files `before` committed that this state no longer names.
     pub fn keep_removed(&mut self, before: &Manifest) {
         let now = self.committed_files();
         let mut gone: Vec<String> = before.committed_files().into_iter().filter(|f| !now.contains(f)).map(str::to_owned).collect();

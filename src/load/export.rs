@@ -2,8 +2,8 @@
 //!
 //! Messages are read in stream order from just after the cursor. Every commit writes the
 //! buffered events as Parquet files (fsynced, renamed into place) and then, in one atomic
-//! manifest write, names those files and moves the cursor to the last sequence they hold.
-//! A crash before the manifest write leaves only uncommitted files, which the next writer
+//! commit, names those files and moves the cursor to the last sequence they hold.
+//! A crash before the commit leaves only uncommitted files, which the next writer
 //! removes; the next run starts again after the old cursor. So every event lands once.
 
 use std::collections::BTreeMap;

@@ -2,7 +2,7 @@
 //!
 //! A reader thread splits the input into chunks of lines, decoder threads normalize and
 //! redact them, and the calling thread buffers and writes the Parquet files. The import
-//! is committed (its files named in the manifest) only at the end, so a crash leaves
+//! is committed (its files named by the lake's state) only at the end, so a crash leaves
 //! nothing behind that the next writer does not sweep away.
 
 use std::collections::BTreeMap;
@@ -213,7 +213,7 @@ fn open_reader(source: &ImportSource, from: u64) -> Result<Box<dyn Read + Send>,
 }
 
 /// Commits the import's record, and so its files, in place of an earlier import of the
-/// same content. `read` is the manifest the import started from.
+/// same content. `read` is the state the import started from.
 fn commit_record(lake: &Lake, read: &Manifest, record: ImportRecord) -> Result<(), LakeError> {
     let read_from = last_import_of(read, record.path.as_deref());
     commit(lake, |manifest| {

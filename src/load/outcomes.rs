@@ -1,5 +1,5 @@
 //! Importing a file of session outcomes into the lake's `outcomes` table, committed like
-//! every other write: a file under a writer id, named in the manifest under the lock.
+//! every other write: a file under a writer id, named by the commit that makes it count.
 
 use sha2::{Digest, Sha256};
 
