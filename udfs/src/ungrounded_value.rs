@@ -80,7 +80,42 @@ const MONTHS: [&str; 12] =
 /// A number as written (`1,234.50`) in hundredths, so that `$54.20` and `54.2` are one
 /// value.
 fn cents(text: &str) -> Option<i64> {
-    hundredths(text.replace(',', "").parse().ok()?)
+    let number = if text.contains(',') { text.replace(',', "").parse() } else { text.parse() };
+    hundredths(number.ok()?)
+}
+
+/// The numbers [`NUMBER`] finds in `text`, in hundredths. ASCII text, nearly all of it,
+/// is scanned by hand: a session's every result and message passes here, and the regex's
+/// search costs several times the scan.
+fn numbers_in(text: &str, into: &mut impl Extend<i64>) {
+    if !text.is_ascii() {
+        into.extend(NUMBER.find_iter(text).filter_map(|m| cents(m.as_str())));
+        return;
+    }
+    let bytes = text.as_bytes();
+    let digit = |i: usize| bytes.get(i).is_some_and(u8::is_ascii_digit);
+    let mut i = 0;
+    while i < bytes.len() {
+        if !digit(i) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while digit(i) {
+            i += 1;
+        }
+        // `(?:,\d{3})*`: a group needs three digits after its comma, and nothing after them.
+        while bytes.get(i) == Some(&b',') && digit(i + 1) && digit(i + 2) && digit(i + 3) {
+            i += 4;
+        }
+        if bytes.get(i) == Some(&b'.') && digit(i + 1) {
+            i += 1;
+            while digit(i) {
+                i += 1;
+            }
+        }
+        into.extend(cents(&text[start..i]));
+    }
 }
 
 /// What a session has given so far.
@@ -98,7 +133,7 @@ struct Grounds {
 impl Grounds {
     fn add(&mut self, text: &str) {
         self.text.push_str(&words(text));
-        self.numbers.extend(NUMBER.find_iter(text).filter_map(|m| cents(m.as_str())));
+        numbers_in(text, &mut self.numbers);
     }
 
     fn number_is_grounded(&self, value: i64, with_arguments: bool) -> bool {
@@ -275,7 +310,7 @@ fn take_in(grounds: &mut Grounds, pending: &mut Vec<usize>, columns: &Columns) -
     for i in pending.drain(..) {
         if string_at(columns.types, i)? == Some("tool.call") {
             if let Some(text) = string_at(columns.params, i)? {
-                grounds.argument_numbers.extend(NUMBER.find_iter(text).filter_map(|m| cents(m.as_str())));
+                numbers_in(text, &mut grounds.argument_numbers);
             }
             continue;
         }
@@ -301,6 +336,33 @@ mod tests {
         let values = session_rows(events, &[|t| t.starts_with("msg"), |t| t == "tool.call", |t| t == "tool.result", |_| false]);
         let out = UngroundedValueEvaluator.evaluate_all(&values, n).unwrap();
         out.as_string::<i32>().iter().map(|v| v.map(str::to_owned)).collect()
+    }
+
+    #[test]
+    fn the_scan_of_ascii_text_finds_the_numbers_the_regex_finds() {
+        let by_regex = |text: &str| NUMBER.find_iter(text).filter_map(|m| cents(m.as_str())).collect::<Vec<_>>();
+        let by_scan = |text: &str| {
+            let mut found = Vec::new();
+            numbers_in(text, &mut found);
+            found
+        };
+        let fixed = ["1,234.50", "1,2345", "12,345.67.89", "a1,23b", "3.", ".5", "1,234,567", "x 007,000.1", "9,99,999", "１２3 ٣4"];
+        // Texts made of the characters numbers are made of, from a fixed seed.
+        let alphabet: Vec<char> = "0123456789,.,. a$-".chars().collect();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let random = (0..5000).map(|_| {
+            let mut text = String::new();
+            for _ in 0..(seed % 24) {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                text.push(alphabet[(seed % alphabet.len() as u64) as usize]);
+            }
+            text
+        });
+        for text in fixed.iter().map(|t| (*t).to_owned()).chain(random) {
+            assert_eq!(by_scan(&text), by_regex(&text), "{text:?}");
+        }
     }
 
     #[test]
