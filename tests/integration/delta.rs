@@ -101,7 +101,7 @@ fn a_delta_reader_sees_every_table_with_exactly_the_rows_tracelake_returns() {
 
 /// A lake as an earlier release left it: its state in `_state/manifest.json`, and its
 /// tables' logs (`with_logs`, as the release before this one wrote them) or none.
-fn earlier_release_lake(dir: &Path, with_logs: bool) -> String {
+pub fn earlier_release_lake(dir: &Path, with_logs: bool) -> String {
     let lake = dir.join("lake").display().to_string();
     tracelake_ok(&["import", "--lake", &lake, realworld("tau-retail.events.jsonl").to_str().unwrap()]);
     tracelake_ok(&["analyze", "--lake", &lake]);

@@ -115,6 +115,29 @@ fn a_lake_on_s3_imports_queries_analyzes_and_reports_as_a_directory_does() {
 }
 
 #[test]
+fn a_lake_of_an_earlier_release_on_s3_is_upgraded_in_place() {
+    let s3 = S3Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    crate::delta::earlier_release_lake(dir.path(), false);
+    s3.upload_dir(&dir.path().join("lake"), "old");
+    let remote = s3.lake("old");
+    let refused = s3.run(&["status", "--lake", &remote]);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && said.contains(&format!("run `tracelake upgrade --lake {remote}`")), "{said}");
+
+    let upgraded = s3.ok(&["upgrade", "--lake", &remote]);
+    assert!(upgraded.contains("events           Delta version 0, "), "{upgraded}");
+    let state = s3.keys("old/_state/");
+    assert!(
+        state.contains(&"old/_state/manifest.json.upgraded".to_owned()) && !state.contains(&"old/_state/manifest.json".to_owned()),
+        "{state:?}"
+    );
+    let counts = s3.sql_rows(&remote, "SELECT (SELECT count(*) FROM events) AS events, (SELECT count(*) FROM findings) AS findings");
+    assert_eq!((counts[0]["events"].as_u64(), counts[0]["findings"].as_u64()), (Some(3160), Some(37)), "the rows it had");
+    assert!(s3.ok(&["upgrade", "--lake", &remote]).contains("nothing to upgrade"));
+}
+
+#[test]
 fn a_missing_s3_lake_and_a_repair_on_s3_are_clear_errors() {
     let s3 = S3Server::start();
     let out = s3.run(&["sql", "--lake", &s3.lake("nothing-here"), "SELECT 1"]);

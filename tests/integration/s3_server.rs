@@ -84,6 +84,24 @@ impl S3Server {
         crate::common::json_lines(&self.ok(&["sql", "--lake", lake, "--format", "ndjson", query]))
     }
 
+    /// Uploads every file under the local directory `dir` to `prefix`, at the same relative paths.
+    pub fn upload_dir(&self, dir: &std::path::Path, prefix: &str) {
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for entry in std::fs::read_dir(&d).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                let relative = path.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+                let body = std::fs::read(&path).unwrap();
+                let sent = send(self.port, "PUT", &format!("/{BUCKET}/{prefix}/{relative}"), &body);
+                assert!(sent.is_some(), "uploading {relative}");
+            }
+        }
+    }
+
     /// The keys under `prefix` in the bucket.
     pub fn keys(&self, prefix: &str) -> Vec<String> {
         let body = request(self.port, "GET", &format!("/{BUCKET}?list-type=2&prefix={prefix}")).unwrap_or_default();
@@ -101,9 +119,16 @@ impl Drop for S3Server {
 /// A bare HTTP/1.1 request with no body (moto does not check signatures); the response
 /// body when the status is 2xx.
 fn request(port: u16, method: &str, path: &str) -> Option<String> {
+    send(port, method, path, &[])
+}
+
+/// A bare HTTP/1.1 request with `body`; the response body when the status is 2xx.
+fn send(port: u16, method: &str, path: &str, body: &[u8]) -> Option<String> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    write!(stream, "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").ok()?;
+    let length = body.len();
+    write!(stream, "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n").ok()?;
+    stream.write_all(body).ok()?;
     let mut response = String::new();
     stream.read_to_string(&mut response).ok()?;
     let status = response.split(' ').nth(1)?;
