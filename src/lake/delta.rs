@@ -25,6 +25,7 @@ use deltalake_core::kernel::{Action, Add, DataType, Remove, StructField, StructT
 use deltalake_core::logstore::{CommitOrBytes, LogStoreRef, StorageConfig, default_logstore};
 use deltalake_core::operations::create::CreateBuilder;
 use deltalake_core::protocol::{DeltaOperation, SaveMode};
+use deltalake_core::table::state::DeltaTableState;
 use deltalake_core::{DeltaTable, DeltaTableError, TableProperty};
 use futures::future::try_join_all;
 use futures::{StreamExt, TryStreamExt};
@@ -138,16 +139,7 @@ async fn sync_table(lake: &Lake, manifest: &Manifest, table: Table, order: Order
             remember(&log_store, Known { version: snapshot.version(), revision: at });
             return Ok(());
         }
-        let mut have = HashSet::new();
-        let mut removes = Vec::new();
-        for file in snapshot.log_data().iter() {
-            if want.contains(file.path().as_ref()) {
-                have.insert(file.path().into_owned());
-            } else {
-                removes.push(Action::Remove(file.remove_action(true)));
-            }
-        }
-        let added: Vec<String> = want.iter().filter(|f| !have.contains(**f)).map(|f| (*f).to_owned()).collect();
+        let (added, removes) = difference(Some(snapshot), &want);
         if added.is_empty() && removes.is_empty() {
             remember(&log_store, Known { version: snapshot.version(), revision });
             return Ok(());
@@ -252,13 +244,23 @@ pub(super) async fn changes_from_log(
     version: Option<u64>,
     after: &Manifest,
 ) -> Result<Vec<Action>, DeltaTableError> {
-    let want = table_relative(after, table);
+    let mut delta = DeltaTable::new(log_store.clone());
+    if let Some(version) = version {
+        delta.load_version(version).await?;
+    }
+    let (added, removes) = difference(version.map(|_| delta.snapshot()).transpose()?, &table_relative(after, table));
+    let mut actions = adds(log_store, added).await?;
+    actions.extend(removes);
+    Ok(actions)
+}
+
+/// The files of `want` that a log's `snapshot` (none: an empty log) lacks, and the
+/// `remove` actions of those it has that `want` does not name.
+fn difference(snapshot: Option<&DeltaTableState>, want: &HashSet<&str>) -> (Vec<String>, Vec<Action>) {
     let mut have = HashSet::new();
     let mut removes = Vec::new();
-    if let Some(version) = version {
-        let mut delta = DeltaTable::new(log_store.clone());
-        delta.load_version(version).await?;
-        for file in delta.snapshot()?.log_data().iter() {
+    if let Some(snapshot) = snapshot {
+        for file in snapshot.log_data().iter() {
             if want.contains(file.path().as_ref()) {
                 have.insert(file.path().into_owned());
             } else {
@@ -266,10 +268,8 @@ pub(super) async fn changes_from_log(
             }
         }
     }
-    let added: Vec<String> = want.iter().filter(|f| !have.contains(**f)).map(|f| (*f).to_owned()).collect();
-    let mut actions = adds(log_store, added).await?;
-    actions.extend(removes);
-    Ok(actions)
+    let added = want.iter().filter(|f| !have.contains(**f)).map(|f| (*f).to_owned()).collect();
+    (added, removes)
 }
 
 /// Writes the checkpoint readers start from at every [`CHECKPOINT_INTERVAL`]th version.

@@ -22,6 +22,7 @@ use object_store::path::Path;
 use super::commit::{begin, commit};
 use super::delta::{self, APP_ID};
 use super::layout::partition_value;
+use super::objects;
 use super::remote::block_on;
 use super::sizes::{TableSize, stored_files};
 use super::state::{AnalysisRecord, Manifest};
@@ -323,20 +324,7 @@ fn date_of(file: &str) -> Option<&str> {
 /// Deletes files of the lake (relative paths); one that is gone already is no error.
 async fn delete(lake: &Lake, files: &[String]) -> Result<(), LakeError> {
     for file in files {
-        match lake.remote() {
-            Some(remote) => match remote.store().delete(&remote.key(file)).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(LakeError::ObjectStore { lake: lake.location(), key: file.clone(), source: Box::new(e) }),
-            },
-            None => {
-                let path = lake.root().join(file);
-                match std::fs::remove_file(&path) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(LakeError::io(&path, e)),
-                }
-            }
-        }
+        objects::delete(lake, file).await?;
     }
     Ok(())
 }

@@ -9,6 +9,7 @@ pub mod history;
 pub mod holder;
 pub mod layout;
 pub mod live_writers;
+pub mod objects;
 pub mod parquet_files;
 pub mod remote;
 pub mod repair;

@@ -24,8 +24,9 @@ use uuid::Uuid;
 
 use super::delta::{self, APP_ID};
 use super::layout::{EVENTS_LOG, LEGACY_MANIFEST, Lake, Table};
+use super::objects;
 use super::remote::block_on;
-use super::state::{Manifest, write_atomic};
+use super::state::Manifest;
 use super::{Damage, LakeError};
 
 /// The key of the state in a version's `commitInfo`.
@@ -79,7 +80,7 @@ async fn read(lake: &Lake) -> Result<Manifest, LakeError> {
             return Ok(last);
         }
         let Some(pointer) = newest_pointer(lake, &log_store, latest).await? else { break };
-        let Some(bytes) = get_object(lake, &pointer.state).await? else {
+        let Some(bytes) = objects::read(lake, &pointer.state).await? else {
             gone = Some(pointer.state);
             continue;
         };
@@ -147,23 +148,21 @@ fn remember(log_store: &LogStoreRef, state: &Manifest) {
 /// starts there: on a disk version after version (a listing reads the whole directory), on
 /// object storage by listing what follows.
 async fn latest_version(lake: &Lake, log_store: &LogStoreRef, known: Option<u64>) -> Result<Option<u64>, LakeError> {
+    let log = lake.root().join(EVENTS_LOG);
+    let committed = |version: u64| log.join(format!("{version:020}.json")).is_file();
+    // A local lake made again at the same path does not have the version known.
+    let known = if lake.remote().is_none() { known.filter(|v| committed(*v)) } else { known };
+    let from = match known {
+        Some(known) => Some(known),
+        None => delta::last_checkpoint(log_store).await.map_err(read_error)?,
+    };
     if lake.remote().is_none() {
-        let log = lake.root().join(EVENTS_LOG);
-        let committed = |version: u64| log.join(format!("{version:020}.json")).is_file();
-        // A lake made again at the same path does not have the version known.
-        let mut latest = match known.filter(|v| committed(*v)) {
-            Some(known) => Some(known),
-            None => delta::last_checkpoint(log_store).await.map_err(read_error)?,
-        };
+        let mut latest = from;
         while committed(latest.map_or(0, |v| v + 1)) {
             latest = Some(latest.map_or(0, |v| v + 1));
         }
         return Ok(latest);
     }
-    let from = match known {
-        Some(known) => Some(known),
-        None => delta::last_checkpoint(log_store).await.map_err(read_error)?,
-    };
     let offset = Path::from(format!("_delta_log/{:020}", from.unwrap_or(0)));
     let listed: Vec<_> = log_store
         .object_store(None)
@@ -177,18 +176,7 @@ async fn latest_version(lake: &Lake, log_store: &LogStoreRef, known: Option<u64>
 
 /// The state a lake made before the state moved into the events log kept, if it has one.
 pub async fn legacy_manifest(lake: &Lake) -> Result<Option<Manifest>, LakeError> {
-    let bytes = match lake.remote() {
-        Some(remote) => remote.read(LEGACY_MANIFEST).await?,
-        None => {
-            let path = lake.root().join(LEGACY_MANIFEST);
-            match std::fs::read(&path) {
-                Ok(bytes) => Some(bytes),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                Err(e) => return Err(LakeError::io(&path, e)),
-            }
-        }
-    };
-    let Some(bytes) = bytes else { return Ok(None) };
+    let Some(bytes) = objects::read(lake, LEGACY_MANIFEST).await? else { return Ok(None) };
     let path = format!("{}/{LEGACY_MANIFEST}", lake.location());
     serde_json::from_slice(&bytes)
         .map(|m| Some(Manifest { exists: true, ..m }))
@@ -219,7 +207,7 @@ pub fn write(lake: &Lake, before: &Manifest, after: &Manifest, base: Base) -> Re
             Base::Log => delta::changes_from_log(&log_store, Table::Events, before.log_version, after).await.map_err(error)?,
         };
         let state_file = format!("_state/state-{:020}-{}.json", after.revision, Uuid::new_v4().simple());
-        put_object(lake, &state_file, serde_json::to_vec(after).expect("state serializes")).await?;
+        objects::write(lake, &state_file, serde_json::to_vec(after).expect("state serializes")).await?;
         let pointer = Pointer { revision: after.revision, state: state_file.clone() };
         let metadata = HashMap::from([(STATE_KEY.to_owned(), serde_json::to_value(&pointer).expect("a pointer serializes"))]);
         // An upgrade or a repair names every import and the export cursor anew.
@@ -265,11 +253,11 @@ async fn settle(
     won: bool,
 ) -> Result<bool, LakeError> {
     if !won {
-        delete_object(lake, &state_file).await?;
+        objects::delete(lake, &state_file).await?;
         return Ok(false);
     }
     if let Some(replaced) = &before.state_file {
-        delete_object(lake, replaced).await?;
+        objects::delete(lake, replaced).await?;
     }
     remember(log_store, &Manifest { exists: true, log_version: Some(version), state_file: Some(state_file), ..after.clone() });
     Ok(true)
@@ -292,45 +280,12 @@ pub fn sweep_state_files(lake: &Lake, state: &Manifest) -> Result<usize, LakeErr
         for file in listed {
             let revision = file.strip_prefix("_state/state-").and_then(|rest| rest.get(..20)).and_then(|r| r.parse::<u64>().ok());
             if revision.is_some_and(|r| r < state.revision) && state.state_file.as_deref() != Some(file.as_str()) {
-                delete_object(lake, &file).await?;
+                objects::delete(lake, &file).await?;
                 swept += 1;
             }
         }
         Ok(swept)
     })
-}
-
-/// A small file of the lake by relative path, `None` when absent.
-async fn get_object(lake: &Lake, relative: &str) -> Result<Option<Vec<u8>>, LakeError> {
-    if let Some(remote) = lake.remote() {
-        return remote.read(relative).await;
-    }
-    let path = lake.root().join(relative);
-    match std::fs::read(&path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(LakeError::io(&path, e)),
-    }
-}
-
-/// Writes a small file of the lake whole: a reader never sees part of it.
-async fn put_object(lake: &Lake, relative: &str, bytes: Vec<u8>) -> Result<(), LakeError> {
-    match lake.remote() {
-        Some(remote) => remote.create(relative, bytes).await.map(drop),
-        None => write_atomic(&lake.root().join(relative), &bytes),
-    }
-}
-
-/// Deletes a small file of the lake; one that is gone already is no error.
-async fn delete_object(lake: &Lake, relative: &str) -> Result<(), LakeError> {
-    if let Some(remote) = lake.remote() {
-        return remote.delete(relative).await;
-    }
-    let path = lake.root().join(relative);
-    match std::fs::remove_file(&path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(LakeError::io(&path, e)),
-        _ => Ok(()),
-    }
 }
 
 /// The `txn`s of a commit: the lake's revision, and where the export cursor moved or an
