@@ -20,7 +20,7 @@ measure() {  # label, cores, command…
     local label="$1" n="$2"; shift 2
     /usr/bin/time -f "%e %U %S %M" -o "$work/time.log" taskset -c "0-$((n - 1))" "$@" > /dev/null
     read -r secs user sys kb < "$work/time.log"
-    awk -v l="$label" -v c="$n" -v s="$secs" -v cpu="$(echo "$user + $sys" | bc)" -v kb="$kb" -v e="$events" \
+    awk -v l="$label" -v c="$n" -v s="$secs" -v cpu="$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" -v kb="$kb" -v e="$events" \
         'BEGIN { printf "%-10s %2d cores %8.2f s %10.0f events/s %7.1f s CPU %7.0f MB peak RSS\n", l, c, s, e / s, cpu, kb / 1024 }'
 }
 
