@@ -197,16 +197,32 @@ async fn append(log_store: &LogStoreRef, table: Table, before: &Manifest, after:
         return Ok(false);
     }
     let actions = changes(log_store, table, before, after).await?;
-    let replaces = actions.iter().any(|a| matches!(a, Action::Remove(_)));
     let version = known.version + 1;
     let txn = Transaction::new(APP_ID, revision_of(after));
-    let bytes = CommitData::new(actions, write_operation(replaces), HashMap::new(), vec![txn]).get_bytes()?;
+    if !write_version(log_store, version, actions, HashMap::new(), vec![txn]).await? {
+        return Ok(false);
+    }
+    remember(log_store, Known { version, revision: revision_of(after) });
+    Ok(true)
+}
+
+/// Writes `actions` as `version` of the log, create-if-absent, with `metadata` in its
+/// `commitInfo` and the `txns`, then the checkpoint when one is due. Returns `false`,
+/// having written nothing, when another writer took that version.
+pub(super) async fn write_version(
+    log_store: &LogStoreRef,
+    version: u64,
+    actions: Vec<Action>,
+    metadata: HashMap<String, serde_json::Value>,
+    txns: Vec<Transaction>,
+) -> Result<bool, DeltaTableError> {
+    let replaces = actions.iter().any(|a| matches!(a, Action::Remove(_)));
+    let bytes = CommitData::new(actions, write_operation(replaces), metadata, txns).get_bytes()?;
     match log_store.write_commit_entry(version, CommitOrBytes::LogBytes(bytes), Uuid::new_v4()).await {
         Ok(()) => {}
         Err(TransactionError::VersionAlreadyExists(_)) => return Ok(false),
         Err(e) => return Err(e.into()),
     }
-    remember(log_store, Known { version, revision: revision_of(after) });
     checkpoint_if_due(log_store, version).await?;
     Ok(true)
 }
@@ -273,7 +289,7 @@ fn difference(snapshot: Option<&DeltaTableState>, want: &HashSet<&str>) -> (Vec<
 }
 
 /// Writes the checkpoint readers start from at every [`CHECKPOINT_INTERVAL`]th version.
-pub(super) async fn checkpoint_if_due(log_store: &LogStoreRef, version: u64) -> Result<(), DeltaTableError> {
+async fn checkpoint_if_due(log_store: &LogStoreRef, version: u64) -> Result<(), DeltaTableError> {
     if version.is_multiple_of(CHECKPOINT_INTERVAL) {
         let mut delta = DeltaTable::new(log_store.clone());
         delta.load_version(version).await?;
@@ -302,7 +318,7 @@ pub(super) async fn last_checkpoint(log_store: &LogStoreRef) -> Result<Option<u6
 
 /// A commit's operation as the log records it: one that replaces files (a full analysis,
 /// a repair) overwrites part of the table.
-pub(super) fn write_operation(replaces: bool) -> DeltaOperation {
+fn write_operation(replaces: bool) -> DeltaOperation {
     DeltaOperation::Write {
         mode: if replaces { SaveMode::Overwrite } else { SaveMode::Append },
         partition_by: Some(vec![PARTITION_COLUMN.to_owned()]),

@@ -15,9 +15,9 @@ use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
 
 use deltalake_core::DeltaTableError;
-use deltalake_core::kernel::transaction::{CommitData, CommitProperties, TransactionError};
-use deltalake_core::kernel::{Action, Transaction};
-use deltalake_core::logstore::{CommitOrBytes, LogStoreRef};
+use deltalake_core::kernel::Transaction;
+use deltalake_core::kernel::transaction::CommitProperties;
+use deltalake_core::logstore::LogStoreRef;
 use futures::TryStreamExt;
 use object_store::path::Path;
 use uuid::Uuid;
@@ -223,20 +223,14 @@ pub fn write(lake: &Lake, before: &Manifest, after: &Manifest, base: Base) -> Re
             };
             return settle(lake, &log_store, before, after, 0, state_file, won).await;
         };
-        let replaces = actions.iter().any(|a| matches!(a, Action::Remove(_)));
-        let bytes = CommitData::new(actions, delta::write_operation(replaces), metadata, txns).get_bytes().map_err(|e| error(e.into()))?;
         let version = latest + 1;
-        let won = match log_store.write_commit_entry(version, CommitOrBytes::LogBytes(bytes), Uuid::new_v4()).await {
-            Ok(()) => true,
-            Err(TransactionError::VersionAlreadyExists(_)) => false,
-            Err(TransactionError::ObjectStore { source: object_store::Error::NotImplemented { .. } }) => {
+        let won = match delta::write_version(&log_store, version, actions, metadata, txns).await {
+            Ok(won) => won,
+            Err(DeltaTableError::ObjectStore { source: object_store::Error::NotImplemented { .. } }) => {
                 return Err(LakeError::NoConditionalWrites { lake: lake.location() });
             }
-            Err(e) => return Err(error(e.into())),
+            Err(e) => return Err(error(e)),
         };
-        if won {
-            delta::checkpoint_if_due(&log_store, version).await.map_err(error)?;
-        }
         settle(lake, &log_store, before, after, version, state_file, won).await
     })
 }
