@@ -9,6 +9,7 @@
 # rate needs enough clients in flight.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib.sh
 seconds="${1:-60}"
 rate="${2:-50000}"
 clients="${3:-64}"
@@ -25,13 +26,13 @@ else
 fi
 work="${BENCH_DIR:-$(mktemp -d)}"
 lake="$work/collect-lake"; rm -rf "$lake"
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 echo "collect: $seconds s at $rate spans/s from $clients clients, kill -9 at $((seconds / 2)) s; $(nproc) cores, $(date -u +%Y-%m-%d)"
 
 start_collect() {
     /usr/bin/time -f "%M" -o "$work/rss-$1.log" "$rel/tracelake" collect --lake "$lake" --listen "127.0.0.1:$port" \
         > "$work/collect-$1.out" 2> "$work/collect-$1.err" &
-    for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break; sleep 0.1; done
+    wait_for_port "$port"
 }
 
 start_collect 1

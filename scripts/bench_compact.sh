@@ -6,16 +6,17 @@
 #   scripts/bench_compact.sh [REQUESTS]   (default 2000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib.sh
 requests="${1:-2000}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/tracelake-target}"
 bin="$CARGO_TARGET_DIR/release/tracelake"
 cargo build --release --quiet --bin tracelake
 work="${BENCH_DIR:-$(mktemp -d)}"; mkdir -p "$work"
 lake="$work/compact-lake"; rm -rf "$lake"
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 echo "compact: $requests collect commits; $(nproc) cores, $(date -u +%Y-%m-%d)"
 "$bin" collect --lake "$lake" --listen "127.0.0.1:$port" --commit-ms 1 > "$work/collect.out" 2> "$work/collect.err" &
-for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break; sleep 0.1; done
+wait_for_port "$port"
 python3 - "$port" "$requests" <<'PY'
 import json, sys, time, urllib.request
 port, n = int(sys.argv[1]), int(sys.argv[2])

@@ -4,6 +4,7 @@
 #   scripts/bench_export.sh [EVENTS] [BASELINE_EVENTS]   (defaults 1000000 and 100000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib.sh
 events="${1:-1000000}"
 baseline_events="${2:-100000}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/tracelake-target}"
@@ -13,12 +14,12 @@ work="${BENCH_DIR:-$(mktemp -d)}"
 input="$work/bench-$events.jsonl"
 [ -f "$input" ] || "$rel/tracelake" generate --events "$events" --seed 1 --output "$input" >/dev/null
 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 store="$work/js-store"; rm -rf "$store"
 nats-server -js -a 127.0.0.1 -p "$port" -sd "$store" >/dev/null 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
-for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break; sleep 0.1; done
+wait_for_port "$port"
 url="nats://127.0.0.1:$port"
 "$rel/examples/publish" "$url" openclaw-events "$input"
 echo "stream: $events events, $(nproc) cores, $(date -u +%Y-%m-%d)"

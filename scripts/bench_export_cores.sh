@@ -8,6 +8,7 @@
 # Publishing needs the Python package nats-py (scripts/publish_jsonl.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib.sh
 events="${1:-1000000}"; runs="${2:-3}"; shift 2 || shift $#
 cores=("${@:-2}"); cores=(${cores[@]})
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/tracelake-target}"
@@ -22,12 +23,12 @@ input="$work/gen-$events.jsonl"
 all=$(nproc)
 max=0; for n in "${cores[@]}"; do [ "$n" -gt "$max" ] && max=$n; done
 [ "$max" -lt "$all" ] || { echo "the exporter on $max cores leaves none of $all to the server" >&2; exit 2; }
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 rm -rf "$work/js-store"
 taskset -c "$max-$((all - 1))" "$server" -js -a 127.0.0.1 -p "$port" -sd "$work/js-store" > "$work/server.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
-for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break; sleep 0.1; done
+wait_for_port "$port"
 url="nats://127.0.0.1:$port"
 taskset -c "$max-$((all - 1))" python3 scripts/publish_jsonl.py "$url" openclaw-events "$input"
 echo "stream: $events events; exporter on 0..C-1 of $all cores, nats-server on $max..$((all - 1)); $(date -u +%Y-%m-%d), $(git rev-parse --short HEAD 2>/dev/null || echo '?')"

@@ -8,6 +8,7 @@
 # LOAD_BIN: the OTLP load generator, e.g. `cargo rustc --example otlp_load -- -C opt-level=3`
 # (target/debug/examples/otlp_load). Defaults: 1,000,000 events, 3 rounds, 20 s.
 set -euo pipefail
+source "$(dirname "$0")/lib.sh"
 base="$(realpath "$1")" new="$(realpath "$2")" load="$(realpath "$3")"
 events="${4:-1000000}" rounds="${5:-3}" seconds="${6:-20}"
 work="${BENCH_DIR:-$(mktemp -d)}"
@@ -41,10 +42,10 @@ for round in $(seq "$rounds"); do
     for who in base new; do
         bin="$base"; [ "$who" = new ] && bin="$new"
         lake="$work/collect-$who"; rm -rf "$lake"
-        port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        port=$(free_port)
         "$bin" collect --lake "$lake" --listen "127.0.0.1:$port" > /dev/null 2>&1 &
         collector=$!
-        for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break; sleep 0.1; done
+        wait_for_port "$port"
         "$load" --url "http://127.0.0.1:$port" --seconds "$seconds" --rate 150000 --clients 64 > "$work/load.json"
         kill -TERM "$collector"; wait "$collector" || true
         log_kb=$(du -sk "$lake/events/_delta_log" | cut -f1) state_kb=$(du -sk "$lake/_state" | cut -f1)
