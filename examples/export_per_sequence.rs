@@ -26,7 +26,7 @@ async fn main() -> anyhow::Result<()> {
     for seq in 1..=last {
         let message = stream.get_raw_message(seq).await?;
         if let Ok(event) = decoder.decode(&message.payload, "nats", seq, Some(message.subject.as_str())) {
-            sink.push(event)?;
+            sink.push(event.into_owned())?;
         }
     }
     sink.flush_all()?;

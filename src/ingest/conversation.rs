@@ -90,25 +90,25 @@ pub type Calls = HashMap<String, (String, Option<String>)>;
 
 /// The events of one message. Tool results take the name (if they name none) and the
 /// parameters of the call with their id in `calls`.
-pub fn message_events(message: &Message, calls: &Calls, base: &Event) -> Vec<Event> {
+pub fn message_events(message: &Message, calls: &Calls, base: &Event<'static>) -> Vec<Event<'static>> {
     let mut events = Vec::new();
     let payload = message.to_json();
     for part in &message.parts {
         let mut event = base.clone();
-        event.payload.clone_from(&payload);
+        event.payload = payload.clone().into();
         match (message.role, part) {
             (Role::System, _) => continue,
             (Role::User, Part::Text(text)) => {
                 event.set_type("msg.in");
                 event.role = Some("user".into());
                 event.from = Some("user".into());
-                event.content = Some(text.clone());
+                event.content = Some(text.clone().into());
             }
             (Role::Assistant, Part::Text(text)) => {
                 event.set_type("msg.out");
                 event.role = Some("assistant".into());
                 event.to = Some("user".into());
-                event.content = Some(text.clone());
+                event.content = Some(text.clone().into());
             }
             (Role::Tool, Part::Text(text)) => {
                 let result = Part::ToolResult { id: None, name: None, result: Value::String(text.clone()), failed: false };
@@ -116,9 +116,9 @@ pub fn message_events(message: &Message, calls: &Calls, base: &Event) -> Vec<Eve
             }
             (_, Part::ToolCall { id, name, arguments }) => {
                 event.set_type("tool.call");
-                event.tool_name = Some(name.clone());
-                event.tool_params = arguments.as_ref().map(canonical_json);
-                event.tool_call_id.clone_from(id);
+                event.tool_name = Some(name.clone().into());
+                event.tool_params = arguments.as_ref().map(|a| canonical_json(a).into());
+                event.tool_call_id = id.clone().map(Into::into);
             }
             (_, result @ Part::ToolResult { .. }) => tool_result(&mut event, result, calls),
         }
@@ -130,20 +130,20 @@ pub fn message_events(message: &Message, calls: &Calls, base: &Event) -> Vec<Eve
 fn tool_result(event: &mut Event, part: &Part, calls: &Calls) {
     let Part::ToolResult { id, name, result, failed } = part else { return };
     event.set_type("tool.result");
-    let id = id.clone().or_else(|| event.tool_call_id.clone());
+    let id = id.clone().or_else(|| event.tool_call_id.as_deref().map(str::to_owned));
     let call = id.as_ref().and_then(|id| calls.get(id));
-    event.tool_name = name.clone().or_else(|| call.map(|(name, _)| name.clone()));
-    event.tool_params = call.and_then(|(_, params)| params.clone());
-    event.tool_call_id = id;
+    event.tool_name = name.clone().or_else(|| call.map(|(name, _)| name.clone())).map(Into::into);
+    event.tool_params = call.and_then(|(_, params)| params.clone()).map(Into::into);
+    event.tool_call_id = id.map(Into::into);
     let text = match result {
         Value::String(text) => text.clone(),
         other => other.to_string(),
     };
     if *failed || reads_as_failure(result) {
-        event.tool_error = Some(text);
+        event.tool_error = Some(text.into());
         event.tool_is_error = Some(true);
     } else {
-        event.tool_result = Some(result.to_string());
+        event.tool_result = Some(result.to_string().into());
     }
 }
 
@@ -196,7 +196,7 @@ pub fn calls_of<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Calls {
 }
 
 /// An event with only its place, time and source set, for [`message_events`] to fill in.
-pub fn base_event(stream_seq: u64, id: String, ts: i64, agent: &str, session: &str, schema: Schema) -> Event {
+pub fn base_event(stream_seq: u64, id: String, ts: i64, agent: &str, session: &str, schema: Schema) -> Event<'static> {
     Event::new(stream_seq, id, ts, agent.to_owned(), session.to_owned(), "msg.in", schema)
 }
 
@@ -266,7 +266,7 @@ fn parse_part(part: &Value) -> Option<Part> {
 mod tests {
     use super::*;
 
-    fn base() -> Event {
+    fn base() -> Event<'static> {
         base_event(1, "e".into(), 0, "a", "s", Schema::Chat)
     }
 
@@ -284,7 +284,7 @@ mod tests {
         .collect();
         let calls = calls_of(&messages);
         let events: Vec<Event> = messages.iter().flat_map(|m| message_events(m, &calls, &base())).collect();
-        let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
+        let types: Vec<&str> = events.iter().map(|e| &*e.event_type).collect();
         assert_eq!(types, ["msg.in", "tool.call", "tool.result", "msg.out"]);
         assert_eq!(events[1].tool_params.as_deref(), Some(r#"{"all":true,"order":"W1"}"#));
         assert_eq!(

@@ -3,7 +3,7 @@
 
 use std::io::{self, BufRead};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 /// One line of input, without its line terminator.
 #[derive(Debug, PartialEq, Eq)]
@@ -15,14 +15,21 @@ pub enum Line {
 }
 
 /// Splits a reader into lines of at most `max_bytes` bytes each.
+///
+/// Lines are slices of one shared buffer refilled a read at a time: a line costs no
+/// allocation of its own.
 pub struct BoundedLines<R> {
     reader: R,
     max_bytes: usize,
+    /// Read and not yet returned: the start of the next line.
+    pending: BytesMut,
+    /// How much of `pending` is known to hold no newline.
+    scanned: usize,
 }
 
 impl<R: BufRead> BoundedLines<R> {
     pub fn new(reader: R, max_bytes: usize) -> Self {
-        Self { reader, max_bytes }
+        Self { reader, max_bytes, pending: BytesMut::new(), scanned: 0 }
     }
 
     /// The underlying reader.
@@ -32,36 +39,70 @@ impl<R: BufRead> BoundedLines<R> {
 
     /// The next line, or `None` at the end of input.
     pub fn next_line(&mut self) -> io::Result<Option<Line>> {
-        let mut line = Vec::new();
-        let mut len: u64 = 0;
-        let mut saw_any = false;
+        loop {
+            if let Some(i) = memchr_newline(&self.pending[self.scanned..]) {
+                let end = self.scanned + i;
+                let line = self.pending.split_to(end + 1);
+                self.scanned = 0;
+                return Ok(Some(self.line(line.freeze().slice(..end))));
+            }
+            if self.pending.len() > self.max_bytes {
+                return self.too_long().map(Some);
+            }
+            self.scanned = self.pending.len();
+            let buf = self.reader.fill_buf()?;
+            if buf.is_empty() {
+                if self.pending.is_empty() {
+                    return Ok(None);
+                }
+                self.scanned = 0;
+                let line = std::mem::take(&mut self.pending).freeze();
+                return Ok(Some(self.line(line)));
+            }
+            self.pending.extend_from_slice(buf);
+            let read = buf.len();
+            self.reader.consume(read);
+        }
+    }
+
+    /// A whole line without its newline: complete unless it is over the limit, its
+    /// `\r` counted.
+    fn line(&self, mut line: Bytes) -> Line {
+        if line.len() > self.max_bytes {
+            return Line::TooLong { prefix: line[..self.max_bytes].to_vec(), len: line.len() as u64 };
+        }
+        if line.last() == Some(&b'\r') {
+            line.truncate(line.len() - 1);
+        }
+        Line::Complete(line)
+    }
+
+    /// A line found over the limit before its end: its first `max_bytes` bytes are kept,
+    /// the rest read and measured.
+    fn too_long(&mut self) -> io::Result<Line> {
+        let prefix = self.pending[..self.max_bytes].to_vec();
+        let mut len = self.pending.len() as u64;
+        self.pending.clear();
+        self.scanned = 0;
         loop {
             let buf = self.reader.fill_buf()?;
             if buf.is_empty() {
                 break;
             }
-            saw_any = true;
-            let (chunk, found_newline) = match memchr_newline(buf) {
-                Some(i) => (&buf[..i], true),
-                None => (buf, false),
-            };
-            len += chunk.len() as u64;
-            let room = self.max_bytes.saturating_sub(line.len());
-            line.extend_from_slice(&chunk[..chunk.len().min(room)]);
-            let consumed = chunk.len() + usize::from(found_newline);
-            self.reader.consume(consumed);
-            if found_newline {
-                break;
+            match memchr_newline(buf) {
+                Some(i) => {
+                    len += i as u64;
+                    self.reader.consume(i + 1);
+                    break;
+                }
+                None => {
+                    len += buf.len() as u64;
+                    let read = buf.len();
+                    self.reader.consume(read);
+                }
             }
         }
-        if !saw_any {
-            return Ok(None);
-        }
-        if line.last() == Some(&b'\r') && len <= self.max_bytes as u64 {
-            line.pop();
-            len -= 1;
-        }
-        Ok(Some(if len > self.max_bytes as u64 { Line::TooLong { prefix: line, len } } else { Line::Complete(line.into()) }))
+        Ok(Line::TooLong { prefix, len })
     }
 }
 

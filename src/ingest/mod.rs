@@ -30,27 +30,42 @@ const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 /// How much of a quarantined line is kept.
 const QUARANTINE_KEEP_BYTES: usize = 64 * 1024;
 
-/// The events of one line (or message) of input.
+/// The events of one line (or message) of input, borrowing from it.
 #[derive(Debug)]
-pub enum LineEvents {
+// Returned once per line and consumed at once: boxing the event would cost an allocation
+// per line.
+#[allow(clippy::large_enum_variant)]
+pub enum LineEvents<'a> {
     /// An OpenClaw event.
-    One(Box<Event>),
+    One(Event<'a>),
     /// A chat transcript's events, complete.
-    Many(Vec<Event>),
-    /// The events of the spans of the line at `position`, which [`otel::Assembler`] puts
-    /// together with other lines'.
-    Spans { position: u64, candidates: Vec<otel::Candidate> },
+    Many(Vec<Event<'static>>),
+    /// The spans of a line, whose events [`otel::Assembler`] puts together with other lines'.
+    Spans(LineSpans),
 }
 
-impl LineEvents {
-    /// Calls `each` with every event, spans' put together by `assembler`; stops at the
-    /// first error.
-    pub fn each_event<E>(self, assembler: &mut otel::Assembler, mut each: impl FnMut(Event) -> Result<(), E>) -> Result<(), E> {
+/// The event candidates of the spans of the line at `position`.
+#[derive(Debug)]
+pub struct LineSpans {
+    pub position: u64,
+    pub candidates: Vec<otel::Candidate>,
+}
+
+impl LineEvents<'_> {
+    /// The events owning their texts, to outlive the line.
+    fn into_owned(self) -> LineEvents<'static> {
         match self {
-            Self::One(event) => each(*event),
-            Self::Many(events) => events.into_iter().try_for_each(each),
-            Self::Spans { position, candidates } => assembler.add(position, candidates).into_iter().try_for_each(each),
+            Self::One(event) => LineEvents::One(event.into_owned()),
+            Self::Many(events) => LineEvents::Many(events),
+            Self::Spans(spans) => LineEvents::Spans(spans),
         }
+    }
+}
+
+impl LineSpans {
+    /// The events these spans complete, put together by `assembler` with other lines'.
+    pub fn events(self, assembler: &mut otel::Assembler) -> Vec<Event<'static>> {
+        assembler.add(self.position, self.candidates)
     }
 }
 
@@ -106,26 +121,34 @@ impl Decoder {
     }
 
     /// Decodes one line of a file: an OpenClaw event, OTLP traces or a chat transcript.
-    pub fn decode_events(&self, line: Line, source: &str, position: u64) -> Result<LineEvents, QuarantinedLine> {
+    pub fn decode_events<'a>(&self, line: &'a Line, source: &str, position: u64) -> Result<LineEvents<'a>, QuarantinedLine> {
         let bytes = match line {
             Line::Complete(bytes) => bytes,
-            too_long @ Line::TooLong { .. } => return self.decode_line(too_long, source, position).map(|e| LineEvents::One(Box::new(e))),
+            too_long @ Line::TooLong { .. } => return self.decode_line(too_long, source, position).map(LineEvents::One),
         };
-        let fail = |reason, detail: String| self.quarantine(&bytes, bytes.len() as u64, source, position, reason, detail);
-        let text = self.prepare(&bytes).map_err(|(reason, detail)| fail(reason, detail))?;
-        let text = text.as_ref();
+        let prepared =
+            self.prepare(bytes).map_err(|(reason, detail)| self.quarantine(bytes, bytes.len() as u64, source, position, reason, detail))?;
+        match prepared {
+            Cow::Borrowed(text) => self.decode_text(bytes, text, source, position),
+            Cow::Owned(text) => self.decode_text(bytes, &text, source, position).map(LineEvents::into_owned),
+        }
+    }
+
+    /// Decodes `text`, the prepared text of the line `bytes`.
+    fn decode_text<'t>(&self, bytes: &[u8], text: &'t str, source: &str, position: u64) -> Result<LineEvents<'t>, QuarantinedLine> {
+        let fail = |reason, detail: String| self.quarantine(bytes, bytes.len() as u64, source, position, reason, detail);
         let shape = match RawObject::parse(text) {
             Ok(raw) if raw.contains_key("resourceSpans") => Shape::Traces,
             Ok(raw) if raw.contains_key("messages") && !raw.contains_key("type") => Shape::Transcript,
             Err(NotAnObject::OtherValue) if text.trim_start().starts_with('[') => Shape::Transcript,
-            parsed => return self.decode_parsed(&bytes, parsed, source, position, None).map(|e| LineEvents::One(Box::new(e))),
+            parsed => return self.decode_parsed(bytes, parsed, source, position, None).map(LineEvents::One),
         };
         let value: serde_json::Value = serde_json::from_str(text).map_err(|e| fail(QuarantineReason::InvalidJson, e.to_string()))?;
         match shape {
             Shape::Traces => {
                 let spans = otel::spans_from_json(&value).map_err(|e| fail(QuarantineReason::InvalidSpans, e.to_string()))?;
                 otel::check_times(&spans, self.now_ms).map_err(|e| fail(QuarantineReason::InvalidTimestamp, e))?;
-                Ok(LineEvents::Spans { position, candidates: spans.iter().flat_map(otel::span_events).collect() })
+                Ok(LineEvents::Spans(LineSpans { position, candidates: spans.iter().flat_map(otel::span_events).collect() }))
             }
             Shape::Transcript if transcript::is_transcript(&value) => transcript::transcript_events(&value, text, position, self.now_ms)
                 .map(LineEvents::Many)
@@ -135,12 +158,12 @@ impl Decoder {
     }
 
     /// Decodes one line read from `source` at `position` (1-based line number or stream sequence).
-    pub fn decode_line(&self, line: Line, source: &str, position: u64) -> Result<Event, QuarantinedLine> {
+    pub fn decode_line<'a>(&self, line: &'a Line, source: &str, position: u64) -> Result<Event<'a>, QuarantinedLine> {
         match line {
-            Line::Complete(bytes) => self.decode(&bytes, source, position, None),
+            Line::Complete(bytes) => self.decode(bytes, source, position, None),
             Line::TooLong { prefix, len } => Err(self.quarantine(
-                &prefix,
-                len,
+                prefix,
+                *len,
                 source,
                 position,
                 QuarantineReason::TooLarge,
@@ -149,11 +172,28 @@ impl Decoder {
         }
     }
 
-    /// Decodes one raw event (a complete line or message body).
-    pub fn decode(&self, bytes: &[u8], source: &str, position: u64, subject: Option<&str>) -> Result<Event, QuarantinedLine> {
+    /// Decodes one raw event (a complete line or message body); the event borrows the
+    /// texts it passes on unchanged from `bytes` and `subject`.
+    pub fn decode<'a>(&self, bytes: &'a [u8], source: &str, position: u64, subject: Option<&'a str>) -> Result<Event<'a>, QuarantinedLine> {
         let text =
             self.prepare(bytes).map_err(|(reason, detail)| self.quarantine(bytes, bytes.len() as u64, source, position, reason, detail))?;
-        self.decode_text(bytes, &text, source, position, subject)
+        self.decode_prepared(bytes, text, source, position, subject)
+    }
+
+    /// Decodes `text`, the prepared text of `bytes`. A text the redaction changed is not
+    /// the input's: the event owns its texts then.
+    fn decode_prepared<'a>(
+        &self,
+        bytes: &'a [u8],
+        text: Cow<'a, str>,
+        source: &str,
+        position: u64,
+        subject: Option<&'a str>,
+    ) -> Result<Event<'a>, QuarantinedLine> {
+        match text {
+            Cow::Borrowed(text) => self.decode_parsed(bytes, RawObject::parse(text), source, position, subject),
+            Cow::Owned(text) => self.decode_parsed(bytes, RawObject::parse(&text), source, position, subject).map(Event::into_owned),
+        }
     }
 
     /// The text of raw bytes, redacted.
@@ -176,20 +216,15 @@ impl Decoder {
         }
     }
 
-    /// Decodes the redacted `text` of `bytes` as an OpenClaw event.
-    fn decode_text(&self, bytes: &[u8], text: &str, source: &str, position: u64, subject: Option<&str>) -> Result<Event, QuarantinedLine> {
-        self.decode_parsed(bytes, RawObject::parse(text), source, position, subject)
-    }
-
     /// Normalizes `parsed`, the object parsed from the redacted text of `bytes`.
-    fn decode_parsed(
+    fn decode_parsed<'t>(
         &self,
         bytes: &[u8],
-        parsed: Result<RawObject, NotAnObject>,
+        parsed: Result<RawObject<'t>, NotAnObject>,
         source: &str,
         position: u64,
-        subject: Option<&str>,
-    ) -> Result<Event, QuarantinedLine> {
+        subject: Option<&'t str>,
+    ) -> Result<Event<'t>, QuarantinedLine> {
         let fail = |reason, detail: String| self.quarantine(bytes, bytes.len() as u64, source, position, reason, detail);
         let raw = match parsed {
             Ok(raw) => raw,
@@ -203,7 +238,7 @@ impl Decoder {
         };
         // A subject is made of the agent's name and the event type, either of which may be a secret.
         let subject = subject.map(|s| self.scrub(s));
-        normalize::normalize(&raw, position, subject.as_deref(), self.now_ms).map_err(|reason| fail(reason, reason_detail(reason)))
+        normalize::normalize(&raw, position, subject, self.now_ms).map_err(|reason| fail(reason, reason_detail(reason)))
     }
 
     /// A line that is not an event, redacted. A secret may hide behind JSON escapes

@@ -1,5 +1,7 @@
 //! Raw event JSON (schema A, schema B, v1 envelope) → one [`Event`] (spec §2).
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use super::quarantine::QuarantineReason;
@@ -11,8 +13,8 @@ use crate::model::{Event, Schema};
 const MAPPED_KEYS: &[&str] = &["id", "ts", "timestamp", "agent", "session", "type", "payload"];
 
 /// The canonical type for a raw type; unknown types map to themselves.
-pub fn canonical_type(raw: &str) -> &str {
-    match raw {
+pub fn canonical_type<'a>(raw: &Cow<'a, str>) -> Cow<'a, str> {
+    let canonical = match raw.as_ref() {
         "conversation.message.in" => "msg.in",
         "conversation.message.out" => "msg.out",
         "conversation.tool_call" => "tool.call",
@@ -20,7 +22,16 @@ pub fn canonical_type(raw: &str) -> &str {
         "lifecycle.start" => "run.start",
         "lifecycle.end" => "run.end",
         "lifecycle.error" => "run.error",
-        other => other,
+        _ => return raw.clone(),
+    };
+    Cow::Borrowed(canonical)
+}
+
+/// [`normalize_session`] of a borrowed or owned text.
+fn normalized_session(raw: Cow<str>) -> Cow<str> {
+    match raw {
+        Cow::Borrowed(text) => Cow::Borrowed(normalize_session(text)),
+        Cow::Owned(text) => Cow::Owned(normalize_session(&text).to_owned()),
     }
 }
 
@@ -38,12 +49,17 @@ pub fn normalize_session(raw: &str) -> &str {
 
 /// Normalizes one raw (already redacted) event read at `stream_seq`; `now_ms` bounds the
 /// times that are plausible.
-pub fn normalize(raw: &RawObject, stream_seq: u64, subject: Option<&str>, now_ms: i64) -> Result<Event, QuarantineReason> {
+pub fn normalize<'a>(
+    raw: &RawObject<'a>,
+    stream_seq: u64,
+    subject: Option<Cow<'a, str>>,
+    now_ms: i64,
+) -> Result<Event<'a>, QuarantineReason> {
     let ts = timestamp(raw, now_ms)?;
     let raw_type = match raw.get("type").and_then(Raw::as_str).filter(|t| !t.is_empty()) {
-        Some(t) => t.into_owned(),
+        Some(t) => t,
         None => match raw.get("legacyType").and_then(Raw::as_str) {
-            Some(t) => t.into_owned(),
+            Some(t) => t,
             None => return Err(QuarantineReason::MissingType),
         },
     };
@@ -54,17 +70,17 @@ pub fn normalize(raw: &RawObject, stream_seq: u64, subject: Option<&str>, now_ms
     let trace = object_field(raw, "trace");
     let meta = object_field(raw, "meta");
 
-    let agent = text_field(raw.get("agent")).filter(|a| !a.is_empty()).unwrap_or_else(|| "unknown".into());
+    let agent = text_field(raw.get("agent")).filter(|a| !a.is_empty()).unwrap_or(Cow::Borrowed("unknown"));
     let raw_session = text_field(raw.get("session"))
         .or_else(|| text_field(scope.get("sessionKey")))
         .or_else(|| text_field(scope.get("sessionId")))
         .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "unknown".into());
-    let session = normalize_session(&raw_session).to_owned();
-    let event_type = canonical_type(&raw_type).to_owned();
+        .unwrap_or(Cow::Borrowed("unknown"));
+    let session = normalized_session(raw_session);
+    let event_type = canonical_type(&raw_type);
 
     let id = text_field(raw.get("id")).unwrap_or_default();
-    let mut event = Event::new(stream_seq, id, ts, agent, session, &event_type, schema);
+    let mut event = Event::new(stream_seq, id, ts, agent, session, event_type, schema);
     event.raw_type = raw_type;
     event.run_id = text_field(scope.get("runId")).or_else(|| text_field(meta.get("runId")));
     event.tool_call_id = text_field(scope.get("toolCallId"));
@@ -72,9 +88,9 @@ pub fn normalize(raw: &RawObject, stream_seq: u64, subject: Option<&str>, now_ms
     event.trace_id = text_field(trace.get("traceId"));
     event.span_id = text_field(trace.get("spanId"));
     event.parent_span_id = text_field(trace.get("parentSpanId"));
-    event.subject = subject.map(str::to_owned);
-    event.payload = payload.map_or("null", Raw::text).to_owned();
-    event.extra = raw.json_without(MAPPED_KEYS);
+    event.subject = subject;
+    event.payload = Cow::Borrowed(payload.map_or("null", Raw::text));
+    event.extra = raw.json_without(MAPPED_KEYS).map(Cow::Owned);
     if schema == Schema::B {
         map_schema_b(&mut event, &payload_fields);
     } else {
@@ -109,8 +125,8 @@ fn detect_schema(raw: &RawObject, raw_type: &str) -> Schema {
     if b_type || timestamp_only { Schema::B } else { Schema::A }
 }
 
-fn map_schema_a(e: &mut Event, p: &RawObject) {
-    match e.event_type.as_str() {
+fn map_schema_a<'a>(e: &mut Event<'a>, p: &RawObject<'a>) {
+    match &*e.event_type {
         "msg.in" => {
             e.role = Some("user".into());
             e.content = text_of(p.get("content"));
@@ -158,7 +174,7 @@ fn map_schema_a(e: &mut Event, p: &RawObject) {
     }
 }
 
-fn map_llm(e: &mut Event, p: &RawObject) {
+fn map_llm<'a>(e: &mut Event<'a>, p: &RawObject<'a>) {
     e.model = text_field(p.get("model"));
     e.provider = text_field(p.get("provider"));
     if e.event_type == "llm.input" {
@@ -177,12 +193,12 @@ fn map_llm(e: &mut Event, p: &RawObject) {
     }
 }
 
-fn map_schema_b(e: &mut Event, p: &RawObject) {
+fn map_schema_b<'a>(e: &mut Event<'a>, p: &RawObject<'a>) {
     let data = object_field(p, "data");
-    match e.event_type.as_str() {
+    match &*e.event_type {
         "msg.in" | "msg.out" => {
             let default_role = if e.event_type == "msg.in" { "user" } else { "assistant" };
-            e.role = Some(text_field(p.get("role")).unwrap_or_else(|| default_role.into()));
+            e.role = Some(text_field(p.get("role")).unwrap_or(Cow::Borrowed(default_role)));
             e.content = first_text_block(p.get("text_preview")).or_else(|| text_of(p.get("content"))).or_else(|| text_of(p.get("text")));
         }
         "tool.call" => {
@@ -199,7 +215,7 @@ fn map_schema_b(e: &mut Event, p: &RawObject) {
             e.tool_is_error = data.get("isError").and_then(Raw::as_bool);
             e.tool_error = error_text(data.get("error"));
             if e.tool_is_error == Some(true) && e.tool_error.is_none() {
-                e.tool_error = result.and_then(|r| text_of(r.object().get("content")).or_else(|| r.as_str().map(Into::into)));
+                e.tool_error = result.and_then(|r| text_of(r.object().get("content")).or_else(|| r.as_str()));
             }
             e.tool_duration_ms = data.get("durationMs").and_then(Raw::as_i64).or_else(|| p.get("durationMs").and_then(Raw::as_i64));
         }
@@ -213,51 +229,51 @@ fn map_schema_b(e: &mut Event, p: &RawObject) {
 }
 
 /// A scalar as text: strings as they are, numbers and booleans printed.
-fn text_field(v: Option<Raw>) -> Option<String> {
+fn text_field(v: Option<Raw>) -> Option<Cow<str>> {
     let v = v?;
     if let Some(s) = v.as_str() {
-        return Some(s.into_owned());
+        return Some(s);
     }
     match v.value() {
-        Some(Value::Number(n)) => Some(n.to_string()),
-        Some(Value::Bool(b)) => Some(b.to_string()),
+        Some(Value::Number(n)) => Some(Cow::Owned(n.to_string())),
+        Some(Value::Bool(b)) => Some(Cow::Borrowed(if b { "true" } else { "false" })),
         // A number beyond f64, as written.
-        None if v.is_number() => Some(v.text().to_owned()),
+        None if v.is_number() => Some(Cow::Borrowed(v.text())),
         _ => None,
     }
 }
 
 /// Message text: a string, or the text blocks of a content array joined by newlines,
 /// or any other value as JSON.
-fn text_of(v: Option<Raw>) -> Option<String> {
+fn text_of(v: Option<Raw>) -> Option<Cow<str>> {
     let v = v?;
     if let Some(s) = v.as_str() {
-        return Some(s.into_owned());
+        return Some(s);
     }
     match v.value() {
         Some(Value::Null) => None,
         Some(Value::Array(items)) => {
             let texts: Vec<&str> = items.iter().filter_map(|b| b.as_str().or_else(|| b.get("text").and_then(Value::as_str))).collect();
             if texts.is_empty() && !items.is_empty() {
-                Some(v.text().to_owned())
+                Some(Cow::Borrowed(v.text()))
             } else if texts.is_empty() {
                 None
             } else {
-                Some(texts.join("\n"))
+                Some(Cow::Owned(texts.join("\n")))
             }
         }
-        _ => Some(v.text().to_owned()),
+        _ => Some(Cow::Borrowed(v.text())),
     }
 }
 
 /// Schema B's `text_preview[0].text` (or a plain string preview).
-fn first_text_block(v: Option<Raw>) -> Option<String> {
+fn first_text_block(v: Option<Raw>) -> Option<Cow<str>> {
     let v = v?;
     if let Some(s) = v.as_str() {
-        return Some(s.into_owned());
+        return Some(s);
     }
     match v.value() {
-        Some(Value::Array(items)) => items.first().and_then(|b| value_text(b.get("text").unwrap_or(b))),
+        Some(Value::Array(items)) => items.first().and_then(|b| value_text(b.get("text").unwrap_or(b))).map(Cow::Owned),
         _ => None,
     }
 }
@@ -271,7 +287,7 @@ fn value_text(v: &Value) -> Option<String> {
 }
 
 /// Error text; empty strings and `false`/`null` mean "no error" (as JavaScript's truthiness).
-fn error_text(v: Option<Raw>) -> Option<String> {
+fn error_text(v: Option<Raw>) -> Option<Cow<str>> {
     let v = v?;
     match v.text() {
         "null" | "false" | "\"\"" => None,
@@ -280,16 +296,16 @@ fn error_text(v: Option<Raw>) -> Option<String> {
 }
 
 /// JSON text exactly as it arrived.
-fn json_field(v: Option<Raw>) -> Option<String> {
-    v.filter(|v| !v.is_null()).map(|v| v.text().to_owned())
+fn json_field(v: Option<Raw>) -> Option<Cow<str>> {
+    v.filter(|v| !v.is_null()).map(|v| Cow::Borrowed(v.text()))
 }
 
 /// Tool parameters in one canonical form (compact, keys sorted): both schemas' copies of a
 /// call compare equal, whatever order their publishers wrote the keys in.
-fn params_field(v: Option<Raw>) -> Option<String> {
+fn params_field(v: Option<Raw>) -> Option<Cow<str>> {
     v.filter(|v| !v.is_null()).map(|v| match v.value() {
-        Some(value) => serde_json::to_string(&value).expect("a JSON value always serializes"),
+        Some(value) => Cow::Owned(serde_json::to_string(&value).expect("a JSON value always serializes")),
         // Beyond what a tree holds (`1e400`, deep nesting): kept as written.
-        None => v.text().to_owned(),
+        None => Cow::Borrowed(v.text()),
     })
 }

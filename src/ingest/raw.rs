@@ -77,7 +77,15 @@ impl<'a> RawObject<'a> {
                 continue;
             }
             out.push(if out.is_empty() { '{' } else { ',' });
-            out.push_str(&serde_json::to_string(key.as_ref()).expect("a string always serializes"));
+            match key {
+                // Borrowed: the key as written, which had no escapes.
+                Cow::Borrowed(key) => {
+                    out.push('"');
+                    out.push_str(key);
+                    out.push('"');
+                }
+                Cow::Owned(key) => out.push_str(&serde_json::to_string(key).expect("a string always serializes")),
+            }
             out.push(':');
             out.push_str(value.text());
         }

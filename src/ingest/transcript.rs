@@ -31,7 +31,7 @@ pub fn is_transcript(value: &Value) -> bool {
 
 /// The events of one transcript read at `position`; `text` is the transcript as read
 /// (its hash names a session that has no id).
-pub fn transcript_events(value: &Value, text: &str, position: u64, now: i64) -> Result<Vec<Event>, QuarantineReason> {
+pub fn transcript_events(value: &Value, text: &str, position: u64, now: i64) -> Result<Vec<Event<'static>>, QuarantineReason> {
     let (fields, items) = match value {
         Value::Object(fields) => (Some(fields), fields.get("messages").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()),
         Value::Array(items) => (None, items.as_slice()),
@@ -58,10 +58,10 @@ pub fn transcript_events(value: &Value, text: &str, position: u64, now: i64) -> 
     let calls = calls_of(messages.iter().map(|(_, m)| m));
     let mut events = Vec::new();
     let mut at = started;
-    let push = |mut event: Event, at: i64, events: &mut Vec<Event>| {
+    let push = |mut event: Event<'static>, at: i64, events: &mut Vec<Event<'static>>| {
         let n = events.len() as u64;
         event.stream_seq = super::sequence_in_line(position, n);
-        event.id = format!("{session}:{n}");
+        event.id = format!("{session}:{n}").into();
         event.ts = at;
         events.push(event);
     };
@@ -115,7 +115,7 @@ mod tests {
         let value: Value = serde_json::from_str(text).unwrap();
         assert!(is_transcript(&value));
         let events = transcript_events(&value, text, 3, 0).unwrap();
-        let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
+        let types: Vec<&str> = events.iter().map(|e| &*e.event_type).collect();
         assert_eq!(types, ["session.start", "msg.in", "tool.call", "tool.result", "msg.out", "session.end"]);
         assert!(events.iter().all(|e| e.session == "s1" && e.agent == "support" && e.schema == Schema::Chat));
         assert_eq!(events[0].ts, 1_767_225_600_000);

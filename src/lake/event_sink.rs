@@ -53,7 +53,7 @@ pub struct DayBatch {
 }
 
 /// `events` as a record batch per day, in input order within each.
-pub fn day_batches(events: &[Event]) -> Result<Vec<DayBatch>, ArrowError> {
+pub fn day_batches(events: &[Event<'_>]) -> Result<Vec<DayBatch>, ArrowError> {
     let mut by_day: BTreeMap<i64, Vec<&Event>> = BTreeMap::new();
     for event in events {
         by_day.entry(event.ts.div_euclid(DAY_MS)).or_default().push(event);
@@ -68,7 +68,7 @@ pub fn day_batches(events: &[Event]) -> Result<Vec<DayBatch>, ArrowError> {
 struct Partition {
     batches: Vec<RecordBatch>,
     #[allow(clippy::vec_box)]
-    events: Vec<Box<Event>>,
+    events: Vec<Box<Event<'static>>>,
     bytes: usize,
 }
 
@@ -227,7 +227,7 @@ impl EventSink {
         }
     }
 
-    pub fn push(&mut self, event: Event) -> Result<(), LakeError> {
+    pub fn push(&mut self, event: Event<'static>) -> Result<(), LakeError> {
         let size = event.approx_bytes();
         let partition = self.partitions.entry(event.ts.div_euclid(DAY_MS)).or_default();
         partition.events.push(Box::new(event));
@@ -366,7 +366,7 @@ mod tests {
         let mut sink = EventSink::new(Lake::new(dir.path()), WriterId::random(), 20_000, 4);
         let day = |n: i64| 1_767_571_200_000 + (n % 3) * DAY_MS;
         for n in 0..3000i64 {
-            let event = Event::new(n as u64, format!("e{n}"), day(n) + (3000 - n), format!("a{}", n % 5), "s".into(), "msg.in", Schema::A);
+            let event = Event::new(n as u64, format!("e{n}"), day(n) + (3000 - n), format!("a{}", n % 5), "s", "msg.in", Schema::A);
             sink.push(event).unwrap();
         }
         let written = sink.flush_all().unwrap();
@@ -401,9 +401,7 @@ mod tests {
     #[test]
     fn a_large_partition_is_written_as_several_files_when_waited_for_and_a_small_one_as_one() {
         let partition = |events: usize| Partition {
-            events: (0..events as u64)
-                .map(|n| Box::new(Event::new(n, format!("e{n}"), 0, "a".into(), "s".into(), "msg.in", Schema::A)))
-                .collect(),
+            events: (0..events as u64).map(|n| Box::new(Event::new(n, format!("e{n}"), 0, "a", "s", "msg.in", Schema::A))).collect(),
             ..Partition::default()
         };
         let parts = partition(3 * MIN_SPLIT_ROWS).split(4);

@@ -35,14 +35,14 @@ pub struct Chunk {
     pub last_position: u64,
 }
 
-/// What decoding one raw event gives.
+/// What decoding one raw event gives; events borrow from the raw event.
 // Returned once per event and consumed at once: boxing the event would cost an allocation
 // per event.
 #[allow(clippy::large_enum_variant)]
-pub enum DecodedEvent<T> {
+pub enum DecodedEvent<'a, T> {
     /// Events complete in themselves.
-    Ready(Event),
-    ReadyMany(Vec<Event>),
+    Ready(Event<'a>),
+    ReadyMany(Vec<Event<'static>>),
     /// Something the calling thread completes, in input order (spans put together across lines).
     Later(T),
 }
@@ -62,20 +62,23 @@ pub struct Decoded<T> {
 }
 
 /// Decodes one raw event as a stream message: one OpenClaw event.
-pub fn decode_message<T>(decoder: &Decoder, source: &str, raw: RawEvent) -> Result<DecodedEvent<T>, QuarantinedLine> {
-    match raw.line {
-        Line::Complete(bytes) => decoder.decode(&bytes, source, raw.position, raw.subject.as_deref()),
+pub fn decode_message<'a, T>(decoder: &Decoder, source: &str, raw: &'a RawEvent) -> Result<DecodedEvent<'a, T>, QuarantinedLine> {
+    match &raw.line {
+        Line::Complete(bytes) => decoder.decode(bytes, source, raw.position, raw.subject.as_deref()),
         too_long @ Line::TooLong { .. } => decoder.decode_line(too_long, source, raw.position),
     }
     .map(DecodedEvent::Ready)
 }
+
+/// How a raw event is decoded.
+pub type Decode<'d, T> = dyn for<'a> Fn(&'a RawEvent) -> Result<DecodedEvent<'a, T>, QuarantinedLine> + Sync + 'd;
 
 /// Decodes `chunks` with `decode` on `threads` threads and calls `each` with every decoded
 /// chunk, in input order. Stops at the first error of `each` (returned) and gives the
 /// iterator back when the input is exhausted.
 pub fn decode_in_order<I, T, E>(
     chunks: I,
-    decode: &(dyn Fn(RawEvent) -> Result<DecodedEvent<T>, QuarantinedLine> + Sync),
+    decode: &Decode<T>,
     threads: usize,
     mut each: impl FnMut(Decoded<T>) -> Result<(), E>,
 ) -> Result<I, E>
@@ -142,11 +145,7 @@ pub fn spawn_named<'scope, T: Send + 'scope>(
     thread::Builder::new().name(name.to_owned()).spawn_scoped(scope, f).unwrap_or_else(|e| panic!("starting thread {name}: {e}"))
 }
 
-fn decode_chunks<T>(
-    rx: &Mutex<Receiver<(u64, Chunk)>>,
-    decode: &(dyn Fn(RawEvent) -> Result<DecodedEvent<T>, QuarantinedLine> + Sync),
-    tx: &SyncSender<(u64, Decoded<T>)>,
-) {
+fn decode_chunks<T>(rx: &Mutex<Receiver<(u64, Chunk)>>, decode: &Decode<T>, tx: &SyncSender<(u64, Decoded<T>)>) {
     loop {
         let received = rx.lock().expect("chunk queue").recv();
         let Ok((index, chunk)) = received else { return };
@@ -156,11 +155,11 @@ fn decode_chunks<T>(
     }
 }
 
-fn decode_chunk<T>(chunk: Chunk, decode: &(dyn Fn(RawEvent) -> Result<DecodedEvent<T>, QuarantinedLine> + Sync)) -> Decoded<T> {
+fn decode_chunk<T>(chunk: Chunk, decode: &Decode<T>) -> Decoded<T> {
     let first_position = chunk.events.first().map_or(chunk.last_position, |raw| raw.position);
     let mut ready = Vec::with_capacity(chunk.events.len());
     let mut later = Vec::new();
-    for raw in chunk.events {
+    for raw in &chunk.events {
         match decode(raw) {
             Ok(DecodedEvent::Ready(event)) => ready.push(event),
             Ok(DecodedEvent::ReadyMany(events)) => ready.extend(events),

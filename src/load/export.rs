@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use super::LoadError;
-use super::decode::{Chunk, RawEvent, decode_in_order, decode_message};
+use super::decode::{Chunk, Decode, RawEvent, decode_in_order, decode_message};
 use crate::ingest::lines::Line;
 use crate::ingest::nats::{MessageStream, NatsError, NatsSource, StartAt};
 use crate::ingest::{Decoder, QuarantineReason};
@@ -203,10 +203,10 @@ fn write_chunks(
 ) -> Result<u64, LakeError> {
     let chunks = std::iter::from_fn(|| rx.blocking_recv());
     let source_name = format!("nats:{}", opts.stream);
-    let decode = |raw| decode_message::<()>(decoder, &source_name, raw);
+    let decode: &Decode<()> = &|raw| decode_message(decoder, &source_name, raw);
     let mut since_commit = 0usize;
     let mut last_commit = Instant::now();
-    decode_in_order(chunks, &decode, opts.threads, |decoded| {
+    decode_in_order(chunks, decode, opts.threads, |decoded| {
         summary.bytes += decoded.bytes;
         let messages = decoded.ready_events + decoded.later.len() as u64;
         progress.advance(messages, decoded.bytes);

@@ -15,10 +15,10 @@ use std::time::Instant;
 use sha2::{Digest, Sha256};
 
 use super::LoadError;
-use super::decode::{Chunk, DecodedEvent, RawEvent, decode_in_order};
+use super::decode::{Chunk, Decode, DecodedEvent, RawEvent, decode_in_order};
 use crate::ingest::lines::{BoundedLines, Line};
 use crate::ingest::otel::Assembler;
-use crate::ingest::{Decoder, LineEvents, QuarantineReason};
+use crate::ingest::{Decoder, LineEvents, LineSpans, QuarantineReason};
 use crate::lake::LakeError;
 use crate::lake::commit::{RunKind, RunLock, begin, commit};
 use crate::lake::event_sink::EventSink;
@@ -327,14 +327,14 @@ fn decode_and_write(
     };
     let mut counts = Counts { lines: 0, events: 0, bytes: 0, quarantined: BTreeMap::new(), sha256: String::new() };
     let mut assembler = Assembler::default();
-    let decode = |raw: RawEvent| {
-        decoder.decode_events(raw.line, source, raw.position).map(|line| match line {
-            LineEvents::One(event) => DecodedEvent::Ready(*event),
+    let decode: &Decode<LineSpans> = &|raw| {
+        decoder.decode_events(&raw.line, source, raw.position).map(|line| match line {
+            LineEvents::One(event) => DecodedEvent::Ready(event),
             LineEvents::Many(events) => DecodedEvent::ReadyMany(events),
-            spans @ LineEvents::Spans { .. } => DecodedEvent::Later(spans),
+            LineEvents::Spans(spans) => DecodedEvent::Later(spans),
         })
     };
-    let chunks = decode_in_order(chunks, &decode, opts.threads, |decoded| {
+    let chunks = decode_in_order(chunks, decode, opts.threads, |decoded| {
         counts.bytes += decoded.bytes;
         progress(decoded.bytes);
         counts.events += decoded.ready_events;
@@ -343,10 +343,12 @@ fn decode_and_write(
         }
         for result in decoded.later {
             match result {
-                Ok(line) => line.each_event(&mut assembler, |event| {
-                    counts.events += 1;
-                    sink.push(event)
-                })?,
+                Ok(spans) => {
+                    for event in spans.events(&mut assembler) {
+                        counts.events += 1;
+                        sink.push(event)?;
+                    }
+                }
                 Err(line) => {
                     *counts.quarantined.entry(line.reason).or_default() += 1;
                     sink.push_quarantined(line)?;

@@ -15,12 +15,15 @@ use datafusion::arrow::error::ArrowError;
 
 use super::event::Event;
 
+/// Reads a text column's value from an event.
+type TextOf = for<'e> fn(&'e Event<'e>) -> Option<&'e str>;
+
 /// How a column's value is read from an event.
 #[derive(Clone, Copy)]
 enum Value {
     StreamSeq,
     Ts,
-    Text(fn(&Event) -> Option<&str>),
+    Text(TextOf),
     Int(fn(&Event) -> Option<i64>),
     Flag(fn(&Event) -> Option<bool>),
 }
@@ -31,11 +34,11 @@ struct Column {
     value: Value,
 }
 
-const fn text(name: &'static str, of: fn(&Event) -> Option<&str>) -> Column {
+const fn text(name: &'static str, of: TextOf) -> Column {
     Column { name, nullable: true, value: Value::Text(of) }
 }
 
-const fn required(name: &'static str, of: fn(&Event) -> Option<&str>) -> Column {
+const fn required(name: &'static str, of: TextOf) -> Column {
     Column { name, nullable: false, value: Value::Text(of) }
 }
 
@@ -50,12 +53,12 @@ const fn flag(name: &'static str, of: fn(&Event) -> Option<bool>) -> Column {
 /// The columns in file order (the partition column `date` is in the path).
 const COLUMNS: [Column; 38] = [
     Column { name: "stream_seq", nullable: false, value: Value::StreamSeq },
-    required("id", |e| Some(&e.id)),
+    required("id", |e| Some(&*e.id)),
     Column { name: "ts", nullable: false, value: Value::Ts },
-    required("agent", |e| Some(&e.agent)),
-    required("session", |e| Some(&e.session)),
-    required("type", |e| Some(&e.event_type)),
-    required("raw_type", |e| Some(&e.raw_type)),
+    required("agent", |e| Some(&*e.agent)),
+    required("session", |e| Some(&*e.session)),
+    required("type", |e| Some(&*e.event_type)),
+    required("raw_type", |e| Some(&*e.raw_type)),
     required("schema", |e| Some(e.schema.as_str())),
     text("content", |e| e.content.as_deref()),
     text("role", |e| e.role.as_deref()),
@@ -85,7 +88,7 @@ const COLUMNS: [Column; 38] = [
     text("span_id", |e| e.span_id.as_deref()),
     text("parent_span_id", |e| e.parent_span_id.as_deref()),
     text("subject", |e| e.subject.as_deref()),
-    required("payload", |e| Some(&e.payload)),
+    required("payload", |e| Some(&*e.payload)),
     text("extra", |e| e.extra.as_deref()),
 ];
 
@@ -137,7 +140,7 @@ pub static EVENTS_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
 enum Builder {
     StreamSeq(UInt64Builder),
     Ts(TimestampMillisecondBuilder),
-    Text(StringBuilder, fn(&Event) -> Option<&str>),
+    Text(StringBuilder, TextOf),
     Int(Int64Builder, fn(&Event) -> Option<i64>),
     Flag(BooleanBuilder, fn(&Event) -> Option<bool>),
 }
@@ -177,7 +180,7 @@ impl Builder {
 }
 
 /// Events (already in their final order) as one record batch.
-pub fn events_batch(events: &[&Event]) -> Result<RecordBatch, ArrowError> {
+pub fn events_batch(events: &[&Event<'_>]) -> Result<RecordBatch, ArrowError> {
     let mut text_bytes = [0usize; COLUMNS.len()];
     for event in events {
         for (bytes, column) in text_bytes.iter_mut().zip(&COLUMNS) {
@@ -206,13 +209,13 @@ mod tests {
 
     #[test]
     fn every_column_holds_its_own_field() {
-        let mut first = Event::new(7, "e1".into(), 1_767_225_600_000, "a".into(), "s".into(), "tool.result", Schema::B);
+        let mut first = Event::new(7, "e1", 1_767_225_600_000, "a", "s", "tool.result", Schema::B);
         first.content = Some("hello".into());
         first.tool_name = Some("search".into());
         first.tool_is_error = Some(true);
         first.usage_cache_write = Some(42);
         first.extra = Some("{\"k\":1}".into());
-        let second = Event::new(8, "e2".into(), 1_767_225_600_001, "b".into(), "t".into(), "msg.in", Schema::A);
+        let second = Event::new(8, "e2", 1_767_225_600_001, "b", "t", "msg.in", Schema::A);
         let batch = events_batch(&[&first, &second]).unwrap();
         assert_eq!(batch.schema().fields().len(), 38);
         let text = |name: &str, row: usize| {

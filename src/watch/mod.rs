@@ -83,7 +83,7 @@ pub async fn watch(
     detectors.retain(|d| crate::detect::signals::signal(&d.name).is_some_and(|s| s.live));
     let webhook = Webhook::new(&opts.webhook);
     let mut sent = SentAlerts::load(opts.state_file.clone());
-    let mut window: Vec<Event> = Vec::new();
+    let mut window: Vec<Event<'static>> = Vec::new();
     let mut stats = WatchStats::default();
     let mut changed = false;
     let mut last_run = Instant::now();
@@ -95,7 +95,7 @@ pub async fn watch(
         };
         if let Some(message) = &next {
             match decoder.decode(&message.payload, "nats", message.sequence, Some(&message.subject)) {
-                Ok(event) => window.push(event),
+                Ok(event) => window.push(event.into_owned()),
                 Err(_) => stats.quarantined += 1,
             }
             stats.events += 1;

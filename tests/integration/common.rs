@@ -38,11 +38,11 @@ pub fn decoder() -> Decoder {
 }
 
 /// Decodes one raw event given as JSON.
-pub fn decode(raw: Value) -> Result<Event, QuarantinedLine> {
-    decoder().decode(raw.to_string().as_bytes(), "test", 1, None)
+pub fn decode(raw: Value) -> Result<Event<'static>, QuarantinedLine> {
+    decoder().decode(raw.to_string().as_bytes(), "test", 1, None).map(Event::into_owned)
 }
 
-pub fn event(raw: Value) -> Event {
+pub fn event(raw: Value) -> Event<'static> {
     decode(raw).expect("a valid event")
 }
 

@@ -84,7 +84,7 @@ proptest! {
 fn duplicate_keys_keep_the_last_value_everywhere() {
     let line = r#"{"ts":1771504212206,"type":"msg.in","type":"msg.out","payload":{"content":"a","content":"b"},"x":1,"x":2}"#;
     let event = decoder().decode(line.as_bytes(), "t", 1, None).expect("an event");
-    assert_eq!((event.event_type.as_str(), event.content.as_deref()), ("msg.out", Some("b")));
+    assert_eq!((&*event.event_type, event.content.as_deref()), ("msg.out", Some("b")));
     let extra: Map<String, Value> = serde_json::from_str(event.extra.as_deref().unwrap()).unwrap();
     assert_eq!(Value::Object(extra), json!({"x": 2}));
 }

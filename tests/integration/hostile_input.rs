@@ -9,7 +9,7 @@ use crate::common::decoder;
 
 const TS: &str = "1771504212206";
 
-fn decode_text(line: &str) -> Result<tracelake::model::Event, tracelake::ingest::QuarantinedLine> {
+fn decode_text(line: &str) -> Result<tracelake::model::Event<'_>, tracelake::ingest::QuarantinedLine> {
     decoder().decode(line.as_bytes(), "test", 1, None)
 }
 

@@ -54,10 +54,10 @@ fn sessions_are_normalized_as_the_spec_says() {
 #[test]
 fn missing_agent_and_session_default_to_unknown() {
     let e = event(json!({"ts": TS, "type": "msg.in", "payload": {"content": "x"}}));
-    assert_eq!((e.agent.as_str(), e.session.as_str()), ("unknown", "unknown"));
+    assert_eq!((&*e.agent, &*e.session), ("unknown", "unknown"));
     assert_eq!(e.id, "");
     let null_fields = event(json!({"ts": TS, "type": "msg.in", "agent": null, "session": null}));
-    assert_eq!((null_fields.agent.as_str(), null_fields.session.as_str()), ("unknown", "unknown"));
+    assert_eq!((&*null_fields.agent, &*null_fields.session), ("unknown", "unknown"));
     assert_eq!(null_fields.payload, "null", "a missing payload is kept as JSON null");
 }
 
@@ -73,7 +73,7 @@ fn schema_b_types_are_remapped() {
         ("lifecycle.error", "run.error"),
     ] {
         let e = event(b(raw, json!({})));
-        assert_eq!((e.event_type.as_str(), e.raw_type.as_str()), (canonical, raw));
+        assert_eq!((&*e.event_type, &*e.raw_type), (canonical, raw));
     }
 }
 
@@ -109,7 +109,7 @@ fn all_seventeen_schema_a_types_are_kept_with_their_type() {
 #[test]
 fn unknown_types_are_kept_with_their_raw_type() {
     let e = event(a("custom.metric", json!({"value": 3})));
-    assert_eq!((e.event_type.as_str(), e.raw_type.as_str()), ("custom.metric", "custom.metric"));
+    assert_eq!((&*e.event_type, &*e.raw_type), ("custom.metric", "custom.metric"));
     assert_eq!(e.payload, r#"{"value":3}"#);
 }
 
@@ -302,17 +302,17 @@ fn every_quarantine_reason_is_reported_with_its_position() {
     assert_eq!(q(b"{\"type\":\"msg.in\"}").reason, QuarantineReason::MissingTimestamp);
     assert_eq!(q(b"{\"ts\":-1,\"type\":\"msg.in\"}").reason, QuarantineReason::InvalidTimestamp);
     assert_eq!(q(b"{\"ts\":1767607203}").reason, QuarantineReason::MissingType);
-    let too_large = d.decode_line(Line::TooLong { prefix: b"{\"ts\"".to_vec(), len: 99 }, "f.jsonl", 8).expect_err("quarantined");
+    let too_large = d.decode_line(&Line::TooLong { prefix: b"{\"ts\"".to_vec(), len: 99 }, "f.jsonl", 8).expect_err("quarantined");
     assert_eq!((too_large.reason, too_large.raw_bytes, too_large.position), (QuarantineReason::TooLarge, 99, 8));
     let bad = q(b"{\"ts\": 1,");
     assert_eq!((bad.source.as_str(), bad.position, bad.raw.as_str()), ("f.jsonl", 7, "{\"ts\": 1,"));
     let spans = br#"{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "not-an-id", "spanId": "eee19b7ec3c1b174"}]}]}]}"#;
-    let bad_spans = d.decode_events(Line::Complete(spans.to_vec().into()), "f.jsonl", 9).expect_err("quarantined");
+    let bad_spans = d.decode_events(&Line::Complete(spans.to_vec().into()), "f.jsonl", 9).expect_err("quarantined");
     assert_eq!((bad_spans.reason, bad_spans.position), (QuarantineReason::InvalidSpans, 9));
     assert!(bad_spans.detail.contains("not-an-id"), "{}", bad_spans.detail);
     // A span without its start time (or one in 1970) would be an event of 1970.
     let spans = br#"{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "eee19b7ec3c1b174", "name": "chat m"}]}]}]}"#;
-    let no_start = d.decode_events(Line::Complete(spans.to_vec().into()), "f.jsonl", 10).expect_err("quarantined");
+    let no_start = d.decode_events(&Line::Complete(spans.to_vec().into()), "f.jsonl", 10).expect_err("quarantined");
     assert_eq!(no_start.reason, QuarantineReason::InvalidTimestamp);
     assert!(no_start.detail.contains("span `chat m` (eee19b7ec3c1b174) starts at 1970-01-01"), "{}", no_start.detail);
     assert_eq!(QuarantineReason::ALL.len(), 8, "a new reason needs a case above");
@@ -347,7 +347,7 @@ fn a_secret_cut_by_the_size_limit_leaves_nothing_of_itself_in_quarantine() {
         let at = line.find(secret.as_str()).unwrap();
         for cut in (public + 1).max(6)..secret.len() {
             let prefix = line.as_bytes()[..at + cut].to_vec();
-            let q = d.decode_line(Line::TooLong { prefix, len: line.len() as u64 }, "f.jsonl", 1).expect_err("quarantined");
+            let q = d.decode_line(&Line::TooLong { prefix, len: line.len() as u64 }, "f.jsonl", 1).expect_err("quarantined");
             assert_eq!(q.reason, QuarantineReason::TooLarge);
             let part = &secret[..cut];
             assert!(!q.raw.contains(part), "{secret} cut after {cut} bytes is kept: {}", q.raw);

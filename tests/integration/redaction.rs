@@ -91,14 +91,16 @@ fn every_text_field_of_an_event_is_redacted() {
                     "result": {"content": [{"type": "text", "text": format!("echo {secret}")}], "details": {"env": {"nested": [secret]}}},
                     "error": format!("failed with {secret}")},
         "meta": {"note": secret}});
-    let e = decoder.decode(raw.to_string().as_bytes(), "t", 1, None).unwrap();
+    let line = raw.to_string();
+    let e = decoder.decode(line.as_bytes(), "t", 1, None).unwrap();
     let texts = [e.tool_params.unwrap(), e.tool_result.unwrap(), e.tool_error.unwrap(), e.payload, e.extra.unwrap()];
     for text in &texts {
         assert!(!text.contains(secret), "secret left in {text}");
         assert!(text.contains("[REDACTED_API_KEY]"), "{text}");
     }
     let msg = json!({"ts": 1_771_504_212_206_i64, "type": "msg.in", "payload": {"content": format!("my key is {secret}"), "from": format!("PASSWORD=hunter2")}});
-    let e = decoder.decode(msg.to_string().as_bytes(), "t", 2, None).unwrap();
+    let line = msg.to_string();
+    let e = decoder.decode(line.as_bytes(), "t", 2, None).unwrap();
     assert_eq!(e.content.as_deref(), Some("my key is [REDACTED_API_KEY]"));
     assert_eq!(e.from.as_deref(), Some("PASSWORD=[REDACTED]"));
 }
@@ -108,7 +110,8 @@ fn nested_tool_results_stay_valid_json_after_redaction() {
     let decoder = Decoder::new(Redactor::builtin());
     let raw = json!({"ts": 1_771_504_212_206_i64, "type": "tool.result", "payload": {"toolName": "http",
         "result": {"url": "https://admin:pa55word@db.example.org/x", "headers": [{"auth": format!("Bearer {JWT}")}]}}});
-    let e = decoder.decode(raw.to_string().as_bytes(), "t", 1, None).unwrap();
+    let line = raw.to_string();
+    let e = decoder.decode(line.as_bytes(), "t", 1, None).unwrap();
     let result: serde_json::Value = serde_json::from_str(e.tool_result.as_deref().unwrap()).expect("still JSON");
     assert_eq!(result["url"], "https://admin:[REDACTED]@db.example.org/x");
     assert!(result["headers"][0]["auth"].as_str().unwrap().starts_with("Bearer [REDACTED"));

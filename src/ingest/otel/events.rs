@@ -11,8 +11,6 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
 use std::sync::LazyLock;
 
-use serde_json::Value;
-
 use super::messages::{is_model_call, span_messages};
 use super::span::{AnyValue, Span, attributes_json};
 use crate::ingest::conversation::{Message, Part, calls_of, canonical_json, message_events, reads_as_failure};
@@ -21,7 +19,7 @@ use crate::model::{Event, Schema};
 /// An event of a span, before its session is known.
 #[derive(Debug, Clone)]
 pub struct Candidate {
-    pub event: Event,
+    pub event: Event<'static>,
     /// Events of one session with the same key are one event: the first is kept.
     pub once: Option<u64>,
     /// The conversation the span names, if it names one.
@@ -32,7 +30,7 @@ pub struct Candidate {
 }
 
 impl Candidate {
-    fn new(event: Event, once: Option<u64>) -> Self {
+    fn new(event: Event<'static>, once: Option<u64>) -> Self {
         Self { event, once, conversation: None, names_agent: false }
     }
 }
@@ -56,11 +54,12 @@ pub fn span_events(span: &Span) -> Vec<Candidate> {
     let conversation = span.text(CONVERSATION_KEYS).map(str::to_owned);
     let base = {
         let mut e = Event::new(0, String::new(), span.start_ms, agent, String::new(), "msg.in", Schema::Otlp);
-        e.trace_id = Some(span.trace_id.clone());
-        e.span_id = Some(span.span_id.clone());
-        e.parent_span_id.clone_from(&span.parent_span_id);
-        e.extra =
-            Some(serde_json::json!({"span": span.name, "scope": span.scope, "resource": attributes_json(&span.resource)}).to_string());
+        e.trace_id = Some(span.trace_id.clone().into());
+        e.span_id = Some(span.span_id.clone().into());
+        e.parent_span_id = span.parent_span_id.clone().map(Into::into);
+        e.extra = Some(
+            serde_json::json!({"span": span.name, "scope": span.scope, "resource": attributes_json(&span.resource)}).to_string().into(),
+        );
         e
     };
     let mut out = Vec::new();
@@ -70,7 +69,7 @@ pub fn span_events(span: &Span) -> Vec<Candidate> {
         None => agent_events(span, &base, &mut out),
     }
     for (n, candidate) in out.iter_mut().enumerate() {
-        candidate.event.id = format!("{}.{n}", span.span_id);
+        candidate.event.id = format!("{}.{n}", span.span_id).into();
         candidate.conversation.clone_from(&conversation);
         candidate.names_agent = named_agent.is_some();
     }
@@ -95,7 +94,7 @@ fn span_payload(span: &Span) -> String {
     serde_json::json!({"name": span.name, "attributes": attributes_json(&kept), "error": span.error}).to_string()
 }
 
-fn tool_events(span: &Span, base: &Event, out: &mut Vec<Candidate>) {
+fn tool_events(span: &Span, base: &Event<'static>, out: &mut Vec<Candidate>) {
     let name = span
         .text(&["gen_ai.tool.name", "tool.name", "traceloop.entity.name"])
         .map_or_else(|| span.name.strip_prefix("execute_tool ").unwrap_or(&span.name).to_owned(), str::to_owned);
@@ -106,10 +105,10 @@ fn tool_events(span: &Span, base: &Event, out: &mut Vec<Candidate>) {
     let payload = span_payload(span);
     let mut call = base.clone();
     call.set_type("tool.call");
-    call.tool_name = Some(name.clone());
-    call.tool_params = arguments.map(|a| canonical_json(&a.to_json()));
-    call.tool_call_id.clone_from(&call_id);
-    call.payload.clone_from(&payload);
+    call.tool_name = Some(name.into());
+    call.tool_params = arguments.map(|a| canonical_json(&a.to_json()).into());
+    call.tool_call_id = call_id.clone().map(Into::into);
+    call.payload = payload.into();
     let mut done = call.clone();
     done.set_type("tool.result");
     done.ts = span.end_ms;
@@ -130,13 +129,13 @@ fn tool_events(span: &Span, base: &Event, out: &mut Vec<Candidate>) {
     let failure = failure.or_else(|| span.text(&["error.type"]).map(str::to_owned));
     match failure {
         Some(message) => {
-            done.tool_error = Some(message);
+            done.tool_error = Some(message.into());
             done.tool_is_error = Some(true);
         }
         None => {
-            done.tool_result = result_json.as_ref().map(Value::to_string);
+            done.tool_result = result_json.as_ref().map(|r| r.to_string().into());
             if result_json.as_ref().is_some_and(reads_as_failure) {
-                done.tool_error = result_json.as_ref().map(|r| r.as_str().map_or_else(|| r.to_string(), str::to_owned));
+                done.tool_error = result_json.as_ref().map(|r| r.as_str().map_or_else(|| r.to_string(), str::to_owned).into());
                 done.tool_is_error = Some(true);
             }
         }
@@ -146,18 +145,18 @@ fn tool_events(span: &Span, base: &Event, out: &mut Vec<Candidate>) {
     out.push(Candidate::new(done, key("tool.result")));
 }
 
-fn agent_events(span: &Span, base: &Event, out: &mut Vec<Candidate>) {
+fn agent_events(span: &Span, base: &Event<'static>, out: &mut Vec<Candidate>) {
     let payload = span_payload(span);
     let mut start = base.clone();
     start.set_type("run.start");
-    start.payload.clone_from(&payload);
+    start.payload = payload.into();
     let mut end = start.clone();
     end.ts = span.end_ms;
     end.duration_ms = Some(span.end_ms - span.start_ms);
     match &span.error {
         Some(message) => {
             end.set_type("run.error");
-            end.error = Some(if message.is_empty() { "error".to_owned() } else { message.clone() });
+            end.error = Some(if message.is_empty() { "error".into() } else { message.clone().into() });
         }
         None => {
             end.set_type("run.end");
@@ -168,7 +167,7 @@ fn agent_events(span: &Span, base: &Event, out: &mut Vec<Candidate>) {
     out.push(Candidate::new(end, None));
 }
 
-fn model_events(span: &Span, input: &[Message], output: &[Message], base: &Event, out: &mut Vec<Candidate>) {
+fn model_events(span: &Span, input: &[Message], output: &[Message], base: &Event<'static>, out: &mut Vec<Candidate>) {
     let calls = calls_of(input.iter().chain(output));
     // The k-th copy of a message in the history is the same message in every call that
     // repeats the history.
@@ -203,8 +202,9 @@ fn model_events(span: &Span, input: &[Message], output: &[Message], base: &Event
 
 /// The model and token usage of a model call, on the first event of its answer.
 fn model_usage(span: &Span, event: &mut Event) {
-    event.model = span.text(&["gen_ai.response.model", "gen_ai.request.model", "llm.model_name", "llm.response.model"]).map(str::to_owned);
-    event.provider = span.text(&["gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system"]).map(str::to_owned);
+    event.model =
+        span.text(&["gen_ai.response.model", "gen_ai.request.model", "llm.model_name", "llm.response.model"]).map(|m| m.to_owned().into());
+    event.provider = span.text(&["gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system"]).map(|p| p.to_owned().into());
     event.usage_input = span.int(&["gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt"]);
     event.usage_output = span.int(&["gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion"]);
     event.usage_cache_read = span.int(&["gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens"]);

@@ -61,11 +61,11 @@ pub struct Assembler {
 impl Assembler {
     /// The events of `candidates` (of the line or request at `position`) not seen before,
     /// with their sessions and their sequences in the line.
-    pub fn add(&mut self, position: u64, candidates: Vec<Candidate>) -> Vec<Event> {
+    pub fn add(&mut self, position: u64, candidates: Vec<Candidate>) -> Vec<Event<'static>> {
         // Children often end, and so arrive, before the agent span above them: every span
         // of the batch is known before any takes its agent.
         for c in &candidates {
-            let named = c.names_agent.then(|| c.event.agent.clone());
+            let named = c.names_agent.then(|| c.event.agent.clone().into_owned());
             let span = c.event.span_id.as_deref().map(events::key_of);
             let parent = c.event.parent_span_id.as_deref().map(events::key_of);
             if let Some(span) = span {
@@ -86,10 +86,10 @@ impl Assembler {
         let mut events = Vec::with_capacity(candidates.len());
         for (n, Candidate { mut event, once, conversation, names_agent }) in candidates.into_iter().enumerate() {
             if !names_agent && let Some(agent) = self.agent_above(&event) {
-                event.agent = agent;
+                event.agent = agent.into();
             }
             event.stream_seq = sequence_in_line(position, n as u64);
-            let trace = event.trace_id.clone().unwrap_or_default();
+            let trace = event.trace_id.as_deref().unwrap_or_default().to_owned();
             let trace_key = events::key_of(&trace);
             let session = match self.sessions.find(|m| m.get(&trace_key).cloned()) {
                 Some(session) => session,
@@ -108,7 +108,7 @@ impl Assembler {
                 self.seen.current.insert(key);
                 self.seen.age(HashSet::len);
             }
-            event.session = session;
+            event.session = session.into();
             events.push(event);
         }
         events
@@ -173,7 +173,7 @@ mod tests {
             "startTimeUnixNano": "1000000000", "endTimeUnixNano": "2000000000", "attributes": attributes}]}]}]})
     }
 
-    fn events(assembler: &mut Assembler, batch: serde_json::Value) -> Vec<Event> {
+    fn events(assembler: &mut Assembler, batch: serde_json::Value) -> Vec<Event<'static>> {
         let candidates = spans_from_json(&batch).unwrap().iter().flat_map(span_events).collect();
         assembler.add(1, candidates)
     }
@@ -184,7 +184,8 @@ mod tests {
         let mut a = Assembler::default();
         let first = events(&mut a, chat(t, "00f067aa0ba902b7", Some("conv-1"), &["hi"], "hello"));
         let second = events(&mut a, chat(t, "00f067aa0ba902b8", None, &["hi", "hi"], "bye"));
-        let texts = |e: &[Event]| e.iter().map(|e| (e.event_type.clone(), e.content.clone().unwrap_or_default())).collect::<Vec<_>>();
+        let texts =
+            |e: &[Event<'static>]| e.iter().map(|e| (e.event_type.clone(), e.content.clone().unwrap_or_default())).collect::<Vec<_>>();
         assert_eq!(texts(&first), [("msg.in".into(), "hi".into()), ("msg.out".into(), "hello".into())]);
         // The same "hi" a second time is a new message; the first is not.
         assert_eq!(texts(&second), [("msg.in".into(), "hi".into()), ("msg.out".into(), "bye".into())]);
@@ -215,8 +216,7 @@ mod tests {
             "scopeSpans": [{"spans": spans}]}]});
         let mut a = Assembler::default();
         let all = events(&mut a, batch);
-        let agents =
-            |trace: &str| all.iter().filter(|e| e.trace_id.as_deref() == Some(trace)).map(|e| e.agent.as_str()).collect::<HashSet<_>>();
+        let agents = |trace: &str| all.iter().filter(|e| e.trace_id.as_deref() == Some(trace)).map(|e| &*e.agent).collect::<HashSet<_>>();
         assert_eq!(agents(t), HashSet::from(["billing"]), "one trace, one agent: {all:?}");
         assert_eq!(agents(other), HashSet::from(["billing-agent"]), "a trace that names no agent keeps its service");
         let later = serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": [span(t, "00f067aa0ba902b4", Some("00f067aa0ba902b2"), &tool)]}]}]});
