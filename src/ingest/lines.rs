@@ -133,6 +133,19 @@ mod tests {
     }
 
     #[test]
+    fn a_line_at_the_limit_is_complete_and_one_byte_more_is_too_long() {
+        // The limit counts a `\r` before the newline; a last line needs no newline.
+        assert_eq!(
+            all(b"abcd\r\nabcde\r\nabcdef", 5),
+            vec![
+                Line::Complete(Bytes::from_static(b"abcd")),
+                Line::TooLong { prefix: b"abcde".to_vec(), len: 6 },
+                Line::TooLong { prefix: b"abcde".to_vec(), len: 6 },
+            ]
+        );
+    }
+
+    #[test]
     fn long_lines_are_cut_and_measured_and_the_next_line_survives() {
         assert_eq!(
             all(b"0123456789abc\nok\n", 5),
