@@ -7,6 +7,7 @@
 
 use std::borrow::Cow;
 
+pub use tracelake_udfs::redact::unescape_json;
 pub use tracelake_udfs::{Redactor, RedactorError};
 
 /// The JSON text `json` with every string in it redacted; borrowed when nothing changed.

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use crate::model::Event;
 use crate::privacy::{Pii, PiiKind};
-use crate::redact::{Redactor, map_json_strings, redact_json_text};
+use crate::redact::{Redactor, map_json_strings, redact_json_text, unescape_json};
 use lines::Line;
 pub use quarantine::{QuarantineReason, QuarantinedLine};
 use raw::{NotAnObject, RawObject};
@@ -304,36 +304,6 @@ const KEY_MATERIAL: &str = "[REDACTED_KEY_MATERIAL]";
 fn is_key_material(line: &str) -> bool {
     let line = line.trim();
     line.len() >= 16 && line.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
-}
-
-/// `text` with JSON string escapes decoded wherever they appear; an escape that is not
-/// one (or a lone surrogate) is kept as written or becomes U+FFFD.
-fn unescape_json(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find('\\') {
-        out.push_str(&rest[..i]);
-        rest = &rest[i..];
-        let mut chars = rest.chars();
-        chars.next();
-        let (decoded, len) = match chars.next() {
-            Some('n') => ('\n', 2),
-            Some('t') => ('\t', 2),
-            Some('r') => ('\r', 2),
-            Some('b') => ('\u{8}', 2),
-            Some('f') => ('\u{c}', 2),
-            Some(c @ ('"' | '\\' | '/')) => (c, 2),
-            Some('u') => match rest.get(2..6).and_then(|h| u32::from_str_radix(h, 16).ok()) {
-                Some(code) => (char::from_u32(code).unwrap_or('\u{fffd}'), 6),
-                None => ('\\', 1),
-            },
-            _ => ('\\', 1),
-        };
-        out.push(decoded);
-        rest = &rest[len..];
-    }
-    out.push_str(rest);
-    out
 }
 
 fn reason_detail(reason: QuarantineReason) -> String {

@@ -86,11 +86,16 @@ impl Redactor {
         Self::new(&[]).expect("built-in patterns compile")
     }
 
-    /// Whether any string inside the JSON text `raw` could need redaction. Sound only for
-    /// text without escapes (a backslash could hide a match) and when every pattern is a
-    /// built-in one (user patterns may be anchored); otherwise it answers true.
+    /// Whether any string inside the JSON text `raw` could need redaction. A match inside
+    /// one string is a match in the whole text with its escapes decoded: no built-in
+    /// pattern is anchored, and a string's quotes are neither word characters nor white
+    /// space, just as the start and end of a text are not. User patterns may be anchored:
+    /// with any, it answers true.
     pub fn may_match_json(&self, raw: &str) -> bool {
-        !self.custom.is_empty() || raw.contains('\\') || self.may_match(raw)
+        if !self.custom.is_empty() {
+            return true;
+        }
+        if raw.contains('\\') { self.may_match(&unescape_json(raw)) } else { self.may_match(raw) }
     }
 
     /// Whether any rule can match `text`.
@@ -111,6 +116,36 @@ impl Redactor {
         }
         out
     }
+}
+
+/// `text` with JSON string escapes decoded wherever they appear; an escape that is not
+/// one (or a lone surrogate) is kept as written or becomes U+FFFD.
+pub fn unescape_json(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('\\') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        let mut chars = rest.chars();
+        chars.next();
+        let (decoded, len) = match chars.next() {
+            Some('n') => ('\n', 2),
+            Some('t') => ('\t', 2),
+            Some('r') => ('\r', 2),
+            Some('b') => ('\u{8}', 2),
+            Some('f') => ('\u{c}', 2),
+            Some(c @ ('"' | '\\' | '/')) => (c, 2),
+            Some('u') => match rest.get(2..6).and_then(|h| u32::from_str_radix(h, 16).ok()) {
+                Some(code) => (char::from_u32(code).unwrap_or('\u{fffd}'), 6),
+                None => ('\\', 1),
+            },
+            _ => ('\\', 1),
+        };
+        out.push(decoded);
+        rest = &rest[len..];
+    }
+    out.push_str(rest);
+    out
 }
 
 impl PartialEq for Redactor {
@@ -202,5 +237,23 @@ mod tests {
         }
         assert!(!redactor.may_match_json(r#"{"content":"the key is in the drawer"}"#));
         assert_eq!(redactor.redact("export Api_Key = abc123"), "export Api_Key = [REDACTED]");
+    }
+
+    #[test]
+    fn the_prefilter_sees_through_escapes_and_lets_harmless_ones_pass() {
+        let redactor = Redactor::builtin();
+        for hidden in [
+            r#"{"content":"key sk\u002dabcdefghijklmnopqrstuvwxyz"}"#,
+            r#"{"url":"https:\/\/admin:pa55@db.example.org"}"#,
+            r#"{"content":"line one\nPASSWORD\u003dhunter2"}"#,
+            r#"{"content":"quoted \"Bearer abcdefghijklmnopqrstuvwxyz0123\""}"#,
+        ] {
+            assert!(redactor.may_match_json(hidden), "{hidden}");
+        }
+        for harmless in [r#"{"content":"line one\nline two \"quoted\" \u00e9t\u00e9"}"#, r#"{"path":"C:\\temp\\x"}"#] {
+            assert!(!redactor.may_match_json(harmless), "{harmless}");
+        }
+        let custom = Redactor::new(&["^anchored".to_owned()]).unwrap();
+        assert!(custom.may_match_json(r#"{"content":"nothing here"}"#), "user patterns may be anchored");
     }
 }
