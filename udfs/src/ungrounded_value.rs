@@ -18,12 +18,11 @@
 //! instructions, not the session, and is not checked. Each value is reported once per
 //! session.
 
-use std::collections::HashSet;
 use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{Array, ArrayRef, StringBuilder};
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::Result;
+use datafusion::common::{HashSet, Result};
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 use regex::Regex;
 use serde_json::Value;

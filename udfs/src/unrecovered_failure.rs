@@ -16,12 +16,11 @@
 //! The scan over each session is sequence logic SQL expresses with several joins; here
 //! it is one pass over the sorted partition.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray};
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::Result;
+use datafusion::common::{HashMap, Result};
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
 use crate::strings::string_at;

@@ -21,12 +21,11 @@
 //! for what it is; an id that the changed object already holds in the same field (the
 //! flights a reservation keeps when one of them changes) was not chosen.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, StringBuilder};
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::Result;
+use datafusion::common::{HashMap, HashSet, Result};
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 use serde_json::Value;
 
@@ -80,6 +79,9 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
         // plan for the next action starts: the user's first message after its last action
         // (the actions of one turn share the plan stated for them).
         let (mut said, mut pending, mut plan_from, mut acted) = (String::new(), Vec::new(), 0, false);
+        // The words of the agent's messages since `plan_from`, taken in up to `stated_to`:
+        // the calls of one turn extend them rather than read the turn again.
+        let (mut stated, mut stated_to) = (String::new(), 0);
         let mut offered = Offered::default();
         for i in 0..n {
             if starts_session(&sessions, i) {
@@ -110,12 +112,16 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
                             _ => said.push_str(&words(string_at(contents, j)?.unwrap_or_default())),
                         }
                     }
-                    let mut stated = String::new();
-                    for j in plan_from..i {
+                    if stated_to < plan_from {
+                        stated.clear();
+                        stated_to = plan_from;
+                    }
+                    for j in stated_to..i {
                         if string_at(types, j)? == Some("msg.out") {
                             stated.push_str(&words(string_at(contents, j)?.unwrap_or_default()));
                         }
                     }
+                    stated_to = i;
                     let arguments: Option<Value> = string_at(params, i)?.and_then(|p| serde_json::from_str(p).ok());
                     if let Some(arguments) = &arguments {
                         found = unstated(arguments, &said, &stated).or_else(|| offered.unnamed_choice(arguments, &said));
