@@ -7,7 +7,7 @@
 //! (DataFusion over the lake, chain building) → [`detect`] (detectors over chains →
 //! findings) → [`classify`] (the LLM's verdicts) → [`output`] (rules, policies, patterns)
 //! → [`report`] (the analysis report in its forms) → [`pipeline`] (the order of the
-//! stages) and [`watch`] (live alerts). [`config`], [`redact`], [`privacy`] and [`memory`] serve all.
+//! stages) and [`watch`] (live alerts). [`config`], [`redact`], [`privacy`], [`memory`] and [`temp_dirs`] serve all.
 
 pub mod classify;
 pub mod config;
@@ -25,6 +25,7 @@ pub mod privacy;
 pub mod receiver;
 pub mod redact;
 pub mod report;
+pub mod temp_dirs;
 pub mod watch;
 
 pub use tracelake_udfs as udfs;

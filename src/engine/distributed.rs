@@ -33,7 +33,7 @@ use tonic::transport::server::TcpIncoming;
 use url::Url;
 
 use super::EngineError;
-use super::session::EngineOptions;
+use super::session::{EngineOptions, spill_files};
 use super::session_job::{SessionFunctions, SessionJobDecoder, SessionJobExec};
 use super::window_memory::ReservedInput;
 use crate::lake::remote::{SCHEMES, object_store_for};
@@ -171,9 +171,11 @@ pub async fn serve_worker(
 ) -> Result<(), EngineError> {
     let stores = Arc::new(LakeStores { known: DefaultObjectStoreRegistry::new(), opened: Mutex::default(), options: storage_options });
     // The queries a worker runs at once share one pool, as a process's queries do.
+    let (disk, _spill_dir) = spill_files();
     let runtime = RuntimeEnvBuilder::new()
         .with_object_store_registry(stores)
         .with_memory_pool(Arc::new(FairSpillPool::new(engine.memory_limit_bytes)))
+        .with_disk_manager_builder(disk)
         .build_arc()?;
     let sessions = WorkerSessions {
         functions: SessionFunctions { redactor, patterns: Arc::clone(&engine.patterns) },

@@ -65,6 +65,8 @@ pub enum EngineError {
     Format(#[from] datafusion::arrow::error::ArrowError),
     #[error("cannot write the session buckets to a temporary directory: {0}")]
     Spill(#[source] std::io::Error),
+    #[error(transparent)]
+    TempDir(#[from] crate::temp_dirs::TempDirError),
     #[error("a worker of the analysis stopped: {0}")]
     Worker(#[source] tokio::task::JoinError),
     #[error("a row of {query} does not read as expected: {source}")]

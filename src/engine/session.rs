@@ -9,6 +9,7 @@ use datafusion::datasource::MemTable;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
 use datafusion::error::DataFusionError;
+use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
 use datafusion::execution::memory_pool::{FairSpillPool, MemoryLimit};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::session_state::SessionStateBuilder;
@@ -32,6 +33,7 @@ use crate::lake::state_log;
 use crate::lake::{Lake, LakeError, Table};
 use crate::model::event::EVENTS_SCHEMA;
 use crate::redact::Redactor;
+use crate::temp_dirs::ProcessTempDir;
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::logical_expr::{DdlStatement, LogicalPlan, Statement as PlanStatement};
 use futures::StreamExt;
@@ -164,14 +166,22 @@ pub fn lakeless_session(redactor: Redactor, opts: &EngineOptions) -> Result<Sess
 }
 
 fn new_context(redactor: Redactor, opts: &EngineOptions) -> Result<SessionContext, EngineError> {
-    let config = SessionConfig::new()
+    let (disk, spill_dir) = spill_files();
+    let mut config = SessionConfig::new()
         .with_target_partitions(opts.target_partitions)
         .with_information_schema(true)
         .set_bool("datafusion.execution.parquet.pruning", true)
         .set_bool("datafusion.execution.parquet.pushdown_filters", true)
         .set_bool("datafusion.execution.parquet.reorder_filters", true)
         .set_bool("datafusion.execution.collect_statistics", true);
-    let runtime = RuntimeEnvBuilder::new().with_memory_pool(Arc::new(FairSpillPool::new(opts.memory_limit_bytes))).build_arc()?;
+    if let Some(dir) = spill_dir {
+        // Kept as long as the session and its running plans (which hold its config).
+        config.set_extension(dir);
+    }
+    let runtime = RuntimeEnvBuilder::new()
+        .with_memory_pool(Arc::new(FairSpillPool::new(opts.memory_limit_bytes)))
+        .with_disk_manager_builder(disk)
+        .build_arc()?;
     let mut builder = SessionStateBuilder::new()
         .with_config(config)
         .with_runtime_env(runtime)
@@ -181,6 +191,20 @@ fn new_context(redactor: Redactor, opts: &EngineOptions) -> Result<SessionContex
         builder = distribute(builder, opts.workers.clone(), opts.worker_scan_bytes, opts.session_jobs.clone())?;
     }
     Ok(SessionFunctions { redactor, patterns: Arc::clone(&opts.patterns) }.context(builder)?)
+}
+
+/// Where operators spill: a directory of this process that a later run removes if this one
+/// is killed ([`ProcessTempDir`]), not DataFusion's own, which would stay behind. Where
+/// none can be made (a read-only `TMPDIR`), DataFusion's: a query that needs no spill
+/// still runs, and one that does says why it cannot.
+pub fn spill_files() -> (DiskManagerBuilder, Option<Arc<ProcessTempDir>>) {
+    match ProcessTempDir::new("spill") {
+        Ok(dir) => {
+            let disk = DiskManagerBuilder::default().with_mode(DiskManagerMode::Directories(vec![dir.path().to_owned()]));
+            (disk, Some(Arc::new(dir)))
+        }
+        Err(_) => (DiskManagerBuilder::default(), None),
+    }
 }
 
 /// tracelake's functions, in this process and in every worker's, and DataFusion's that

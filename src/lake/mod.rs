@@ -26,6 +26,8 @@ pub use layout::{Lake, PartitionDate, Table, WriterId};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LakeError {
+    #[error(transparent)]
+    TempDir(#[from] crate::temp_dirs::TempDirError),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,

@@ -19,6 +19,7 @@ use url::Url;
 
 use super::LakeError;
 use super::layout::Table;
+use crate::temp_dirs::ProcessTempDir;
 
 /// The URL schemes of lakes on object storage.
 pub const SCHEMES: [&str; 7] = ["s3", "s3a", "gs", "az", "azure", "abfs", "abfss"];
@@ -34,7 +35,7 @@ pub struct Remote {
     url: Url,
     store: Arc<dyn ObjectStore>,
     prefix: Path,
-    stage: tempfile::TempDir,
+    stage: ProcessTempDir,
 }
 
 impl Remote {
@@ -46,7 +47,7 @@ impl Remote {
             path: url.path().to_owned(),
             source: Box::new(e),
         })?;
-        let stage = tempfile::Builder::new().prefix("tracelake-stage-").tempdir().map_err(|e| LakeError::io(&std::env::temp_dir(), e))?;
+        let stage = ProcessTempDir::new("stage")?;
         let mut url = url.clone();
         url.set_path(&format!("/{prefix}"));
         Ok(Self { url, store, prefix, stage })

@@ -14,7 +14,6 @@ use datafusion::datasource::MemTable;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use futures::TryStreamExt;
-use tempfile::TempDir;
 
 use super::plan::Planned;
 use super::stages::StageTimes;
@@ -32,6 +31,7 @@ use crate::lake::{Lake, LakeError, Table, WriterId};
 use crate::model::Finding;
 use crate::model::finding::{FINDINGS_SCHEMA, findings_batch};
 use crate::report::analysis::FindingCounts;
+use crate::temp_dirs::ProcessTempDir;
 
 /// Findings per batch written to the lake.
 const FINDINGS_BATCH_ROWS: usize = 8192;
@@ -55,7 +55,7 @@ pub struct RunFiles {
     /// committed) for the detectors across sessions to read; the lake gets a copy.
     pub failures: Option<WrittenFile>,
     /// Holds `failures` until the commit has copied it.
-    pub _failures_dir: TempDir,
+    pub _failures_dir: ProcessTempDir,
 }
 
 /// What the detectors found.
@@ -86,7 +86,7 @@ pub async fn detect(
     times: &mut StageTimes,
 ) -> Result<Detected, PipelineError> {
     let date = PartitionDate::from_millis(planned.detected_at);
-    let failures_dir = tempfile::Builder::new().prefix("tracelake-failures-").tempdir().map_err(EngineError::Spill)?;
+    let failures_dir = ProcessTempDir::new("failures").map_err(EngineError::from)?;
     let reported = if opts.full { HashSet::new() } else { reported_ids(ctx).await? };
     let mut merged = Merged::start(lake, config, planned, reported, &writer, &date, &failures_dir);
     times.end("plan");
@@ -171,7 +171,7 @@ impl Merged {
         reported: HashSet<String>,
         writer: &WriterId,
         date: &PartitionDate,
-        failures_dir: &TempDir,
+        failures_dir: &ProcessTempDir,
     ) -> Self {
         Merged {
             kept: MostSevere {

@@ -343,3 +343,40 @@ fn analysis_in_session_buckets_finds_the_same_as_in_one_piece() {
     assert!(whole.0.iter().all(|(_, severity, _)| *severity == tracelake::model::Severity::Critical), "{:?}", whole.0);
     assert_eq!(whole, run(&capped, 2500));
 }
+
+#[test]
+fn an_analysis_leaves_no_temporary_files_and_removes_those_a_killed_run_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = generated_lake(dir.path(), 12000, 7);
+    let temp = dir.path().join("tmp");
+    let other = temp.join("tracelake-not-a-run-of-ours");
+    std::fs::create_dir_all(&other).unwrap();
+    let analyze = || {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tracelake"));
+        command.args(["analyze", "--lake", &lake, "--full", "--format", "json"]).env("TMPDIR", &temp);
+        command.env_remove("TRACELAKE_LAKE").env_remove("TRACELAKE_CONFIG").stdout(std::process::Stdio::piped());
+        command
+    };
+    let runs = || -> Vec<String> {
+        let names = std::fs::read_dir(&temp).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned());
+        names.filter(|n| n.starts_with("tracelake-") && *n != "tracelake-not-a-run-of-ours").collect()
+    };
+
+    // Killed as soon as it has made its spill directory.
+    let mut killed = analyze().spawn().unwrap();
+    let started = std::time::Instant::now();
+    while runs().is_empty() && started.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let left = runs();
+    assert!(left.iter().any(|n| n.starts_with("tracelake-spill-")), "a killed run leaves its directories: {left:?}");
+
+    let out = analyze().output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!report["findings"].as_array().unwrap().is_empty());
+    assert_eq!(runs(), Vec::<String>::new(), "the next run removes what the killed one left, and its own");
+    assert!(other.exists(), "a directory without a lock is not taken for a run's");
+}

@@ -20,9 +20,9 @@ use datafusion::arrow::ipc::reader::FileReader;
 use datafusion::arrow::ipc::writer::FileWriter;
 use datafusion::prelude::SessionContext;
 use futures::{Stream, StreamExt};
-use tempfile::TempDir;
 
 use crate::engine::{EngineError, query_json};
+use crate::temp_dirs::ProcessTempDir;
 
 /// Sessions are analyzed in buckets (an analysis's shares) of about this many events, one
 /// per core at a time: an analysis of 10M events then peaks at ≈ 550 MiB on 2 cores.
@@ -60,7 +60,7 @@ enum Events {
     /// Each bucket's batches, taken when it runs.
     InMemory(Mutex<Vec<Vec<RecordBatch>>>),
     /// A `bucket-N/` directory of Arrow files per bucket with events.
-    Spilled(TempDir),
+    Spilled(ProcessTempDir),
 }
 
 /// The events of `analysis_events`, and how many buckets their sessions go in: about
@@ -83,14 +83,7 @@ impl Buckets {
     /// [`Self::split`], keeping the buckets in memory up to `in_memory_max` events.
     async fn split_keeping(ctx: &SessionContext, bucket_events: u64, in_memory_max: u64) -> Result<Self, EngineError> {
         let (events, count) = count_analysis_events(ctx, bucket_events).await?;
-        let dir = if events > in_memory_max {
-            let temp = std::env::temp_dir();
-            remove_abandoned(&temp);
-            let prefix = format!("{DIR_PREFIX}{}-", std::process::id());
-            Some(tempfile::Builder::new().prefix(&prefix).tempdir_in(&temp).map_err(EngineError::Spill)?)
-        } else {
-            None
-        };
+        let dir = if events > in_memory_max { Some(ProcessTempDir::new("buckets")?) } else { None };
         let query = format!(
             "SELECT {CHAIN_COLUMNS}, CAST(key_hash(session) % CAST({count} AS BIGINT UNSIGNED) AS BIGINT) AS bucket FROM analysis_events"
         );
@@ -107,7 +100,7 @@ impl Buckets {
             .into_iter()
             .enumerate()
             .map(|(part, mut stream)| {
-                let mut split = BucketSplit::new(dir.as_ref().map(tempfile::TempDir::path), part, count as usize, Arc::clone(&schema));
+                let mut split = BucketSplit::new(dir.as_ref().map(ProcessTempDir::path), part, count as usize, Arc::clone(&schema));
                 tokio::spawn(async move {
                     while let Some(batch) = stream.next().await {
                         split.write(&batch?)?;
@@ -193,28 +186,6 @@ impl BucketEvents {
             }
         }
         Ok(batches)
-    }
-}
-
-/// Bucket directories are named `tracelake-buckets-PID-…`, after the process that made them.
-const DIR_PREFIX: &str = "tracelake-buckets-";
-
-/// Removes the bucket directories in `temp` of analyses that could not remove them (killed):
-/// those whose process is gone. Only where processes can be looked up in `/proc`.
-fn remove_abandoned(temp: &Path) {
-    let processes = Path::new("/proc");
-    let (true, Ok(entries)) = (processes.join("self").exists(), std::fs::read_dir(temp)) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let pid = name.to_str().and_then(|n| n.strip_prefix(DIR_PREFIX)).and_then(|rest| rest.split('-').next());
-        if let Some(pid) = pid.filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-            && !processes.join(pid).exists()
-        {
-            // Another analysis may remove it at the same time: failing is fine.
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
     }
 }
 
@@ -355,24 +326,5 @@ mod tests {
         assert_eq!(kept, bucket_ids(&ctx, &spilled).await);
         assert_eq!(kept.iter().map(Vec::len).sum::<usize>(), 500);
         assert!(kept.iter().filter(|ids| !ids.is_empty()).count() > 1, "the sessions are spread over the buckets");
-    }
-
-    #[test]
-    fn only_the_directories_of_ended_processes_are_removed() {
-        let temp = tempfile::tempdir().unwrap();
-        let make = |name: &str| {
-            let dir = temp.path().join(name);
-            std::fs::create_dir_all(dir.join("bucket-0")).unwrap();
-            std::fs::write(dir.join("bucket-0/part-0.arrow"), b"rows").unwrap();
-            dir
-        };
-        // No process has a number this high (Linux allows at most 2^22).
-        let ended = make(&format!("{DIR_PREFIX}99999999-abc"));
-        let running = make(&format!("{DIR_PREFIX}{}-abc", std::process::id()));
-        let older_naming = make(&format!("{DIR_PREFIX}abc123"));
-        let other = make("something-else-99999999");
-        remove_abandoned(temp.path());
-        assert!(!ended.exists());
-        assert!(running.exists() && older_naming.exists() && other.exists());
     }
 }

@@ -1,0 +1,108 @@
+//! Temporary directories a run can clean up after another that was killed.
+//!
+//! Each is `tracelake-KIND-PID-…` in the system's temporary directory (`TMPDIR`) and holds
+//! a lock file locked for as long as its process keeps it. A directory whose lock nobody
+//! holds belongs to a process that ended without removing it (`kill -9`, a crash, the
+//! machine's power) and is removed by the next run that makes one. A lock, not the
+//! process number, says so: it is right across PID namespaces that share a `/tmp`, and
+//! after a number is reused.
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The start of every such directory's name.
+const PREFIX: &str = "tracelake-";
+
+/// The file whose lock marks a directory as in use.
+const LOCK_FILE: &str = ".lock";
+
+/// A temporary directory of this process, removed when dropped.
+#[derive(Debug)]
+pub struct ProcessTempDir {
+    // Declared first: dropped (the directory removed) before the lock is released.
+    dir: tempfile::TempDir,
+    _lock: File,
+}
+
+impl ProcessTempDir {
+    /// A new directory `tracelake-{kind}-{pid}-…` in the system's temporary directory,
+    /// after removing those that ended processes left there.
+    pub fn new(kind: &str) -> Result<Self, TempDirError> {
+        Self::new_in(&std::env::temp_dir(), kind)
+    }
+
+    fn new_in(parent: &Path, kind: &str) -> Result<Self, TempDirError> {
+        remove_abandoned(parent);
+        let error = |source| TempDirError { parent: parent.to_path_buf(), source };
+        let dir = tempfile::Builder::new().prefix(&format!("{PREFIX}{kind}-{}-", std::process::id())).tempdir_in(parent).map_err(error)?;
+        let lock = File::create(dir.path().join(LOCK_FILE)).map_err(error)?;
+        lock.lock().map_err(error)?;
+        Ok(Self { dir, _lock: lock })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// A temporary directory that could not be made.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot make a temporary directory in {}: {source}; set TMPDIR to a writable directory with room", parent.display())]
+pub struct TempDirError {
+    parent: PathBuf,
+    #[source]
+    source: io::Error,
+}
+
+/// Removes the directories in `parent` whose lock nobody holds. One without a lock file
+/// is left alone: it is being made, or is not ours.
+fn remove_abandoned(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if !entry.file_name().to_str().is_some_and(|name| name.starts_with(PREFIX)) {
+            continue;
+        }
+        let Ok(lock) = File::open(entry.path().join(LOCK_FILE)) else {
+            continue;
+        };
+        if lock.try_lock().is_ok() {
+            // Another run may remove it at the same time: failing is fine.
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_directories_nobody_holds_are_removed() {
+        let parent = tempfile::tempdir().unwrap();
+        let held = ProcessTempDir::new_in(parent.path(), "spill").unwrap();
+        std::fs::write(held.path().join("part-0.arrow"), b"rows").unwrap();
+        let abandoned = parent.path().join("tracelake-spill-99999999-abc");
+        std::fs::create_dir_all(abandoned.join("datafusion-x")).unwrap();
+        std::fs::write(abandoned.join(LOCK_FILE), b"").unwrap();
+        std::fs::write(abandoned.join("datafusion-x/spill"), b"rows").unwrap();
+        let unlocked_other = parent.path().join("something-else");
+        std::fs::create_dir_all(&unlocked_other).unwrap();
+        std::fs::write(unlocked_other.join(LOCK_FILE), b"").unwrap();
+        let without_lock = parent.path().join("tracelake-buckets-abc123");
+        std::fs::create_dir_all(&without_lock).unwrap();
+
+        let next = ProcessTempDir::new_in(parent.path(), "buckets").unwrap();
+        assert!(!abandoned.exists(), "a directory whose lock nobody holds is removed");
+        assert!(held.path().join("part-0.arrow").exists(), "a held directory is kept");
+        assert!(unlocked_other.exists() && without_lock.exists(), "what is not ours, or not yet locked, is kept");
+        let name = next.path().file_name().unwrap().to_str().unwrap().to_owned();
+        assert!(name.starts_with(&format!("tracelake-buckets-{}-", std::process::id())), "{name}");
+
+        let held_path = held.path().to_path_buf();
+        drop(held);
+        assert!(!held_path.exists(), "dropped, it is removed");
+    }
+}
