@@ -3,9 +3,25 @@
 use std::path::{Path, PathBuf};
 
 /// The library's top-level modules in data-flow order: each may import from those before it.
-const LAYERS: [&str; 17] = [
-    "model", "redact", "privacy", "memory", "config", "ingest", "generate", "lake", "load", "receiver", "engine", "detect", "classify",
-    "output", "report", "pipeline", "watch",
+const LAYERS: [&str; 18] = [
+    "model",
+    "redact",
+    "privacy",
+    "memory",
+    "temp_dirs",
+    "config",
+    "ingest",
+    "generate",
+    "lake",
+    "load",
+    "receiver",
+    "engine",
+    "detect",
+    "classify",
+    "output",
+    "report",
+    "pipeline",
+    "watch",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
