@@ -36,8 +36,11 @@ impl ProcessTempDir {
         remove_abandoned(parent);
         let error = |source| TempDirError { parent: parent.to_path_buf(), source };
         let dir = tempfile::Builder::new().prefix(&format!("{PREFIX}{kind}-{}-", std::process::id())).tempdir_in(parent).map_err(error)?;
-        let lock = File::create(dir.path().join(LOCK_FILE)).map_err(error)?;
+        // Locked before it takes its name: another run never sees it unlocked.
+        let unnamed = dir.path().join(format!("{LOCK_FILE}.new"));
+        let lock = File::create(&unnamed).map_err(error)?;
         lock.lock().map_err(error)?;
+        std::fs::rename(&unnamed, dir.path().join(LOCK_FILE)).map_err(error)?;
         Ok(Self { dir, _lock: lock })
     }
 
