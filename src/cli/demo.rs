@@ -12,6 +12,7 @@ use tracelake::lake::Lake;
 use tracelake::load::import::{ImportOptions, ImportOutcome, ImportSource, import_source};
 use tracelake::pipeline::{AnalyzeOptions, analyze};
 use tracelake::report::text::shell_word;
+use tracelake::temp_dirs::ProcessTempDir;
 
 use super::{Ctx, import::summary_line, is_new_or_empty, status::describe};
 
@@ -60,7 +61,8 @@ fn demo_lake(dir: &Path) -> anyhow::Result<Lake> {
 }
 
 pub async fn run(ctx: &Ctx, _args: DemoArgs) -> anyhow::Result<ExitCode> {
-    let temp = tempfile::tempdir().context("creating a temporary directory")?;
+    // A demo stopped with `kill -9` leaves its lake to the next run to remove.
+    let temp = ProcessTempDir::new("demo")?;
     let lake = match &ctx.lake {
         Some(dir) => demo_lake(dir)?,
         None => Lake::new(temp.path().join("lake")),
