@@ -74,7 +74,6 @@ pub struct AnalyzeArgs {
 pub async fn run(ctx: &Ctx, args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let lake = ctx.existing_lake()?;
     let analysis = analyze(&lake, &ctx.config, ctx.redactor()?, &options(&args)).await?;
-    ctx.note_single_worker();
     if args.verbose {
         eprintln!("where the time went:\n{}", analysis.stage_times);
         if let Some(plan) = &analysis.worker_plan {

@@ -297,7 +297,20 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         config.workers = cli.workers;
     }
     let ctx = Ctx { config, config_file: cli.config, lake: cli.lake };
-    match cli.command {
+    // `sql` says so when its session opens, before a prompt.
+    let plans_on_workers = matches!(
+        cli.command,
+        Command::Demo(_)
+            | Command::Analyze(_)
+            | Command::Outcomes(_)
+            | Command::Score(_)
+            | Command::Factors(_)
+            | Command::Risk(_)
+            | Command::Brief(_)
+            | Command::Report(_)
+            | Command::Status(_)
+    );
+    let ran = match cli.command {
         Command::Demo(args) => block_on(demo::run(&ctx, args)),
         Command::Import(args) => import::run(&ctx, args),
         Command::Export(args) => block_on(export::run(&ctx, args)),
@@ -320,7 +333,11 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Upgrade(args) => upgrade::run(&ctx, args),
         Command::Compact(args) => compact::run(&ctx, args),
         Command::Vacuum(args) => vacuum::run(&ctx, args),
+    };
+    if plans_on_workers && ran.is_ok() {
+        ctx.note_single_worker();
     }
+    ran
 }
 
 fn block_on<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(future: F) -> anyhow::Result<ExitCode> {

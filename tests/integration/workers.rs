@@ -80,6 +80,10 @@ fn two_workers_give_the_embedded_findings_and_query_results() {
     assert!(alone.status.success(), "{said}");
     assert_eq!(finding_ids(&String::from_utf8_lossy(&alone.stdout)), embedded);
     assert!(said.contains(&format!("note: with one worker ({}) the plan runs in this process", a.url)), "{said}");
+    // As every command that plans over the lake says.
+    let status = crate::common::tracelake(&["status", "--lake", &lake, "--workers", &a.url]);
+    let said = String::from_utf8_lossy(&status.stderr);
+    assert!(status.status.success() && said.contains("note: with one worker"), "{said}");
     assert!(
         !String::from_utf8_lossy(&crate::common::tracelake(&["analyze", "--lake", &lake, "--workers", &workers]).stderr)
             .contains("one worker")
