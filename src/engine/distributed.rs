@@ -13,9 +13,7 @@ use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::common::{DataFusionError, Result, internal_err, not_impl_err};
 use datafusion::execution::context::QueryPlanner;
-use datafusion::execution::memory_pool::FairSpillPool;
 use datafusion::execution::object_store::{DefaultObjectStoreRegistry, ObjectStoreRegistry};
-use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::{SessionState, SessionStateBuilder, TaskContext};
 use datafusion::logical_expr::Explain;
 use datafusion::logical_expr::LogicalPlan;
@@ -33,7 +31,7 @@ use tonic::transport::server::TcpIncoming;
 use url::Url;
 
 use super::EngineError;
-use super::session::{EngineOptions, spill_files};
+use super::session::{EngineOptions, runtime_builder};
 use super::session_job::{SessionFunctions, SessionJobDecoder, SessionJobExec};
 use super::window_memory::ReservedInput;
 use crate::lake::remote::{SCHEMES, object_store_for};
@@ -171,12 +169,8 @@ pub async fn serve_worker(
 ) -> Result<(), EngineError> {
     let stores = Arc::new(LakeStores { known: DefaultObjectStoreRegistry::new(), opened: Mutex::default(), options: storage_options });
     // The queries a worker runs at once share one pool, as a process's queries do.
-    let (disk, _spill_dir) = spill_files();
-    let runtime = RuntimeEnvBuilder::new()
-        .with_object_store_registry(stores)
-        .with_memory_pool(Arc::new(FairSpillPool::new(engine.memory_limit_bytes)))
-        .with_disk_manager_builder(disk)
-        .build_arc()?;
+    let (runtime, _spill_dir) = runtime_builder(engine.memory_limit_bytes);
+    let runtime = runtime.with_object_store_registry(stores).build_arc()?;
     let sessions = WorkerSessions {
         functions: SessionFunctions { redactor, patterns: Arc::clone(&engine.patterns) },
         jobs: engine.session_jobs.clone(),

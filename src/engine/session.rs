@@ -166,7 +166,7 @@ pub fn lakeless_session(redactor: Redactor, opts: &EngineOptions) -> Result<Sess
 }
 
 fn new_context(redactor: Redactor, opts: &EngineOptions) -> Result<SessionContext, EngineError> {
-    let (disk, spill_dir) = spill_files();
+    let (runtime, spill_dir) = runtime_builder(opts.memory_limit_bytes);
     let mut config = SessionConfig::new()
         .with_target_partitions(opts.target_partitions)
         .with_information_schema(true)
@@ -178,10 +178,7 @@ fn new_context(redactor: Redactor, opts: &EngineOptions) -> Result<SessionContex
         // Kept as long as the session and its running plans (which hold its config).
         config.set_extension(dir);
     }
-    let runtime = RuntimeEnvBuilder::new()
-        .with_memory_pool(Arc::new(FairSpillPool::new(opts.memory_limit_bytes)))
-        .with_disk_manager_builder(disk)
-        .build_arc()?;
+    let runtime = runtime.build_arc()?;
     let mut builder = SessionStateBuilder::new()
         .with_config(config)
         .with_runtime_env(runtime)
@@ -193,17 +190,20 @@ fn new_context(redactor: Redactor, opts: &EngineOptions) -> Result<SessionContex
     Ok(SessionFunctions { redactor, patterns: Arc::clone(&opts.patterns) }.context(builder)?)
 }
 
-/// Where operators spill: a directory of this process that a later run removes if this one
-/// is killed ([`ProcessTempDir`]), not DataFusion's own, which would stay behind. Where
-/// none can be made (a read-only `TMPDIR`), DataFusion's: a query that needs no spill
-/// still runs, and one that does says why it cannot.
-pub fn spill_files() -> (DiskManagerBuilder, Option<Arc<ProcessTempDir>>) {
+/// The runtime of a session or a worker: a memory pool of `memory_limit_bytes`, beyond
+/// which operators spill into the directory returned, which must be kept while it runs.
+/// That is a directory of this process that a later run removes if this one is killed
+/// ([`ProcessTempDir`]), not DataFusion's own, which would stay behind. Where none can be
+/// made (a read-only `TMPDIR`), DataFusion's: a query that needs no spill still runs, and
+/// one that does says why it cannot.
+pub fn runtime_builder(memory_limit_bytes: usize) -> (RuntimeEnvBuilder, Option<Arc<ProcessTempDir>>) {
+    let runtime = RuntimeEnvBuilder::new().with_memory_pool(Arc::new(FairSpillPool::new(memory_limit_bytes)));
     match ProcessTempDir::new("spill") {
         Ok(dir) => {
             let disk = DiskManagerBuilder::default().with_mode(DiskManagerMode::Directories(vec![dir.path().to_owned()]));
-            (disk, Some(Arc::new(dir)))
+            (runtime.with_disk_manager_builder(disk), Some(Arc::new(dir)))
         }
-        Err(_) => (DiskManagerBuilder::default(), None),
+        Err(_) => (runtime, None),
     }
 }
 
