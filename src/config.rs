@@ -658,7 +658,7 @@ fn unknown_field(message: &str) -> Option<(String, Vec<String>)> {
 }
 
 /// The valid name `key` most likely misspells, if any is close.
-fn nearest<'a>(key: &str, valid: &[&'a str]) -> Option<&'a str> {
+pub fn nearest<'a>(key: &str, valid: &[&'a str]) -> Option<&'a str> {
     let lower = key.to_lowercase();
     valid
         .iter()

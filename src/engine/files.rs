@@ -50,12 +50,18 @@ impl FileFormatFactory for JsonLines {
 /// Extensions read as tables by path.
 const EXTENSIONS: [&str; 6] = ["parquet", "csv", "json", "jsonl", "ndjson", "arrow"];
 
+/// The table a query named that the session does not know, as DataFusion reports it
+/// (`table 'datafusion.public.x' not found`).
+pub fn unknown_table(error: &DataFusionError) -> Option<&str> {
+    let DataFusionError::Plan(message) = error.find_root() else { return None };
+    let name = message.strip_prefix("table '")?.strip_suffix("' not found")?;
+    Some(name.strip_prefix("datafusion.public.").unwrap_or(name))
+}
+
 /// The path a query named as a table when no such file exists: DataFusion reports it as
 /// an unknown table (`table 'datafusion.public.x.parquet' not found`).
 pub fn missing_file(error: &DataFusionError) -> Option<String> {
-    let DataFusionError::Plan(message) = error.find_root() else { return None };
-    let name = message.strip_prefix("table '")?.strip_suffix("' not found")?;
-    let name = name.strip_prefix("datafusion.public.").unwrap_or(name);
+    let name = unknown_table(error)?;
     let ext = std::path::Path::new(name).extension()?.to_str()?.to_ascii_lowercase();
     let looks_like_file = name.contains('/') || EXTENSIONS.contains(&ext.as_str());
     (looks_like_file && !std::path::Path::new(name).exists()).then(|| name.to_owned())

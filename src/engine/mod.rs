@@ -27,6 +27,8 @@ pub enum EngineError {
     NoLake(std::path::PathBuf),
     #[error("no table, view or file named {0}: a quoted name with an extension is read as a file path (Parquet, CSV, JSON Lines)")]
     NoSuchFile(String),
+    #[error("no table or view named {name}{}; `SHOW TABLES` lists them", nearest.as_ref().map(|n| format!(" (did you mean {n}?)")).unwrap_or_default())]
+    NoSuchTable { name: String, nearest: Option<String> },
     #[error("{0} is a window function: call it with OVER (…) (`tracelake functions {0}` shows how)")]
     WindowWithoutOver(String),
     #[error("writing results: {0}")]

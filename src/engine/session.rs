@@ -331,11 +331,18 @@ pub fn parse_statements(sql: &str) -> Result<VecDeque<Statement>, EngineError> {
 }
 
 /// A statement's planning error, said in terms of what went wrong for the user where
-/// DataFusion's words mislead: a missing file, or a window function called without
-/// `OVER` (DataFusion then reports an unknown function and suggests another).
+/// DataFusion's words mislead: a missing file, a misspelt table (with the name nearest
+/// to it), or a window function called without `OVER` (DataFusion then reports an
+/// unknown function and suggests another).
 fn planning_error(ctx: &SessionContext, error: DataFusionError) -> EngineError {
     if let Some(path) = super::files::missing_file(&error) {
         return EngineError::NoSuchFile(path);
+    }
+    if let Some(name) = super::files::unknown_table(&error) {
+        let tables = ctx.catalog("datafusion").and_then(|c| c.schema("public")).map(|s| s.table_names()).unwrap_or_default();
+        let known: Vec<&str> = tables.iter().map(String::as_str).collect();
+        let nearest = crate::config::nearest(name, &known).map(str::to_owned);
+        return EngineError::NoSuchTable { name: name.to_owned(), nearest };
     }
     if let DataFusionError::Plan(message) = error.find_root()
         && let Some(name) = message.strip_prefix("Invalid function '").and_then(|rest| rest.split('\'').next())

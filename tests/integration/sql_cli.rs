@@ -116,7 +116,12 @@ fn errors_are_clear_and_exit_1() {
     for (args, said) in [
         (vec!["status", "--lake", &traces], "is a file: --lake names the directory a lake is kept in"),
         (vec!["import", "--lake", &traces, &traces], "to make one of this file, `tracelake import --lake DIR "),
-        (vec!["sql", "--lake", &lake, "SELECT * FROM event"], "not found"),
+        (
+            vec!["sql", "--lake", &lake, "SELECT * FROM event"],
+            "no table or view named event (did you mean events?); `SHOW TABLES` lists them",
+        ),
+        (vec!["sql", "--lake", &lake, "SELECT * FROM chain_event"], "(did you mean chain_events?)"),
+        (vec!["sql", "--lake", &lake, "SELECT * FROM zzzqqq"], "no table or view named zzzqqq; `SHOW TABLES` lists them"),
         (vec!["sql", "--lake", &lake, "SELECT * FROM 'no/such/traces.parquet'"], "no table, view or file named no/such/traces.parquet"),
         (vec!["sql", "--lake", &lake, "SELECT nonexistent FROM events"], "Valid fields are"),
         (vec!["import", "--lake", &lake, "/nonexistent.jsonl"], "No such file or directory"),
@@ -278,7 +283,11 @@ fn a_file_is_queried_by_its_path() {
     let lakeless = tracelake_ok(&["sql", "--format", "csv", &format!("SELECT count(*) AS n FROM '{}'", jsonl.display())]);
     assert_eq!(lakeless, format!("n\n{lines}\n"));
     let no_table = tracelake(&["sql", "SELECT count(*) FROM events"]);
-    assert!(String::from_utf8_lossy(&no_table.stderr).contains("not found"), "{no_table:?}");
+    let said = String::from_utf8_lossy(&no_table.stderr);
+    assert!(
+        said.contains("no table or view named events;") && said.contains("(no lake was given: --lake DIR or TRACELAKE_LAKE)"),
+        "{said}"
+    );
     // A Parquet file joins the lake's tables like any table.
     let join = format!("SELECT count(*) AS n FROM '{}' f JOIN events e ON f.id = e.id", parquet.display());
     assert_eq!(
