@@ -341,7 +341,9 @@ fn planning_error(ctx: &SessionContext, error: DataFusionError) -> EngineError {
     if let Some(name) = super::files::unknown_table(&error) {
         let tables = ctx.catalog("datafusion").and_then(|c| c.schema("public")).map(|s| s.table_names()).unwrap_or_default();
         let known: Vec<&str> = tables.iter().map(String::as_str).collect();
-        let nearest = crate::config::nearest(name, &known).map(str::to_owned);
+        // Two edits at most: further, the nearest name is another table (sessions → decisions).
+        let within_two = |n: &&str| strsim::damerau_levenshtein(&name.to_lowercase(), &n.to_lowercase()) <= 2;
+        let nearest = crate::config::nearest(name, &known).filter(within_two).map(str::to_owned);
         return EngineError::NoSuchTable { name: name.to_owned(), nearest };
     }
     if let DataFusionError::Plan(message) = error.find_root()

@@ -121,7 +121,7 @@ fn errors_are_clear_and_exit_1() {
             "no table or view named event (did you mean events?); `SHOW TABLES` lists them",
         ),
         (vec!["sql", "--lake", &lake, "SELECT * FROM chain_event"], "(did you mean chain_events?)"),
-        (vec!["sql", "--lake", &lake, "SELECT * FROM zzzqqq"], "no table or view named zzzqqq; `SHOW TABLES` lists them"),
+        (vec!["sql", "--lake", &lake, "SELECT * FROM sessions"], "no table or view named sessions; `SHOW TABLES` lists them"),
         (vec!["sql", "--lake", &lake, "SELECT * FROM 'no/such/traces.parquet'"], "no table, view or file named no/such/traces.parquet"),
         (vec!["sql", "--lake", &lake, "SELECT nonexistent FROM events"], "Valid fields are"),
         (vec!["import", "--lake", &lake, "/nonexistent.jsonl"], "No such file or directory"),
