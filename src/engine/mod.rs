@@ -14,7 +14,7 @@ pub mod sql;
 pub mod window_memory;
 
 pub use print::{PrintFormat, PrintOptions};
-pub use session::{EngineOptions, open_session, print_statements, run_statements};
+pub use session::{EngineOptions, nearest_table, open_session, print_statements, run_statements};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {

@@ -339,12 +339,7 @@ fn planning_error(ctx: &SessionContext, error: DataFusionError) -> EngineError {
         return EngineError::NoSuchFile(path);
     }
     if let Some(name) = super::files::unknown_table(&error) {
-        let tables = ctx.catalog("datafusion").and_then(|c| c.schema("public")).map(|s| s.table_names()).unwrap_or_default();
-        let known: Vec<&str> = tables.iter().map(String::as_str).collect();
-        // Two edits at most: further, the nearest name is another table (sessions → decisions).
-        let within_two = |n: &&str| strsim::damerau_levenshtein(&name.to_lowercase(), &n.to_lowercase()) <= 2;
-        let nearest = crate::config::nearest(name, &known).filter(within_two).map(str::to_owned);
-        return EngineError::NoSuchTable { name: name.to_owned(), nearest };
+        return EngineError::NoSuchTable { name: name.to_owned(), nearest: nearest_table(ctx, name) };
     }
     if let DataFusionError::Plan(message) = error.find_root()
         && let Some(name) = message.strip_prefix("Invalid function '").and_then(|rest| rest.split('\'').next())
@@ -353,6 +348,15 @@ fn planning_error(ctx: &SessionContext, error: DataFusionError) -> EngineError {
         return EngineError::WindowWithoutOver(name.to_owned());
     }
     error.into()
+}
+
+/// The session's table or view that `name` most likely misspells, if one is close.
+pub fn nearest_table(ctx: &SessionContext, name: &str) -> Option<String> {
+    let tables = ctx.catalog("datafusion").and_then(|c| c.schema("public")).map(|s| s.table_names()).unwrap_or_default();
+    let known: Vec<&str> = tables.iter().map(String::as_str).collect();
+    // Two edits at most: further, the nearest name is another table (sessions → decisions).
+    let within_two = |n: &&str| strsim::damerau_levenshtein(&name.to_lowercase(), &n.to_lowercase()) <= 2;
+    crate::config::nearest(name, &known).filter(within_two).map(str::to_owned)
 }
 
 /// Runs every statement in `sql` in order and prints each result to `out` as it comes.

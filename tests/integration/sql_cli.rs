@@ -87,6 +87,9 @@ fn meta_commands_work_outside_the_prompt() {
     assert!(help.contains("(tool_params->>'order_id') IS NOT NULL"), "the example uses real columns: {help}");
     let columns = tracelake_ok(&["sql", "--lake", &lake, "\\d events"]);
     assert!(columns.contains("| tool_params ") && columns.contains("| column "), "{columns}");
+    let misspelt = tracelake(&["sql", "--lake", &lake, "\\d evnts"]);
+    let said = String::from_utf8_lossy(&misspelt.stderr);
+    assert!(said.contains("no table or view `evnts` (did you mean events?): `\\d` lists them"), "{said}");
     let out = with_input(&["sql", "--lake", &lake], b"\\dt\nSELECT 40 + 2\n  AS answer;\n\\dv\n");
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
