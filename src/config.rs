@@ -658,12 +658,18 @@ fn unknown_field(message: &str) -> Option<(String, Vec<String>)> {
 }
 
 /// The valid name `key` most likely misspells, if any is close.
-pub fn nearest<'a>(key: &str, valid: &[&'a str]) -> Option<&'a str> {
+fn nearest<'a>(key: &str, valid: &[&'a str]) -> Option<&'a str> {
+    nearest_within(key, valid, usize::MAX)
+}
+
+/// The valid name `key` most likely misspells, if any is close and at most `max_edits`
+/// away.
+pub fn nearest_within<'a>(key: &str, valid: &[&'a str], max_edits: usize) -> Option<&'a str> {
     let lower = key.to_lowercase();
     valid
         .iter()
         .map(|v| (strsim::damerau_levenshtein(&lower, &v.to_lowercase()), *v))
-        .filter(|(distance, v)| *distance <= (v.len() / 3).max(1))
+        .filter(|(distance, v)| *distance <= (v.len() / 3).max(1).min(max_edits))
         .min()
         .map(|(_, v)| v)
 }

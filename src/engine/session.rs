@@ -355,8 +355,7 @@ pub fn nearest_table(ctx: &SessionContext, name: &str) -> Option<String> {
     let tables = ctx.catalog("datafusion").and_then(|c| c.schema("public")).map(|s| s.table_names()).unwrap_or_default();
     let known: Vec<&str> = tables.iter().map(String::as_str).collect();
     // Two edits at most: further, the nearest name is another table (sessions → decisions).
-    let within_two = |n: &&str| strsim::damerau_levenshtein(&name.to_lowercase(), &n.to_lowercase()) <= 2;
-    crate::config::nearest(name, &known).filter(within_two).map(str::to_owned)
+    crate::config::nearest_within(name, &known, 2).map(str::to_owned)
 }
 
 /// Runs every statement in `sql` in order and prints each result to `out` as it comes.
