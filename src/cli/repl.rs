@@ -15,7 +15,7 @@ use rustyline::hint::Hinter;
 use rustyline::history::DefaultHistory;
 use rustyline::validate::Validator;
 use rustyline::{Context, Editor, Helper};
-use tracelake::engine::{PrintFormat, PrintOptions, nearest_table, print_statements, query_json};
+use tracelake::engine::{PrintFormat, PrintOptions, did_you_mean, nearest_table, print_statements, query_json};
 use tracelake::lake::Lake;
 
 use super::interrupt::{Cancel, Statement};
@@ -264,7 +264,7 @@ impl Repl {
              WHERE table_schema = 'public' AND table_name = {literal} ORDER BY ordinal_position"
         );
         if query_json(&self.session, &sql).await?.is_empty() {
-            let hint = nearest_table(&self.session, &name).map(|n| format!(" (did you mean {n}?)")).unwrap_or_default();
+            let hint = did_you_mean(nearest_table(&self.session, &name).as_deref());
             anyhow::bail!("no table or view `{name}`{hint}: `\\d` lists them");
         }
         self.print_listing(&sql, out).await

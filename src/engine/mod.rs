@@ -14,7 +14,7 @@ pub mod sql;
 pub mod window_memory;
 
 pub use print::{PrintFormat, PrintOptions};
-pub use session::{EngineOptions, nearest_table, open_session, print_statements, run_statements};
+pub use session::{EngineOptions, did_you_mean, nearest_table, open_session, print_statements, run_statements};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -27,7 +27,7 @@ pub enum EngineError {
     NoLake(std::path::PathBuf),
     #[error("no table, view or file named {0}: a quoted name with an extension is read as a file path (Parquet, CSV, JSON Lines)")]
     NoSuchFile(String),
-    #[error("no table or view named {name}{}; `SHOW TABLES` lists them", nearest.as_ref().map(|n| format!(" (did you mean {n}?)")).unwrap_or_default())]
+    #[error("no table or view named {name}{}; `SHOW TABLES` lists them", did_you_mean(nearest.as_deref()))]
     NoSuchTable { name: String, nearest: Option<String> },
     #[error("{0} is a window function: call it with OVER (…) (`tracelake functions {0}` shows how)")]
     WindowWithoutOver(String),

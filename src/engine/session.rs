@@ -352,10 +352,18 @@ fn planning_error(ctx: &SessionContext, error: DataFusionError) -> EngineError {
 
 /// The session's table or view that `name` most likely misspells, if one is close.
 pub fn nearest_table(ctx: &SessionContext, name: &str) -> Option<String> {
-    let tables = ctx.catalog("datafusion").and_then(|c| c.schema("public")).map(|s| s.table_names()).unwrap_or_default();
+    let state = ctx.state();
+    let defaults = &state.config().options().catalog;
+    let schema = ctx.catalog(&defaults.default_catalog).and_then(|c| c.schema(&defaults.default_schema));
+    let tables = schema.map(|s| s.table_names()).unwrap_or_default();
     let known: Vec<&str> = tables.iter().map(String::as_str).collect();
     // Two edits at most: further, the nearest name is another table (sessions → decisions).
     crate::config::nearest_within(name, &known, 2).map(str::to_owned)
+}
+
+/// How an error names the nearest name: ` (did you mean NAME?)`, or nothing.
+pub fn did_you_mean(nearest: Option<&str>) -> String {
+    nearest.map(|n| format!(" (did you mean {n}?)")).unwrap_or_default()
 }
 
 /// Runs every statement in `sql` in order and prints each result to `out` as it comes.
