@@ -58,11 +58,11 @@ pub fn unknown_table(error: &DataFusionError) -> Option<&str> {
     Some(name.strip_prefix("datafusion.public.").unwrap_or(name))
 }
 
-/// The path a query named as a table when no such file exists: DataFusion reports it as
-/// an unknown table (`table 'datafusion.public.x.parquet' not found`).
-pub fn missing_file(error: &DataFusionError) -> Option<String> {
-    let name = unknown_table(error)?;
-    let ext = std::path::Path::new(name).extension()?.to_str()?.to_ascii_lowercase();
-    let looks_like_file = name.contains('/') || EXTENSIONS.contains(&ext.as_str());
-    (looks_like_file && !std::path::Path::new(name).exists()).then(|| name.to_owned())
+/// Whether an unknown table's `name` ([`unknown_table`]) is the path of a file that does
+/// not exist: DataFusion reports such a path as an unknown table.
+pub fn is_missing_file(name: &str) -> bool {
+    let path = std::path::Path::new(name);
+    let Some(ext) = path.extension().and_then(|e| e.to_str()) else { return false };
+    let looks_like_file = name.contains('/') || EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str());
+    looks_like_file && !path.exists()
 }

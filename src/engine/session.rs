@@ -335,10 +335,10 @@ pub fn parse_statements(sql: &str) -> Result<VecDeque<Statement>, EngineError> {
 /// to it), or a window function called without `OVER` (DataFusion then reports an
 /// unknown function and suggests another).
 fn planning_error(ctx: &SessionContext, error: DataFusionError) -> EngineError {
-    if let Some(path) = super::files::missing_file(&error) {
-        return EngineError::NoSuchFile(path);
-    }
     if let Some(name) = super::files::unknown_table(&error) {
+        if super::files::is_missing_file(name) {
+            return EngineError::NoSuchFile(name.to_owned());
+        }
         return EngineError::NoSuchTable { name: name.to_owned(), nearest: nearest_table(ctx, name) };
     }
     if let DataFusionError::Plan(message) = error.find_root()
