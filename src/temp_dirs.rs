@@ -10,12 +10,16 @@
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 /// The start of every such directory's name.
 const PREFIX: &str = "tracelake-";
 
 /// The file whose lock marks a directory as in use.
 const LOCK_FILE: &str = ".lock";
+
+/// The directories this process holds now, for [`remove_this_process`].
+static HELD: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// A temporary directory of this process, removed when dropped.
 #[derive(Debug)]
@@ -41,11 +45,28 @@ impl ProcessTempDir {
         let lock = File::create(&unnamed).map_err(error)?;
         lock.lock().map_err(error)?;
         std::fs::rename(&unnamed, dir.path().join(LOCK_FILE)).map_err(error)?;
+        HELD.lock().unwrap_or_else(PoisonError::into_inner).push(dir.path().to_path_buf());
         Ok(Self { dir, _lock: lock })
     }
 
     pub fn path(&self) -> &Path {
         self.dir.path()
+    }
+}
+
+impl Drop for ProcessTempDir {
+    fn drop(&mut self) {
+        HELD.lock().unwrap_or_else(PoisonError::into_inner).retain(|held| held != self.dir.path());
+    }
+}
+
+/// Removes every directory this process holds, for a process about to exit without
+/// dropping them (Ctrl-C): a large analysis's spill files are gigabytes, which would
+/// otherwise stay until the next run. Threads still writing into one may make it fail:
+/// what is left is removed by the next run, as after a crash.
+pub fn remove_this_process() {
+    for dir in HELD.lock().unwrap_or_else(PoisonError::into_inner).drain(..) {
+        let _ = std::fs::remove_dir_all(dir);
     }
 }
 

@@ -48,13 +48,20 @@ fn on_each_interrupt(mut each: impl FnMut() + Send + 'static) -> anyhow::Result<
     installed.recv().context("installing the Ctrl-C handler")?
 }
 
-/// For a command that runs without an async runtime and commits atomically: on Ctrl-C,
-/// prints what `what_is_left` says and exits with 130, as a shell reports an interrupt.
+/// For a command that commits atomically, or only reads: on Ctrl-C, prints what
+/// `what_is_left` says and [`exit_interrupted`].
 pub fn exit_on_interrupt(what_is_left: impl Fn() -> String + Send + 'static) -> anyhow::Result<()> {
     on_each_interrupt(move || {
         eprintln!("\n{}", what_is_left());
-        std::process::exit(130);
+        exit_interrupted();
     })
+}
+
+/// Ends the process as a shell reports an interrupt (130), first removing its temporary
+/// directories (an analysis's spill files), which no destructor would remove.
+pub fn exit_interrupted() -> ! {
+    tracelake::temp_dirs::remove_this_process();
+    std::process::exit(130);
 }
 
 /// Ctrl-C while the prompt runs a statement: the first press cancels it (its future is
@@ -91,7 +98,7 @@ impl Cancel {
                 0 => {}
                 statement if statement == cancelled => {
                     eprintln!("\nThe query does not stop: quitting.");
-                    std::process::exit(130);
+                    exit_interrupted();
                 }
                 statement => {
                     cancelled = statement;

@@ -310,6 +310,9 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             | Command::Report(_)
             | Command::Status(_)
     );
+    if let Some(says) = on_interrupt_says(&cli.command) {
+        interrupt::exit_on_interrupt(move || says.to_owned())?;
+    }
     let ran = match cli.command {
         Command::Demo(args) => block_on(demo::run(&ctx, args)),
         Command::Import(args) => import::run(&ctx, args),
@@ -338,6 +341,29 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         ctx.note_single_worker();
     }
     ran
+}
+
+/// What a command that ends at Ctrl-C says then; `None` for those that handle it
+/// themselves (they stop at a point where nothing is lost) or make no temporary files.
+fn on_interrupt_says(command: &Command) -> Option<&'static str> {
+    match command {
+        Command::Import(_)
+        | Command::Export(_)
+        | Command::Collect(_)
+        | Command::Watch(_)
+        | Command::Worker(_)
+        | Command::Sql(_)
+        | Command::Config(_)
+        | Command::Functions(_)
+        | Command::Generate(_) => None,
+        Command::Analyze(_) | Command::Outcomes(_) | Command::Risk(_) | Command::Repair(_) | Command::Upgrade(_) | Command::Compact(_) => {
+            Some("interrupted: what this command writes is committed whole or not at all; `tracelake status` shows the lake")
+        }
+        Command::Vacuum(_) => Some("interrupted: the files it did not delete yet are deleted by the next vacuum"),
+        Command::Demo(_) | Command::Score(_) | Command::Factors(_) | Command::Brief(_) | Command::Report(_) | Command::Status(_) => {
+            Some("interrupted")
+        }
+    }
 }
 
 fn block_on<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(future: F) -> anyhow::Result<ExitCode> {

@@ -53,6 +53,11 @@ pub fn max_rows(text: &str) -> Result<usize, String> {
 }
 
 pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
+    let prompt = args.query.is_none() && args.file.is_none() && std::io::stdin().is_terminal();
+    if !prompt {
+        // The prompt cancels a statement at Ctrl-C; statements given otherwise end with it.
+        super::interrupt::exit_on_interrupt(|| "interrupted".to_owned())?;
+    }
     // Without a lake, files queried by path are the only tables, as in datafusion-cli.
     let lake = if ctx.lake.is_some() { Some(ctx.existing_lake()?) } else { None };
     if lake.is_none() && args.as_of.is_some() {
@@ -72,11 +77,11 @@ pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
     let sql = match (&args.query, &args.file) {
         (Some(q), _) => q.clone(),
         (None, Some(path)) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
-        (None, None) if std::io::stdin().is_terminal() => {
+        (None, None) if prompt => {
             if Repl::new(session, lake, PrintOptions { timing: true, ..options }).run().await? == Ended::Stuck {
                 // The engine's threads would never be joined: end here, as an interrupt does.
                 std::io::stdout().flush()?;
-                std::process::exit(130);
+                super::interrupt::exit_interrupted();
             }
             return Ok(ExitCode::SUCCESS);
         }
