@@ -364,11 +364,11 @@ fn ctrl_c_ends_a_statement_and_removes_its_temporary_files() {
     let (dir, lake) = imported_lake();
     let tmp = dir.path().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
-    let ours = || -> Vec<String> {
+    let ours = || -> Vec<std::path::PathBuf> {
         std::fs::read_dir(&tmp)
             .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|name| name.starts_with("tracelake-"))
+            .map(|e| e.unwrap().path())
+            .filter(|path| path.file_name().unwrap().to_string_lossy().starts_with("tracelake-"))
             .collect()
     };
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_tracelake"))
@@ -379,12 +379,14 @@ fn ctrl_c_ends_a_statement_and_removes_its_temporary_files() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // The session holds its spill directory from when it opens.
+    // The session holds its spill directory, locked, from when it opens.
+    let held = || ours().iter().any(|dir| dir.join(".lock").exists());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while ours().is_empty() && std::time::Instant::now() < deadline {
+    while !held() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    assert!(!ours().is_empty(), "the session made no temporary directory in {}", tmp.display());
+    assert!(held(), "the session made no temporary directory in {}", tmp.display());
+    std::thread::sleep(std::time::Duration::from_millis(200));
     // SAFETY: kill(2) on a child process of this test.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
