@@ -58,3 +58,34 @@ pub fn user_detectors(dir: &Path) -> Result<Vec<Detector>, DetectError> {
     }
     Ok(detectors)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use datafusion::physical_plan::ExecutionPlan;
+    use datafusion::physical_plan::filter::FilterExec;
+
+    use super::*;
+    use crate::engine::session::{EngineOptions, memory_session};
+    use crate::redact::Redactor;
+
+    /// The filters of `plan` and of every node under it.
+    fn filters(plan: &Arc<dyn ExecutionPlan>) -> Vec<String> {
+        let own = plan.downcast_ref::<FilterExec>().map(|f| f.predicate().to_string());
+        own.into_iter().chain(plan.children().into_iter().flat_map(filters)).collect()
+    }
+
+    #[tokio::test]
+    async fn sig_unanswered_tests_the_text_of_last_turns_only() {
+        let opts = EngineOptions::default();
+        let ctx = memory_session(Vec::new(), Redactor::builtin(), &opts).await.unwrap();
+        let detector = builtin_detectors().into_iter().find(|d| d.name == "SIG-UNANSWERED").unwrap();
+        let plan = ctx.sql(&opts.sql_params.fill(&detector.sql)).await.unwrap().create_physical_plan().await.unwrap();
+        let text_tests: Vec<String> = filters(&plan).into_iter().filter(|f| f.contains("is_question")).collect();
+        // Below the join, a filter would test every user message of every chain.
+        assert!(text_tests.is_empty(), "the text tests are a filter of their own: {text_tests:?}");
+        let shown = datafusion::physical_plan::displayable(plan.as_ref()).indent(true).to_string();
+        assert!(shown.contains("is_question"), "{shown}");
+    }
+}
