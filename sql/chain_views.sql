@@ -87,19 +87,26 @@ WITH acting AS (
     SELECT chain_no FROM chain_events WHERE type = 'tool.call' AND is_consequential_tool(tool_name) GROUP BY chain_no
 ),
 -- The events of the chains that change state (most change nothing). Not filtered by type
--- here: a filter would run before the join and copy the texts of every chain.
+-- here: a filter would run before the join and copy the texts of every chain. Where the
+-- agent spoke (not to acknowledge a confirmation) and where the user confirmed are
+-- conditions of CASEs, so that the text tests run on the messages of their kind alone.
 positioned AS (
-    SELECT c.*,
-        CAST(c.chain_no AS BIGINT) * 4294967296 + c.idx AS pos,
-        c.type = 'msg.out' AND c.prev_type = 'msg.in' AND coalesce(is_confirmation(c.prev_content), false)
-            AND NOT coalesce(is_question(c.content), false) AS acknowledges
+    SELECT c.*, CAST(c.chain_no AS BIGINT) * 4294967296 + c.idx AS pos
     FROM acting a JOIN chain_events c ON c.chain_no = a.chain_no
+),
+spoken AS (
+    SELECT *,
+        CASE WHEN type = 'msg.out' THEN
+            CASE WHEN prev_type = 'msg.in' AND is_confirmation(prev_content) AND NOT coalesce(is_question(content), false) THEN NULL ELSE pos END
+        END AS spoke_at,
+        CASE WHEN type = 'msg.in' AND is_confirmation(content) THEN pos END AS confirmed_at
+    FROM positioned
 ),
 marked AS (
     SELECT *,
-        max(CASE WHEN type = 'msg.out' AND NOT acknowledges THEN pos END) OVER w AS agent_spoke_at,
-        max(CASE WHEN type = 'msg.in' AND is_confirmation(content) THEN pos END) OVER w AS user_confirmed_at
-    FROM positioned
+        max(spoke_at) OVER w AS agent_spoke_at,
+        max(confirmed_at) OVER w AS user_confirmed_at
+    FROM spoken
     WINDOW w AS (PARTITION BY chain_shard ORDER BY chain_no, idx ROWS UNBOUNDED PRECEDING)
 ),
 actions AS (

@@ -11,6 +11,7 @@ pub mod print;
 pub mod session;
 pub mod session_job;
 pub mod sql;
+pub mod text_tests_last;
 pub mod window_memory;
 
 pub use print::{PrintFormat, PrintOptions};

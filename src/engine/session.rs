@@ -21,11 +21,10 @@ use super::committed::CommittedFiles;
 use super::cortex::cortex_messages_sql;
 use super::distributed::{distribute, explain_distributed, worker_urls};
 use super::print::{PrintFormat, PrintOptions};
-use super::session_job::{SessionFunctions, SessionJobDecoder};
+use super::session_job::{SessionFunctions, SessionJobDecoder, with_physical_rules};
 use super::sql::{
     CHAIN_VIEWS, CHAINS, CORTEX, INFERRED_OUTCOMES, RULE_EFFECTIVENESS, SESSION_FACTORS, SESSION_OUTCOMES, SIGNAL_SCORES, SqlParams,
 };
-use super::window_memory::AccountWindowInputs;
 use crate::lake::history::LakeAsOf;
 use crate::lake::schema::{PARTITION_COLUMN, file_schema};
 use crate::lake::state::AnalysisRecord;
@@ -179,11 +178,7 @@ fn new_context(redactor: Redactor, opts: &EngineOptions) -> Result<SessionContex
         config.set_extension(dir);
     }
     let runtime = runtime.build_arc()?;
-    let mut builder = SessionStateBuilder::new()
-        .with_config(config)
-        .with_runtime_env(runtime)
-        .with_default_features()
-        .with_physical_optimizer_rule(Arc::new(AccountWindowInputs));
+    let mut builder = with_physical_rules(SessionStateBuilder::new().with_config(config).with_runtime_env(runtime).with_default_features());
     if !opts.workers.is_empty() {
         builder = distribute(builder, opts.workers.clone(), opts.worker_scan_bytes, opts.session_jobs.clone())?;
     }

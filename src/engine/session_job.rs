@@ -33,6 +33,7 @@ use futures::future::BoxFuture;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::session::register_functions;
+use super::text_tests_last::TextTestsLast;
 use super::window_memory::{AccountWindowInputs, recompute};
 use crate::redact::Redactor;
 use tracelake_udfs::Patterns;
@@ -58,6 +59,12 @@ pub trait SessionJobDecoder: fmt::Debug + Send + Sync {
     fn decode(&self, kind: &str, bytes: &[u8]) -> Result<Arc<dyn SessionJob>>;
 }
 
+/// `builder` with tracelake's physical optimizer rules: windows' inputs accounted to the
+/// memory pool, text tests run last.
+pub fn with_physical_rules(builder: SessionStateBuilder) -> SessionStateBuilder {
+    builder.with_physical_optimizer_rule(Arc::new(AccountWindowInputs)).with_physical_optimizer_rule(Arc::new(TextTestsLast))
+}
+
 /// Settings a task needs to make a session of its own with tracelake's functions: kept in
 /// every session's config (here and on workers), so that a plan node can find it.
 #[derive(Debug, Clone)]
@@ -71,7 +78,7 @@ impl SessionFunctions {
     /// `runtime`.
     pub fn session(&self, config: SessionConfig, runtime: Arc<datafusion::execution::runtime_env::RuntimeEnv>) -> Result<SessionContext> {
         let builder = SessionStateBuilder::new().with_config(config).with_runtime_env(runtime).with_default_features();
-        self.context(builder.with_physical_optimizer_rule(Arc::new(AccountWindowInputs)))
+        self.context(with_physical_rules(builder))
     }
 
     /// The session `builder` makes, with the JSON and tracelake's functions, and `self` in
