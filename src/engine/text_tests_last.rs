@@ -7,7 +7,9 @@
 //! although a quarter of the rows pass the type test. [`TextTestsLast`] rewrites, in the
 //! physical plan's filters and projections, each `AND` and `OR` one side of which calls a
 //! function that scans text ([`scans_text`]) into a `CASE` that evaluates that side only on
-//! the rows the other side does not decide. The rewrite keeps SQL's three-valued logic.
+//! the rows the other side does not decide: where only truth counts (a filter, a `CASE`
+//! condition) or the other side is never null, so that the answers stay SQL's. Arguments
+//! of window functions and aggregates are left as they are.
 
 use std::sync::Arc;
 
@@ -105,15 +107,15 @@ fn tests_last(expr: &Arc<dyn PhysicalExpr>, input: &Schema, truth: bool) -> Resu
         let (left, right) = (visit(binary.left(), truth)?, visit(binary.right(), truth)?);
         // Both are commutative: a side without a text test goes first, else the order
         // written stays (a chain of conditions is nested on the left).
-        let (first, last) = if calls_text_test(&left)? && !calls_text_test(&right)? { (right, left) } else { (left, right) };
+        let (first, last) = if calls_text_test(&left)? && !calls_text_test(&right)? { (&right, &left) } else { (&left, &right) };
         // Outside a condition, a null `first` must still give what SQL's logic gives.
-        if calls_text_test(&last)? && (truth || !first.nullable(input)?) {
-            return Ok(Transformed::yes(lazy(op, first, last)?));
+        if calls_text_test(last)? && (truth || !first.nullable(input)?) {
+            return Ok(Transformed::yes(lazy(op, Arc::clone(first), Arc::clone(last))?));
         }
         if !changed {
             return Ok(Transformed::no(Arc::clone(expr)));
         }
-        Arc::new(BinaryExpr::new(first, op, last))
+        Arc::new(BinaryExpr::new(left, op, right))
     } else {
         let children = expr.children().into_iter().map(|c| visit(c, false)).collect::<Result<Vec<_>>>()?;
         if !changed {
