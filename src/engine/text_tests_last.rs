@@ -6,7 +6,7 @@
 //! is_confirmation(content)` ran the confirmation patterns on every agent message too,
 //! although a quarter of the rows pass the type test. [`TextTestsLast`] rewrites, in the
 //! physical plan's filters and projections, each `AND` and `OR` one side of which calls a
-//! function that scans text ([`scans_text`]) into a `CASE` that evaluates that side only on
+//! function that scans text ([`tracelake_udfs::scans_text`]) into a `CASE` that evaluates that side only on
 //! the rows the other side does not decide: where only truth counts (a filter, a `CASE`
 //! condition) or the other side is never null, so that the answers stay SQL's. Arguments
 //! of window functions and aggregates are left as they are.
@@ -65,18 +65,6 @@ impl PhysicalOptimizerRule for TextTestsLast {
     }
 }
 
-/// Whether a function reads a text through patterns, at a cost per byte far above a
-/// comparison's: the signal categories' tests, the cortex's, amounts and charges,
-/// redaction, language guessing and regular expressions.
-pub fn scans_text(function: &str) -> bool {
-    function.starts_with("is_")
-        || function.starts_with("regexp_")
-        || matches!(
-            function,
-            "amounts" | "charges" | "redact" | "language" | "cortex_matches" | "decision_context" | "wait_context" | "topic_title" | "mood"
-        )
-}
-
 /// `expr` with each `AND` and `OR` over a text test turned into a `CASE` that runs the
 /// test last, on the rows the other side leaves open. `truth`: only whether `expr` is true
 /// matters (a filter's predicate, a `WHEN`'s condition), not whether it is false or null.
@@ -129,7 +117,7 @@ fn tests_last(expr: &Arc<dyn PhysicalExpr>, input: &Schema, truth: bool) -> Resu
 fn calls_text_test(expr: &Arc<dyn PhysicalExpr>) -> Result<bool> {
     let mut found = false;
     expr.apply(|e| {
-        found = e.downcast_ref::<ScalarFunctionExpr>().is_some_and(|f| scans_text(f.name()));
+        found = e.downcast_ref::<ScalarFunctionExpr>().is_some_and(|f| tracelake_udfs::scans_text(f.name()));
         Ok(if found { TreeNodeRecursion::Stop } else { TreeNodeRecursion::Continue })
     })?;
     Ok(found)

@@ -64,6 +64,11 @@ pub struct CortexUdf {
     documentation: Documentation,
 }
 
+/// The names of the cortex functions.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    Function::ALL.iter().map(|f| f.name())
+}
+
 /// Every cortex function over `patterns`.
 pub fn udfs(patterns: &Arc<Patterns>) -> Vec<ScalarUDF> {
     Function::ALL

@@ -18,6 +18,7 @@ pub mod doom_loop;
 pub mod fail_fingerprint;
 pub mod first_in_window;
 pub mod group_row_number;
+mod json;
 pub mod json_object;
 pub mod key_hash;
 pub mod language;
@@ -47,6 +48,16 @@ use datafusion::prelude::SessionContext;
 pub use chain_id::ChainIdUdf;
 pub use patterns::{Category, PatternError, Patterns};
 pub use redact::{RedactUdf, Redactor, RedactorError};
+
+/// Whether `function` reads a text through patterns, at a cost per byte far above a
+/// comparison's: the signal categories' tests (`is_*`), the cortex's, `amounts`,
+/// `charges`, `redact`, `language`, and DataFusion's regular expressions (`regexp_*`).
+pub fn scans_text(function: &str) -> bool {
+    function.starts_with("regexp_")
+        || matches!(function, "amounts" | "charges" | "redact" | "language")
+        || function.strip_prefix("is_").is_some_and(|key| Category::ALL.iter().any(|c| c.key() == key))
+        || cortex_functions::names().any(|name| name == function)
+}
 
 /// Registers every tracelake UDF. `redactor` carries the built-in and the user's redaction
 /// patterns, `patterns` the chosen language packs.
@@ -81,4 +92,25 @@ pub fn register_all(ctx: &SessionContext, redactor: Redactor, patterns: Arc<Patt
     ctx.register_udwf(group_row_number::udf());
     ctx.register_udwf(thread_of::udf());
     ctx.register_udwf(first_in_window::udf());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_text_test_registered_scans_text_and_nothing_else_does() {
+        let ctx = SessionContext::new();
+        register_all(&ctx, Redactor::builtin(), Arc::new(Patterns::default_languages()));
+        let names = ctx.state().scalar_functions().keys().cloned().collect::<Vec<_>>();
+        for name in names.iter().filter(|n| n.starts_with("is_") || cortex_functions::names().any(|c| c == n.as_str())) {
+            assert!(scans_text(name), "{name}");
+        }
+        for name in ["amounts", "charges", "redact", "language", "regexp_like"] {
+            assert!(scans_text(name) && (name.starts_with("regexp_") || names.iter().any(|n| n == name)), "{name}");
+        }
+        for name in ["key_hash", "chain_id", "clip", "lower", "is_anything"] {
+            assert!(!scans_text(name), "{name}");
+        }
+    }
 }

@@ -25,10 +25,10 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{HashSet, Result};
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 use regex::Regex;
-use serde_json::Value;
 
+use crate::json::Json;
 use crate::strings::string_at;
-use crate::values::{hundredths, leaves, sentences, words};
+use crate::values::{hundredths, push_words, sentences, words};
 use crate::window_function::Kind::{Boolean, Integer, Text};
 use crate::window_function::{Param, Params, WindowFunction, boolean_argument, session_keys, starts_session};
 
@@ -131,7 +131,7 @@ struct Grounds {
 
 impl Grounds {
     fn add(&mut self, text: &str) {
-        self.text.push_str(&words(text));
+        push_words(&mut self.text, text);
         numbers_in(text, &mut self.numbers);
     }
 
@@ -181,22 +181,19 @@ impl Grounds {
     }
 
     /// The first ungrounded argument of a call not reported before.
-    fn check_arguments(&mut self, params: &Value) -> Option<String> {
+    fn check_arguments(&mut self, params: &Json) -> Option<String> {
         let mut found = None;
-        leaves(params, &mut |leaf| {
+        params.leaves(&mut |leaf| {
             if found.is_some() {
                 return;
             }
             let ungrounded = match leaf {
-                Value::Number(n) => n.as_f64().and_then(hundredths).is_some_and(|v| !self.number_is_grounded(v, false)),
-                Value::String(s) => s.bytes().any(|b| b.is_ascii_digit()) && !self.text_is_grounded(s),
+                Json::Number(n) => n.as_f64().and_then(hundredths).is_some_and(|v| !self.number_is_grounded(v, false)),
+                Json::Text(s) => s.bytes().any(|b| b.is_ascii_digit()) && !self.text_is_grounded(s),
                 _ => false,
             };
             if ungrounded {
-                let shown = match leaf {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
+                let shown = leaf.scalar().unwrap_or_default().into_owned();
                 if !self.reported.contains(&shown) {
                     found = Some(shown);
                 }
@@ -265,7 +262,7 @@ impl PartitionEvaluator for UngroundedValueEvaluator {
                 }
                 Some("tool.call") => {
                     let found = if checks_call.is_valid(i) && checks_call.value(i) {
-                        match string_at(params, i)?.and_then(|p| serde_json::from_str::<Value>(p).ok()) {
+                        match string_at(params, i)?.and_then(Json::parse) {
                             Some(arguments) => {
                                 take_in(&mut grounds, &mut pending, &columns)?;
                                 grounds.check_arguments(&arguments)

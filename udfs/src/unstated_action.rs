@@ -21,18 +21,18 @@
 //! for what it is; an id that the changed object already holds in the same field (the
 //! flights a reservation keeps when one of them changes) was not chosen.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
+use crate::json::{Json, with_json};
+use crate::strings::string_at;
+use crate::values::{push_words, words};
+use crate::window_function::Kind::{Boolean, Integer, Text};
+use crate::window_function::{Param, Params, WindowFunction, boolean_argument, session_keys, starts_session};
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, StringBuilder};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{HashMap, HashSet, Result};
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
-use serde_json::Value;
-
-use crate::strings::string_at;
-use crate::values::{leaves, words};
-use crate::window_function::Kind::{Boolean, Integer, Text};
-use crate::window_function::{Param, Params, WindowFunction, boolean_argument, session_keys, starts_session};
 
 /// The `unstated_action` window function.
 pub fn udf() -> WindowUDF {
@@ -109,7 +109,7 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
                                 let lookup = if read { string_at(params, j - 1)? } else { None };
                                 offered.add(string_at(results, j)?.unwrap_or_default(), lookup);
                             }
-                            _ => said.push_str(&words(string_at(contents, j)?.unwrap_or_default())),
+                            _ => push_words(&mut said, string_at(contents, j)?.unwrap_or_default()),
                         }
                     }
                     if stated_to < plan_from {
@@ -118,11 +118,11 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
                     }
                     for j in stated_to..i {
                         if string_at(types, j)? == Some("msg.out") {
-                            stated.push_str(&words(string_at(contents, j)?.unwrap_or_default()));
+                            push_words(&mut stated, string_at(contents, j)?.unwrap_or_default());
                         }
                     }
                     stated_to = i;
-                    let arguments: Option<Value> = string_at(params, i)?.and_then(|p| serde_json::from_str(p).ok());
+                    let arguments = string_at(params, i)?.and_then(Json::parse);
                     if let Some(arguments) = &arguments {
                         found = unstated(arguments, &said, &stated).or_else(|| offered.unnamed_choice(arguments, &said));
                     }
@@ -137,10 +137,10 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
 }
 
 /// The call's values the conversation has shown, joined, when the plan named none of them.
-fn unstated(arguments: &Value, said: &str, stated: &str) -> Option<String> {
+fn unstated(arguments: &Json, said: &str, stated: &str) -> Option<String> {
     let mut shown = Vec::new();
-    leaves(arguments, &mut |leaf| {
-        let Some(text) = scalar(leaf) else { return };
+    arguments.leaves(&mut |leaf| {
+        let Some(text) = leaf.scalar() else { return };
         let value = words(&text);
         if text.bytes().any(|b| b.is_ascii_digit()) && said.contains(&value) {
             shown.push((text, value));
@@ -185,62 +185,69 @@ struct Offered {
 impl Offered {
     /// A tool's `result`, and the arguments of the read call that returned it.
     fn add(&mut self, result: &str, lookup: Option<&str>) {
-        let value = parse_json(result);
-        match &value {
-            Some(value) => self.take(value),
-            None => {
-                let token = |c: char| !(c.is_alphanumeric() || "_-#".contains(c));
-                result.split(token).filter(|t| is_id(t)).for_each(|id| self.offer(id, &[]));
+        with_json(result, |value| {
+            match value {
+                Some(value) => self.take(value),
+                None => {
+                    let token = |c: char| !(c.is_alphanumeric() || "_-#".contains(c));
+                    result.split(token).filter(|t| is_id(t)).for_each(|id| self.offer(id, &[]));
+                }
             }
-        }
-        // Only a read call's result can hold the changed object's fields.
-        if let Some(arguments) = lookup {
-            let mut fields = HashSet::new();
-            if let Some(value) = &value {
-                fields_of(value, None, &mut fields);
+            // Only a read call's result can hold the changed object's fields.
+            if let Some(arguments) = lookup {
+                let mut fields = HashSet::new();
+                if let Some(value) = value {
+                    fields_of(value, None, &mut fields);
+                }
+                self.lookups.push((arguments.to_owned(), fields));
             }
-            self.lookups.push((arguments.to_owned(), fields));
-        }
+        })
     }
 
     /// The ids in `value`, with the attributes of the objects that hold them.
-    fn take(&mut self, value: &Value) {
+    fn take(&mut self, value: &Json) {
         match value {
-            Value::Object(map) => {
-                let scalars: Vec<String> = map.values().filter_map(scalar).collect();
+            Json::Object(members) => {
+                let scalars: Vec<Cow<str>> = members.iter().filter_map(|(_, v)| v.scalar()).collect();
                 for id in scalars.iter().filter(|s| is_id(s)) {
                     self.offer(id, &scalars);
                 }
-                for (key, member) in map {
+                for (key, member) in members {
                     // An object under an id is that id's: `{"certificate_4856383": {"amount": 100}}`.
                     if is_id(key) {
-                        let inner: Vec<String> = match member {
-                            Value::Object(inner) => inner.values().filter_map(scalar).collect(),
-                            other => scalar(other).into_iter().collect(),
+                        let inner: Vec<Cow<str>> = match member {
+                            Json::Object(inner) => inner.iter().filter_map(|(_, v)| v.scalar()).collect(),
+                            other => other.scalar().into_iter().collect(),
                         };
                         self.offer(key, &inner);
                     }
                     // Its scalars were offered above, with their object's attributes.
-                    if member.is_object() || member.is_array() {
+                    if matches!(member, Json::Object(_) | Json::Array(_)) {
                         self.take(member);
                     }
                 }
             }
-            Value::Array(items) => items.iter().for_each(|item| self.take(item)),
-            Value::String(s) if is_id(s) => self.offer(s, &[]),
+            Json::Array(items) => items.iter().for_each(|item| self.take(item)),
+            Json::Text(s) if is_id(s) => self.offer(s, &[]),
             _ => {}
         }
     }
 
-    fn offer(&mut self, id: &str, attributes: &[String]) {
-        self.ids.entry(form(id)).or_default().insert(id.to_owned());
-        let digits = attributes.iter().filter(|a| *a != id && a.bytes().any(|b| b.is_ascii_digit()));
-        self.attributes.entry(id.to_owned()).or_default().extend(digits.cloned());
+    fn offer(&mut self, id: &str, attributes: &[Cow<str>]) {
+        let same_form = self.ids.entry(form(id)).or_default();
+        if !same_form.contains(id) {
+            same_form.insert(id.to_owned());
+        }
+        let mut digits = attributes.iter().filter(|a| *a != id && a.bytes().any(|b| b.is_ascii_digit())).peekable();
+        if digits.peek().is_none() && self.attributes.contains_key(id) {
+            return;
+        }
+        self.attributes.entry(id.to_owned()).or_default().extend(digits.map(|a| a.as_ref().to_owned()));
     }
 
     /// The first id of a call's `arguments` that the agent chose among others of its form
     /// without any message (`said`) naming it, with how many there were.
-    fn unnamed_choice(&self, arguments: &Value, said: &str) -> Option<String> {
+    fn unnamed_choice(&self, arguments: &Json, said: &str) -> Option<String> {
         let mut fields = HashSet::new();
         fields_of(arguments, None, &mut fields);
         let mut chosen: Vec<&(String, String)> = fields.iter().filter(|(_, v)| is_id(v)).collect();
@@ -262,33 +269,15 @@ impl Offered {
     }
 }
 
-/// A result as JSON, also where it is a JSON text inside a JSON string (as tools that
-/// return a serialized object are often recorded).
-fn parse_json(text: &str) -> Option<Value> {
-    match serde_json::from_str(text).ok()? {
-        Value::String(inner) => serde_json::from_str(&inner).ok(),
-        value => Some(value),
-    }
-}
-
-/// A scalar JSON value as text.
-fn scalar(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
 /// The (field, value) pairs of a JSON value: each scalar with the key it is under (the
 /// nearest one, through arrays).
-fn fields_of(value: &Value, key: Option<&str>, out: &mut HashSet<(String, String)>) {
+fn fields_of(value: &Json, key: Option<&str>, out: &mut HashSet<(String, String)>) {
     match value {
-        Value::Object(map) => map.iter().for_each(|(k, v)| fields_of(v, Some(k), out)),
-        Value::Array(items) => items.iter().for_each(|v| fields_of(v, key, out)),
+        Json::Object(members) => members.iter().for_each(|(k, v)| fields_of(v, Some(k), out)),
+        Json::Array(items) => items.iter().for_each(|v| fields_of(v, key, out)),
         other => {
-            if let Some(text) = scalar(other) {
-                out.insert((key.unwrap_or_default().to_owned(), text));
+            if let Some(text) = other.scalar() {
+                out.insert((key.unwrap_or_default().to_owned(), text.into_owned()));
             }
         }
     }

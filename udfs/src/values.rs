@@ -1,34 +1,47 @@
-//! Values in texts and in JSON, as the detectors compare them.
-
-use serde_json::Value;
+//! Values in texts, as the detectors compare them.
 
 /// Lower-case words separated by single spaces, with a space at each end, so that a value
 /// is found as whole words: ` credit card 7447 `.
 pub(crate) fn words(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push(' ');
-    for c in text.chars() {
-        // Most text is ASCII: lower-cased without Unicode's tables.
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !c.is_ascii() && c.is_alphanumeric() {
-            out.extend(c.to_lowercase());
-        } else if !out.ends_with(' ') {
-            out.push(' ');
-        }
-    }
-    if !out.ends_with(' ') {
-        out.push(' ');
-    }
+    let mut out = String::new();
+    push_words(&mut out, text);
     out
 }
 
-/// Calls `f` with every scalar of a JSON value.
-pub(crate) fn leaves(value: &Value, f: &mut impl FnMut(&Value)) {
-    match value {
-        Value::Object(map) => map.values().for_each(|v| leaves(v, f)),
-        Value::Array(items) => items.iter().for_each(|v| leaves(v, f)),
-        other => f(other),
+/// Appends [`words`]`(text)` to `out`, without a string of its own: sessions gather the
+/// words of every message and result they read.
+pub(crate) fn push_words(out: &mut String, text: &str) {
+    out.reserve(text.len() + 2);
+    out.push(' ');
+    let mut spaced = true;
+    if text.is_ascii() {
+        // Most text: lower-cased byte by byte, without Unicode's tables.
+        for &b in text.as_bytes() {
+            if b.is_ascii_alphanumeric() {
+                out.push(char::from(b.to_ascii_lowercase()));
+                spaced = false;
+            } else if !spaced {
+                out.push(' ');
+                spaced = true;
+            }
+        }
+    } else {
+        for c in text.chars() {
+            if c.is_alphanumeric() {
+                if c.is_ascii() {
+                    out.push(c.to_ascii_lowercase());
+                } else {
+                    out.extend(c.to_lowercase());
+                }
+                spaced = false;
+            } else if !spaced {
+                out.push(' ');
+                spaced = true;
+            }
+        }
+    }
+    if !spaced {
+        out.push(' ');
     }
 }
 
@@ -57,7 +70,7 @@ pub(crate) fn hundredths(value: f64) -> Option<i64> {
 
 #[cfg(test)]
 mod tests {
-    use super::words;
+    use super::{push_words, words};
 
     #[test]
     fn words_are_lower_case_and_single_spaced_in_any_script() {
@@ -67,5 +80,13 @@ mod tests {
         assert_eq!(words("東京 2024"), " 東京 2024 ");
         assert_eq!(words(""), " ");
         assert_eq!(words("..."), " ");
+    }
+
+    #[test]
+    fn words_appended_equal_words_joined() {
+        let texts = ["Card 7447, exp. 05/26!", "", "...", "ÉTÉ İstanbul — Σοφία", "a", "東京 2024"];
+        let mut joined = String::from("x");
+        texts.iter().for_each(|t| push_words(&mut joined, t));
+        assert_eq!(joined, format!("x{}", texts.iter().map(|t| words(t)).collect::<String>()));
     }
 }
