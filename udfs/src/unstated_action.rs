@@ -201,7 +201,7 @@ impl Offered {
                 }
                 self.lookups.push((arguments.to_owned(), fields));
             }
-        })
+        });
     }
 
     /// The ids in `value`, with the attributes of the objects that hold them.

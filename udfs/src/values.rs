@@ -86,7 +86,9 @@ mod tests {
     fn words_appended_equal_words_joined() {
         let texts = ["Card 7447, exp. 05/26!", "", "...", "ÉTÉ İstanbul — Σοφία", "a", "東京 2024"];
         let mut joined = String::from("x");
-        texts.iter().for_each(|t| push_words(&mut joined, t));
+        for text in texts {
+            push_words(&mut joined, text);
+        }
         assert_eq!(joined, format!("x{}", texts.iter().map(|t| words(t)).collect::<String>()));
     }
 }
