@@ -24,15 +24,16 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, StringBuilder};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{HashMap, HashSet, Result};
+use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
+
 use crate::json::{Json, with_json};
 use crate::strings::string_at;
 use crate::values::{push_words, words};
 use crate::window_function::Kind::{Boolean, Integer, Text};
 use crate::window_function::{Param, Params, WindowFunction, boolean_argument, session_keys, starts_session};
-use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, StringBuilder};
-use datafusion::arrow::datatypes::DataType;
-use datafusion::common::{HashMap, HashSet, Result};
-use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
 /// The `unstated_action` window function.
 pub fn udf() -> WindowUDF {
