@@ -83,12 +83,15 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
         // The words of the agent's messages since `plan_from`, taken in up to `stated_to`:
         // the calls of one turn extend them rather than read the turn again.
         let (mut stated, mut stated_to) = (String::new(), 0);
-        let mut offered = Offered::default();
+        // What tools returned, and the results not read into it yet: they are read only
+        // for a call with an id that no message named, which few calls have.
+        let (mut offered, mut unread) = (Offered::default(), Vec::new());
         for i in 0..n {
             if starts_session(&sessions, i) {
                 said.clear();
                 pending.clear();
                 offered = Offered::default();
+                unread.clear();
                 plan_from = i;
                 acted = false;
             }
@@ -105,11 +108,7 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
                 Some("tool.call") if marked(checks_call, i) => {
                     for j in pending.drain(..) {
                         match string_at(types, j)? {
-                            Some("tool.result") => {
-                                let read = j > 0 && marked(reads, j - 1) && string_at(types, j - 1)? == Some("tool.call");
-                                let lookup = if read { string_at(params, j - 1)? } else { None };
-                                offered.add(string_at(results, j)?.unwrap_or_default(), lookup);
-                            }
+                            Some("tool.result") => unread.push(j),
                             _ => push_words(&mut said, string_at(contents, j)?.unwrap_or_default()),
                         }
                     }
@@ -125,7 +124,16 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
                     stated_to = i;
                     let arguments = string_at(params, i)?.and_then(Json::parse);
                     if let Some(arguments) = &arguments {
-                        found = unstated(arguments, &said, &stated).or_else(|| offered.unnamed_choice(arguments, &said));
+                        found = unstated(arguments, &said, &stated);
+                        let chosen = if found.is_none() { ids_of(arguments) } else { Vec::new() };
+                        if chosen.iter().any(|(_, id)| !named(&said, id)) {
+                            for j in unread.drain(..) {
+                                let read = j > 0 && marked(reads, j - 1) && string_at(types, j - 1)? == Some("tool.call");
+                                let lookup = if read { string_at(params, j - 1)? } else { None };
+                                offered.add(string_at(results, j)?.unwrap_or_default(), lookup);
+                            }
+                            found = offered.unnamed_choice(&chosen, &said);
+                        }
                     }
                     acted = true;
                 }
@@ -151,6 +159,20 @@ fn unstated(arguments: &Json, said: &str, stated: &str) -> Option<String> {
         return None;
     }
     Some(shown.into_iter().map(|(text, _)| text).collect::<Vec<_>>().join(", "))
+}
+
+/// Whether a message (`said`) named `value`, as whole words.
+fn named(said: &str, value: &str) -> bool {
+    said.contains(&words(value))
+}
+
+/// The (field, id) pairs of a call's `arguments`, sorted.
+fn ids_of(arguments: &Json) -> Vec<(String, String)> {
+    let mut fields = HashSet::new();
+    fields_of(arguments, None, &mut fields);
+    let mut ids: Vec<(String, String)> = fields.into_iter().filter(|(_, v)| is_id(v)).collect();
+    ids.sort();
+    ids
 }
 
 /// Whether `text` is an id: five or more characters, a letter and a digit among them.
@@ -246,17 +268,12 @@ impl Offered {
         self.attributes.entry(id.to_owned()).or_default().extend(digits.map(|a| a.as_ref().to_owned()));
     }
 
-    /// The first id of a call's `arguments` that the agent chose among others of its form
-    /// without any message (`said`) naming it, with how many there were.
-    fn unnamed_choice(&self, arguments: &Json, said: &str) -> Option<String> {
-        let mut fields = HashSet::new();
-        fields_of(arguments, None, &mut fields);
-        let mut chosen: Vec<&(String, String)> = fields.iter().filter(|(_, v)| is_id(v)).collect();
-        chosen.sort();
-        let named = |v: &str| said.contains(&words(v));
+    /// The first id of a call ([`ids_of`] its arguments) that the agent chose among
+    /// others of its form without any message (`said`) naming it, with how many there were.
+    fn unnamed_choice(&self, chosen: &[(String, String)], said: &str) -> Option<String> {
         chosen.iter().find_map(|(field, id)| {
             let options = self.ids.get(&form(id)).map_or(0, |same| same.iter().filter(|other| *other != id).count() + 1);
-            if options < 2 || named(id) || self.attributes.get(id).is_some_and(|values| values.iter().any(|v| named(v))) {
+            if options < 2 || named(said, id) || self.attributes.get(id).is_some_and(|values| values.iter().any(|v| named(said, v))) {
                 return None;
             }
             let looked_up = self.lookups.iter().any(|(looked, _)| looked.contains(id.as_str()));
@@ -386,6 +403,25 @@ mod tests {
         let plan = "I will move OBUT9V to HAT229, paid with your gift card. Shall I?";
         let out = change_paid_with_results(plan, "gift_card_6276644", &quote(USER), &quote(RESERVATION));
         assert_eq!(out.last().unwrap().as_deref(), Some("gift_card_6276644 (one of 2 that no message named)"));
+    }
+
+    #[test]
+    fn results_before_an_earlier_call_still_offer_choices() {
+        let events = [
+            ("msg.in", "Please move my return flight of OBUT9V to HAT229 and pay with my gift card."),
+            ("tool.read", r#"{"user_id": "sofia_kim_7287"}"#),
+            ("tool.result", USER),
+            ("msg.out", "I will note reservation OBUT9V first. Shall I?"),
+            ("msg.in", "Yes."),
+            ("tool.call", r#"{"reservation_id": "OBUT9V"}"#),
+            ("msg.in", "Now the flight."),
+            ("msg.out", "I will move OBUT9V to HAT229, paid with your gift card. Shall I?"),
+            ("msg.in", "Yes."),
+            ("tool.call", r#"{"reservation_id": "OBUT9V", "payment_id": "gift_card_6276644"}"#),
+        ];
+        let out = evaluate(&events);
+        assert_eq!(out[5], None);
+        assert_eq!(out[9].as_deref(), Some("gift_card_6276644 (one of 2 that no message named)"));
     }
 
     #[test]

@@ -14,30 +14,17 @@ pub(crate) fn push_words(out: &mut String, text: &str) {
     out.reserve(text.len() + 2);
     out.push(' ');
     let mut spaced = true;
-    if text.is_ascii() {
-        // Most text: lower-cased byte by byte, without Unicode's tables.
-        for &b in text.as_bytes() {
-            if b.is_ascii_alphanumeric() {
-                out.push(char::from(b.to_ascii_lowercase()));
-                spaced = false;
-            } else if !spaced {
-                out.push(' ');
-                spaced = true;
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            if c.is_ascii() {
+                out.push(c.to_ascii_lowercase());
+            } else {
+                out.extend(c.to_lowercase());
             }
-        }
-    } else {
-        for c in text.chars() {
-            if c.is_alphanumeric() {
-                if c.is_ascii() {
-                    out.push(c.to_ascii_lowercase());
-                } else {
-                    out.extend(c.to_lowercase());
-                }
-                spaced = false;
-            } else if !spaced {
-                out.push(' ');
-                spaced = true;
-            }
+            spaced = false;
+        } else if !spaced {
+            out.push(' ');
+            spaced = true;
         }
     }
     if !spaced {
