@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
-use tracelake::engine::open_session;
+use datafusion::prelude::SessionContext;
+use tracelake::config::nearest_within;
+use tracelake::engine::{did_you_mean, open_session, query_json};
 use tracelake::lake::state::write_atomic;
 use tracelake::output::brief::brief;
 
@@ -15,9 +17,9 @@ use super::time_args::parse_time;
 
 #[derive(Debug, Args)]
 pub struct BriefArgs {
-    /// The agent to brief.
+    /// The agent to brief [default: the lake's only agent].
     #[arg(long)]
-    agent: String,
+    agent: Option<String>,
     /// Write the context here (atomically) instead of standard output, e.g. BOOTSTRAP.md.
     #[arg(long)]
     output: Option<PathBuf>,
@@ -48,7 +50,20 @@ pub async fn run(ctx: &Ctx, args: BriefArgs) -> anyhow::Result<ExitCode> {
         None => chrono::Utc::now(),
     };
     let max_chars = args.max_chars.unwrap_or(u64::from(ctx.config.cortex.max_chars)) as usize;
-    let mut brief = brief(&session, &args.agent, now, max_chars).await?;
+    let agents = agents(&session).await?;
+    let agent = match args.agent {
+        Some(agent) => {
+            if !agents.contains(&agent) {
+                // A new agent has no events yet: its brief says so, and this says what the lake has.
+                let known: Vec<&str> = agents.iter().map(String::as_str).collect();
+                let nearest = did_you_mean(nearest_within(&agent, &known, 2));
+                eprintln!("note: the lake holds no events of agent `{agent}`{nearest}; its agents: {}", listed(&agents));
+            }
+            agent
+        }
+        None => only_agent(&agents)?,
+    };
+    let mut brief = brief(&session, &agent, now, max_chars).await?;
     // The lake holds redacted text; this keeps a secret from a custom pattern added since.
     brief.text = redactor.redact(&brief.text).into_owned();
     let out = match args.format {
@@ -67,4 +82,32 @@ pub async fn run(ctx: &Ctx, args: BriefArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The lake's agents, most events first.
+async fn agents(session: &SessionContext) -> anyhow::Result<Vec<String>> {
+    let rows = query_json(session, "SELECT agent FROM events GROUP BY agent ORDER BY count(*) DESC, agent").await?;
+    Ok(rows.iter().filter_map(|row| row["agent"].as_str().map(str::to_owned)).collect())
+}
+
+/// The agent to brief when `--agent` names none: the lake's only one.
+fn only_agent(agents: &[String]) -> anyhow::Result<String> {
+    match agents {
+        [one] => Ok(one.clone()),
+        [] => anyhow::bail!("the lake holds no events, so no agent to brief: import or export its traces first"),
+        many => anyhow::bail!("the lake holds {} agents: name one with --agent ({})", many.len(), listed(many)),
+    }
+}
+
+/// The first of `agents`, and how many more there are.
+fn listed(agents: &[String]) -> String {
+    const SHOWN: usize = 8;
+    if agents.is_empty() {
+        return "none".to_owned();
+    }
+    let names = agents.iter().take(SHOWN).map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ");
+    match agents.len().saturating_sub(SHOWN) {
+        0 => names,
+        more => format!("{names} and {more} more"),
+    }
 }

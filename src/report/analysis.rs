@@ -257,13 +257,18 @@ impl AnalysisReport {
         }
         if !self.findings.is_empty() {
             out.push_str("\nmost severe:\n");
-            let shown: Vec<_> = self.findings.iter().take(max_rows).collect();
-            let sessions = session_labels(&shown.iter().map(|f| f.session.as_str()).collect::<Vec<_>>());
-            for (f, session) in shown.iter().zip(sessions) {
+            let shown = by_session(&self.findings, max_rows);
+            let sessions = session_labels(&shown.iter().map(|(f, _)| f.session.as_str()).collect::<Vec<_>>());
+            for ((f, count), session) in shown.iter().zip(sessions) {
                 let summary = clip(&f.signal.summary, 90);
-                out.push_str(&format!("  [{:<8}] {:<width$} {}@{session}: {summary}\n", f.signal.severity, f.signal.signal, f.agent));
+                let times = if *count > 1 { format!(" ×{count}") } else { String::new() };
+                out.push_str(&format!(
+                    "  [{:<8}] {:<width$} {}@{session}{times}: {summary}\n",
+                    f.signal.severity, f.signal.signal, f.agent
+                ));
             }
-            let not_shown = self.stats.findings_detected.saturating_sub(self.findings.len().min(max_rows));
+            let listed: usize = shown.iter().map(|(_, count)| count).sum();
+            let not_shown = self.stats.findings_detected.saturating_sub(listed);
             if not_shown > 0 {
                 out.push_str(&format!("  … {not_shown} more, all in {}\n", self.how_to_see_all()));
             }
@@ -287,6 +292,26 @@ impl AnalysisReport {
         }
         out
     }
+}
+
+/// The findings of the first `max` (signal, agent, session) in `findings`' order, each as
+/// its first finding and how many `findings` holds: a session often repeats one failure
+/// (four cancellations), and the terminal's list is for seeing which sessions fail how.
+fn by_session(findings: &[ReportFinding], max: usize) -> Vec<(&ReportFinding, usize)> {
+    let mut groups: Vec<(&ReportFinding, usize)> = Vec::new();
+    let mut index: HashMap<(&str, &str, &str), usize> = HashMap::new();
+    for f in findings {
+        let key = (f.signal.signal.as_str(), f.agent.as_str(), f.session.as_str());
+        match index.get(&key) {
+            Some(&i) => groups[i].1 += 1,
+            None if groups.len() < max => {
+                index.insert(key, groups.len());
+                groups.push((f, 1));
+            }
+            None => {}
+        }
+    }
+    groups
 }
 
 /// Text for a Markdown table cell.

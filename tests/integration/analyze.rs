@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::common::{sql_rows, tracelake, tracelake_ok};
+use crate::common::{realworld, sql_rows, tracelake, tracelake_ok};
 
 /// Every finding, UNVERIFIED-CLAIM on, no cap.
 pub const ALL_FINDINGS: &str = r#"{"traceAnalyzer": {"output": {"maxFindings": 1000000}, "signals": {"SIG-TOOL-FAIL": {"enabled": true}, "SIG-REPEAT-FAIL": {"enabled": true}, "SIG-UNVERIFIED-CLAIM": {"enabled": true}, "SIG-UNANSWERED": {"enabled": true}, "SIG-ERROR-ENDING": {"enabled": true}}}}"#;
@@ -38,6 +38,27 @@ fn generated_lake(dir: &Path, events: u32, seed: u32) -> String {
     let lake = dir.join("lake").display().to_string();
     tracelake_ok(&["import", "--lake", &lake, input.to_str().unwrap()]);
     lake
+}
+
+#[test]
+fn the_terminal_lists_a_signal_of_a_session_once_with_how_many_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake").display().to_string();
+    tracelake_ok(&["import", "--lake", &lake, realworld("tau-airline.events.jsonl").to_str().unwrap()]);
+    let table = tracelake_ok(&["analyze", "--lake", &lake]);
+    let listed: Vec<&str> = table.lines().skip_while(|l| *l != "most severe:").skip(1).take_while(|l| l.starts_with("  [")).collect();
+    assert_eq!(listed.len(), 15, "{table}");
+    let mut seen = HashSet::new();
+    let mut represented = 0;
+    for line in &listed {
+        let (signal_and_session, _) = line.split_once(": ").unwrap();
+        let (who, times) = signal_and_session.split_once(" ×").unwrap_or((signal_and_session, "1"));
+        assert!(seen.insert(who.split_whitespace().collect::<Vec<_>>().join(" ")), "listed twice: {line}\n{table}");
+        represented += times.parse::<u64>().unwrap();
+    }
+    assert!(represented > 15, "some session repeats a signal on these traces: {table}");
+    let detected = sql_rows(&lake, "SELECT count(*) AS n FROM findings")[0]["n"].as_u64().unwrap();
+    assert!(table.contains(&format!("… {} more, all in", detected - represented)), "{table}");
 }
 
 #[test]

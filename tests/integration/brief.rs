@@ -96,8 +96,27 @@ fn the_brief_holds_its_sections_in_order_within_budget_and_no_secret() {
     let status = tracelake_ok(&["status", "--lake", &lake]);
     assert!(status.contains("cortex:      1 open of 2 thread(s), 2 decision(s)"), "{status}");
 
-    let unknown = tracelake(&["brief", "--lake", &lake, "--agent", "nobody", "--at", &at(60)]);
-    assert!(String::from_utf8_lossy(&unknown.stdout).contains("No events of agent `nobody`"));
+    let unknown = tracelake(&["brief", "--lake", &lake, "--agent", "opz", "--at", &at(60)]);
+    assert!(unknown.status.success(), "a new agent gets a brief");
+    assert!(String::from_utf8_lossy(&unknown.stdout).contains("No events of agent `opz`"));
+    let note = String::from_utf8_lossy(&unknown.stderr);
+    assert!(note.contains("no events of agent `opz` (did you mean ops?); its agents: `ops`"), "{note}");
+    let only = tracelake_ok(&["brief", "--lake", &lake, "--at", &at(60)]);
+    assert_eq!(only, text, "the lake's only agent is the default");
+}
+
+#[test]
+fn a_brief_without_an_agent_names_the_lakes_agents() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut events = conversation();
+    events.push(
+        json!({"id": "x1", "ts": START_MS, "agent": "sales", "session": "s9", "type": "msg.in", "payload": {"content": "hi"}}).to_string(),
+    );
+    let lake = lake_of(dir.path(), &[&events]);
+    let out = tracelake(&["brief", "--lake", &lake]);
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("the lake holds 2 agents: name one with --agent (`ops`, `sales`)"), "most events first: {said}");
 }
 
 #[test]
