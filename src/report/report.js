@@ -3,10 +3,10 @@
   const data = JSON.parse(document.getElementById("report-data").textContent);
   const NS = "http://www.w3.org/2000/svg";
   // One colour per series for as many signals as tracelake has built in, and then some:
-  // a repeated colour would make two signals one in a stacked chart. Hues that are near
-  // each other (the greens) sit far apart, so that a chart of a few series never has both.
+  // a repeated colour would make two signals one in a stacked chart. The first ten (the
+  // signals on by default) are hues apart; near ones (the greens) come only after them.
   const PALETTE = ["#4a7bd0", "#d35400", "#27ae60", "#8e44ad", "#c0392b", "#e377c2", "#7f8c8d", "#f1c40f",
-    "#8c564b", "#16a085", "#17becf", "#bcbd22", "#1a237e", "#ff9896", "#98df8a", "#c5b0d5", "#ffbb78", "#9edae5",
+    "#8c564b", "#17becf", "#bcbd22", "#16a085", "#1a237e", "#ff9896", "#98df8a", "#c5b0d5", "#ffbb78", "#9edae5",
     "#c49c94", "#2c3e50"];
   const SEVERITY_COLORS = { critical: "#b00020", high: "#e67e22", medium: "#f1c40f", low: "#95a5a6" };
 
