@@ -26,15 +26,11 @@ pub async fn run(ctx: &Ctx, args: CollectArgs) -> anyhow::Result<ExitCode> {
     let decoder = ctx.decoder(&lake)?;
     let opts = CollectOptions { listen: args.listen, commit_interval: Duration::from_millis(args.commit_ms), ..CollectOptions::default() };
     let interrupted = super::interrupt::on_interrupt()?;
-    let mut terminated = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let ready = |addr: SocketAddr| {
         eprintln!("collecting OTLP traces on http://{addr}/v1/traces into {} (Ctrl-C or SIGTERM stops)", lake.location());
     };
     let stopping = async {
-        tokio::select! {
-            () = interrupted => {}
-            _ = terminated.recv() => {}
-        }
+        interrupted.await;
         eprintln!("stopping: committing what was received…");
     };
     let s = collect(&lake, decoder, &opts, ready, stopping).await?;

@@ -1,5 +1,6 @@
-//! Ctrl-C: for a command that stops at it, for one that must say what it left, and for
-//! the prompt, where it cancels the statement that runs.
+//! Ctrl-C, and SIGTERM (`kill`, `docker stop`, systemd, `timeout`), which stops a command
+//! as Ctrl-C does: for a command that stops at it, for one that must say what it left, and
+//! for the prompt, where Ctrl-C cancels the statement that runs.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -9,59 +10,100 @@ use anyhow::Context as _;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::Notify;
 
-/// Completes on Ctrl-C. The handler is in place when this returns, so a Ctrl-C that
-/// comes before the future is first polled is not lost (nor kills the process).
+/// What stops a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Interrupt,
+    Terminate,
+}
+
+impl Stop {
+    /// The exit status a shell reports for the signal: 128 and its number.
+    fn status(self) -> i32 {
+        match self {
+            Stop::Interrupt => 130,
+            Stop::Terminate => 143,
+        }
+    }
+}
+
+/// The handlers of both signals.
+struct Stops {
+    interrupts: Signal,
+    terminations: Signal,
+}
+
+impl Stops {
+    fn install() -> anyhow::Result<Self> {
+        let interrupts = signal(SignalKind::interrupt()).context("installing the Ctrl-C handler")?;
+        let terminations = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+        Ok(Self { interrupts, terminations })
+    }
+
+    /// The next signal; `None` once the runtime's signal driver is gone.
+    async fn next(&mut self) -> Option<Stop> {
+        tokio::select! {
+            Some(()) = self.interrupts.recv() => Some(Stop::Interrupt),
+            Some(()) = self.terminations.recv() => Some(Stop::Terminate),
+            else => None,
+        }
+    }
+}
+
+/// Completes on Ctrl-C or SIGTERM. The handlers are in place when this returns, so a
+/// signal that comes before the future is first polled is not lost (nor kills the process).
 pub fn on_interrupt() -> anyhow::Result<impl Future<Output = ()>> {
-    let mut interrupts = interrupts()?;
+    let mut stops = Stops::install()?;
     Ok(async move {
-        interrupts.recv().await;
+        stops.next().await;
     })
 }
 
-fn interrupts() -> anyhow::Result<Signal> {
-    signal(SignalKind::interrupt()).context("installing the Ctrl-C handler")
-}
-
-/// Calls `each` on every Ctrl-C, on a thread of its own: it is heard while every thread
-/// of the command's runtime is busy (a plan that never yields).
-fn on_each_interrupt(mut each: impl FnMut() + Send + 'static) -> anyhow::Result<()> {
+/// Calls `each` on every Ctrl-C or SIGTERM, on a thread of its own: it is heard while
+/// every thread of the command's runtime is busy (a plan that never yields).
+fn on_each_interrupt(mut each: impl FnMut(Stop) + Send + 'static) -> anyhow::Result<()> {
     let (ready, installed) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let listen = || -> anyhow::Result<_> {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-            let interrupts = {
+            let stops = {
                 let _inside = runtime.enter();
-                interrupts()?
+                Stops::install()?
             };
-            Ok((runtime, interrupts))
+            Ok((runtime, stops))
         };
         match listen() {
-            Ok((runtime, mut interrupts)) => {
+            Ok((runtime, mut stops)) => {
                 let _ = ready.send(Ok(()));
-                while runtime.block_on(interrupts.recv()).is_some() {
-                    each();
+                while let Some(stop) = runtime.block_on(stops.next()) {
+                    each(stop);
                 }
             }
             Err(e) => drop(ready.send(Err(e))),
         }
     });
-    installed.recv().context("installing the Ctrl-C handler")?
+    installed.recv().context("installing the Ctrl-C and SIGTERM handlers")?
 }
 
-/// For a command that commits atomically, or only reads: on Ctrl-C, prints what
-/// `what_is_left` says and [`exit_interrupted`].
+/// For a command that commits atomically, or only reads: on Ctrl-C or SIGTERM, prints
+/// what `what_is_left` says and exits ([`exit_stopped`]).
 pub fn exit_on_interrupt(what_is_left: impl Fn() -> String + Send + 'static) -> anyhow::Result<()> {
-    on_each_interrupt(move || {
+    on_each_interrupt(move |stop| {
         eprintln!("\n{}", what_is_left());
-        exit_interrupted();
+        exit_stopped(stop);
     })
 }
 
-/// Ends the process as a shell reports an interrupt (130), first removing its temporary
-/// directories (an analysis's spill files), which no destructor would remove.
+/// Ends the process as a shell reports an interrupt (130).
 pub fn exit_interrupted() -> ! {
+    exit_stopped(Stop::Interrupt)
+}
+
+/// Ends the process as a shell reports `stop`, first removing its temporary directories
+/// (an analysis's spill files), which no destructor would remove.
+fn exit_stopped(stop: Stop) -> ! {
     tracelake::temp_dirs::remove_this_process();
-    std::process::exit(130);
+    std::process::exit(stop.status());
 }
 
 /// Ctrl-C while the prompt runs a statement: the first press cancels it (its future is
@@ -94,7 +136,8 @@ impl Cancel {
         let mut cancelled = 0;
         on_each_interrupt({
             let (running, pressed) = (Arc::clone(&running), Arc::clone(&pressed));
-            move || match running.load(Ordering::SeqCst) {
+            move |stop| match running.load(Ordering::SeqCst) {
+                _ if stop == Stop::Terminate => exit_stopped(stop),
                 0 => {}
                 statement if statement == cancelled => {
                     eprintln!("\nThe query does not stop: quitting.");

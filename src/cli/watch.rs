@@ -57,7 +57,7 @@ pub async fn run(ctx: &Ctx, args: WatchArgs) -> anyhow::Result<ExitCode> {
         min_severity: args.min_severity,
         state_file,
     };
-    eprintln!("watching stream {} at {} (Ctrl-C to stop)", nats.stream, nats.url);
+    eprintln!("watching stream {} at {} (Ctrl-C or SIGTERM stops)", nats.stream, nats.url);
     let stop = super::interrupt::on_interrupt()?;
     let stats = watch(&nats, &ctx.config, ctx.redactor()?, &opts, stop, |f| {
         eprintln!("alert: [{}] {} {}@{}: {}", f.severity, f.signal, f.agent, f.session, f.summary);

@@ -41,14 +41,7 @@ pub async fn run(ctx: &Ctx, args: WorkerArgs) -> anyhow::Result<ExitCode> {
         session_jobs: Some(std::sync::Arc::new(tracelake::detect::sessions::AnalysisJobs)),
         ..ctx.engine()?
     };
-    let interrupted = super::interrupt::on_interrupt()?;
-    let mut terminated = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    let stop = async {
-        tokio::select! {
-            () = interrupted => {}
-            _ = terminated.recv() => {}
-        }
-    };
+    let stop = super::interrupt::on_interrupt()?;
     let ready = |addr: SocketAddr| eprintln!("tracelake worker serving plans on http://{addr} (Ctrl-C or SIGTERM stops)");
     serve_worker(args.listen, ctx.redactor()?, &engine, ctx.config.storage.options.clone(), ready, stop).await?;
     Ok(ExitCode::SUCCESS)

@@ -181,8 +181,18 @@ fn a_missing_stream_is_named_in_the_error() {
 
 #[test]
 fn a_scheduled_export_stops_cleanly_on_ctrl_c() {
+    scheduled_export_stops_cleanly_on("-INT", 26);
+}
+
+#[test]
+fn a_scheduled_export_stops_cleanly_on_sigterm() {
+    scheduled_export_stops_cleanly_on("-TERM", 28);
+}
+
+/// A scheduled export sent `signal` after its first run ends with that run committed.
+fn scheduled_export_stops_cleanly_on(signal: &str, seed: u64) {
     let server = NatsServer::start();
-    server.publish(STREAM, &generated(500, 26));
+    server.publish(STREAM, &generated(500, seed));
     let dir = tempfile::tempdir().unwrap();
     let lake = dir.path().join("lake").display().to_string();
     let child = Command::new(env!("CARGO_BIN_EXE_tracelake"))
@@ -199,7 +209,7 @@ fn a_scheduled_export_stops_cleanly_on_ctrl_c() {
         assert!(Instant::now() < deadline, "the first scheduled run did not finish");
         std::thread::sleep(Duration::from_millis(50));
     }
-    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("exported 500 events"), "{out:?}");

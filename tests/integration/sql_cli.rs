@@ -360,7 +360,7 @@ fn each_error_is_printed_once_with_its_causes() {
 }
 
 #[test]
-fn ctrl_c_ends_a_statement_and_removes_its_temporary_files() {
+fn ctrl_c_or_sigterm_ends_a_statement_and_removes_its_temporary_files() {
     let (dir, lake) = imported_lake();
     let tmp = dir.path().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
@@ -371,27 +371,29 @@ fn ctrl_c_ends_a_statement_and_removes_its_temporary_files() {
             .filter(|path| path.file_name().unwrap().to_string_lossy().starts_with("tracelake-"))
             .collect()
     };
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_tracelake"))
-        .args(["sql", "--lake", &lake, "SELECT max(value % 7) FROM generate_series(1, 1000000000000)"])
-        .env("TMPDIR", &tmp)
-        .env_remove("TRACELAKE_LAKE")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The session holds its spill directory, locked, from when it opens.
-    let held = || ours().iter().any(|dir| dir.join(".lock").exists());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !held() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
+    for (signal, status) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_tracelake"))
+            .args(["sql", "--lake", &lake, "SELECT max(value % 7) FROM generate_series(1, 1000000000000)"])
+            .env("TMPDIR", &tmp)
+            .env_remove("TRACELAKE_LAKE")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The session holds its spill directory, locked, from when it opens.
+        let held = || ours().iter().any(|dir| dir.join(".lock").exists());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !held() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(held(), "the session made no temporary directory in {}", tmp.display());
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        // SAFETY: kill(2) on a child process of this test.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(status), "{stderr}");
+        assert!(stderr.contains("interrupted"), "{stderr}");
+        assert!(ours().is_empty(), "left behind: {:?}", ours());
     }
-    assert!(held(), "the session made no temporary directory in {}", tmp.display());
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    // SAFETY: kill(2) on a child process of this test.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
-    assert!(stderr.contains("interrupted"), "{stderr}");
-    assert!(ours().is_empty(), "left behind: {:?}", ours());
 }
