@@ -343,7 +343,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     ran
 }
 
-/// What a command that ends at Ctrl-C says then; `None` for those that handle it
+/// What a command that ends at Ctrl-C or SIGTERM says then; `None` for those that handle it
 /// themselves (they stop at a point where nothing is lost) or make no temporary files.
 fn on_interrupt_says(command: &Command) -> Option<&'static str> {
     match command {
