@@ -76,7 +76,7 @@ pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
         };
         println!("export:      stream {:?} at sequence {}; stream {stream}", export.stream, export.cursor);
         if let Some(run) = &export.last_run {
-            println!("last export: {} ({} events, {} quarantined)", run.finished_at, run.events, run.quarantined);
+            println!("last export: {} ({} events, {} quarantined)", shown_time(&run.finished_at), run.events, run.quarantined);
         }
     }
     if let Some(collected) = &manifest.collect {
@@ -84,7 +84,8 @@ pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
     }
     match manifest.imports.last() {
         Some(last) => {
-            println!("imports:     {} (last: {} at {}, {} events)", manifest.imports.len(), last.source, last.finished_at, last.events);
+            let at = shown_time(&last.finished_at);
+            println!("imports:     {} (last: {} at {at}, {} events)", manifest.imports.len(), last.source, last.events);
         }
         None => println!("imports:     none"),
     }
@@ -102,9 +103,17 @@ fn analyses_line(lake: &Lake, analyses: &[AnalysisRecord], waiting: String) -> S
     match analyses.last() {
         None => format!("analyses:    none: `tracelake analyze --lake {}` finds what failed", shell_word(&lake.location())),
         Some(last) => {
-            format!("analyses:    {} (last: {} at {}, {} findings{waiting})", analyses.len(), last.run_id, last.finished_at, last.findings)
+            let at = shown_time(&last.finished_at);
+            format!("analyses:    {} (last: {} at {at}, {} findings{waiting})", analyses.len(), last.run_id, last.findings)
         }
     }
+}
+
+/// A time the lake's state keeps (RFC 3339, to the nanosecond) as the time range shows
+/// times: to the second, in UTC.
+fn shown_time(rfc3339: &str) -> String {
+    chrono::DateTime::parse_from_rfc3339(rfc3339)
+        .map_or_else(|_| rfc3339.to_owned(), |t| t.with_timezone(&chrono::Utc).format("%Y-%m-%d %H:%M:%S UTC").to_string())
 }
 
 /// A few lines on the events and quarantine tables.

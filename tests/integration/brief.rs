@@ -95,6 +95,10 @@ fn the_brief_holds_its_sections_in_order_within_budget_and_no_secret() {
 
     let status = tracelake_ok(&["status", "--lake", &lake]);
     assert!(status.contains("cortex:      1 open of 2 thread(s), 2 decision(s)"), "{status}");
+    for line in status.lines().filter(|l| l.starts_with("imports:") || l.starts_with("analyses:")) {
+        let at = line.split(" at ").nth(1).and_then(|rest| rest.split(',').next()).unwrap_or_default();
+        assert!(chrono::NaiveDateTime::parse_from_str(at, "%Y-%m-%d %H:%M:%S UTC").is_ok(), "shown as the time range is: {line}");
+    }
 
     let unknown = tracelake(&["brief", "--lake", &lake, "--agent", "opz", "--at", &at(60)]);
     assert!(unknown.status.success(), "a new agent gets a brief");
