@@ -50,20 +50,18 @@ pub async fn run(ctx: &Ctx, args: BriefArgs) -> anyhow::Result<ExitCode> {
         None => chrono::Utc::now(),
     };
     let max_chars = args.max_chars.unwrap_or(u64::from(ctx.config.cortex.max_chars)) as usize;
-    let agents = agents(&session).await?;
     let agent = match args.agent {
-        Some(agent) => {
-            if !agents.contains(&agent) {
-                // A new agent has no events yet: its brief says so, and this says what the lake has.
-                let known: Vec<&str> = agents.iter().map(String::as_str).collect();
-                let nearest = did_you_mean(nearest_within(&agent, &known, 2));
-                eprintln!("note: the lake holds no events of agent `{agent}`{nearest}; its agents: {}", listed(&agents));
-            }
-            agent
-        }
-        None => only_agent(&agents)?,
+        Some(agent) => agent,
+        None => only_agent(&agents(&session).await?)?,
     };
     let mut brief = brief(&session, &agent, now, max_chars).await?;
+    if brief.events == 0 {
+        // A new agent has no events yet: its brief says so, and this says what the lake has.
+        let agents = agents(&session).await?;
+        let known: Vec<&str> = agents.iter().map(String::as_str).collect();
+        let nearest = did_you_mean(nearest_within(&agent, &known, 2));
+        eprintln!("note: the lake holds no events of agent `{agent}`{nearest}; its agents: {}", listed(&agents));
+    }
     // The lake holds redacted text; this keeps a secret from a custom pattern added since.
     brief.text = redactor.redact(&brief.text).into_owned();
     let out = match args.format {

@@ -14,7 +14,7 @@ use tracelake::lake::state::AnalysisRecord;
 use tracelake::lake::state_log;
 use tracelake::report::text::shell_word;
 
-use super::time_args::parse_as_of;
+use super::time_args::{format_time, parse_as_of};
 use super::{Ctx, human_bytes};
 
 #[derive(Debug, Args)]
@@ -112,8 +112,7 @@ fn analyses_line(lake: &Lake, analyses: &[AnalysisRecord], waiting: String) -> S
 /// A time the lake's state keeps (RFC 3339, to the nanosecond) as the time range shows
 /// times: to the second, in UTC.
 fn shown_time(rfc3339: &str) -> String {
-    chrono::DateTime::parse_from_rfc3339(rfc3339)
-        .map_or_else(|_| rfc3339.to_owned(), |t| t.with_timezone(&chrono::Utc).format("%Y-%m-%d %H:%M:%S UTC").to_string())
+    chrono::DateTime::parse_from_rfc3339(rfc3339).map_or_else(|_| rfc3339.to_owned(), |t| format_time(t.with_timezone(&chrono::Utc)))
 }
 
 /// A few lines on the events and quarantine tables.

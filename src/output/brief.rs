@@ -45,6 +45,9 @@ pub struct Brief {
     pub sections: Vec<Section>,
     /// The boot context as written: the sections joined, cut at `max_chars`.
     pub text: String,
+    /// The agent's events in the lake.
+    #[serde(skip)]
+    pub events: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -202,7 +205,7 @@ pub async fn brief(ctx: &SessionContext, agent: &str, now: DateTime<Utc>, max_ch
     });
 
     let whole: String = sections.iter().filter(|s| !s.text.is_empty()).map(|s| s.text.as_str()).collect::<Vec<_>>().join("\n");
-    Ok(Brief { agent: agent.to_owned(), generated_at: now.to_rfc3339(), sections, text: cut(&whole, max_chars) })
+    Ok(Brief { agent: agent.to_owned(), generated_at: now.to_rfc3339(), sections, text: cut(&whole, max_chars), events })
 }
 
 /// The UTC day of a row's `ms`.
