@@ -70,7 +70,8 @@ fn commits(c: &mut Criterion) {
             let mut state = read.clone();
             state.analyses.push(record);
             state.revision += 1;
-            assert!(state_log::write(&lake, &read, &state, Base::State).unwrap());
+            let change = state.change_from(&read);
+            assert!(state_log::write(&lake, &read, &state, Base::State(&change)).unwrap());
         });
     });
     group.bench_function("state_and_delta_logs", |b| {

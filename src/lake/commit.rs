@@ -17,7 +17,7 @@ use super::holder::{HeldLock, LockHolder};
 use super::layout::{LEGACY_MANIFEST, Lake, Table};
 use super::live_writers::sweep_uncommitted;
 use super::remote::{Remote, block_on};
-use super::state::Manifest;
+use super::state::{FileChange, Manifest};
 use super::state_log::{self, Base};
 use super::{LakeError, delta};
 
@@ -138,13 +138,14 @@ pub fn commit<T, E: From<LakeError>>(lake: &Lake, mut update: impl FnMut(&mut Ma
         let read = state_log::load(lake)?;
         let mut manifest = read.clone();
         let value = update(&mut manifest)?;
-        manifest.keep_removed(&read);
+        let change = manifest.change_from(&read);
+        manifest.keep_removed(&change);
         manifest.revision += 1;
         if let Some(remote) = lake.remote() {
-            upload_new(lake, remote, &read, &manifest, &mut uploaded)?;
+            upload_new(lake, remote, &change, &mut uploaded)?;
         }
-        if state_log::write(lake, &read, &manifest, Base::State)? {
-            delta::sync_changed(lake, &read, &manifest)?;
+        if state_log::write(lake, &read, &manifest, Base::State(&change))? {
+            delta::sync_changed(lake, &read, &manifest, &change)?;
             for file in &uploaded {
                 // Committed and uploaded: the staged copy is no longer needed.
                 let _ = fs::remove_file(lake.root().join(file));
@@ -161,15 +162,9 @@ pub fn commit<T, E: From<LakeError>>(lake: &Lake, mut update: impl FnMut(&mut Ma
 /// How many times a commit reads the state again after other writers committed first.
 const COMMIT_ATTEMPTS: u32 = 64;
 
-/// Uploads the staged files `manifest` names that `read` did not and that are not uploaded yet.
-fn upload_new(lake: &Lake, remote: &Remote, read: &Manifest, manifest: &Manifest, uploaded: &mut HashSet<String>) -> Result<(), LakeError> {
-    let before = read.committed_files();
-    let staged: Vec<String> = manifest
-        .committed_files()
-        .into_iter()
-        .filter(|f| !before.contains(*f) && !uploaded.contains(*f) && lake.root().join(f).is_file())
-        .map(str::to_owned)
-        .collect();
+/// Uploads the staged files a commit's `change` adds that are not uploaded yet.
+fn upload_new(lake: &Lake, remote: &Remote, change: &FileChange, uploaded: &mut HashSet<String>) -> Result<(), LakeError> {
+    let staged: Vec<String> = change.added.iter().filter(|f| !uploaded.contains(*f) && lake.root().join(f).is_file()).cloned().collect();
     block_on(async {
         for files in staged.chunks(UPLOADS) {
             try_join_all(files.iter().map(|f| remote.upload(f))).await?;
@@ -190,7 +185,7 @@ const UPLOADS: usize = 8;
 pub fn begin(lake: &Lake) -> Result<(Manifest, usize), LakeError> {
     let mut manifest = state_log::load(lake)?;
     if !manifest.exists {
-        state_log::write(lake, &manifest, &manifest, Base::State)?;
+        state_log::write(lake, &manifest, &manifest, Base::State(&FileChange::default()))?;
         manifest = state_log::load(lake)?;
     }
     delta::sync_all(lake, &manifest)?;

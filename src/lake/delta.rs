@@ -40,7 +40,7 @@ use super::LakeError;
 use super::layout::{Lake, Table, partition_value};
 use super::remote::block_on;
 use super::schema::{PARTITION_COLUMN, file_schema};
-use super::state::Manifest;
+use super::state::{FileChange, Manifest};
 
 /// The application id of the `txn` whose version is the lake's revision a log is at.
 pub const APP_ID: &str = "tracelake";
@@ -54,11 +54,11 @@ pub(super) const CHECKPOINT_INTERVAL: u64 = 100;
 /// Files whose size is read at once when a sync adds many (a lake's first sync).
 const HEADS: usize = 16;
 
-/// Brings the logs of the tables whose files differ between `before` and `after` (the
-/// state as committed) in step with `after`.
-pub fn sync_changed(lake: &Lake, before: &Manifest, after: &Manifest) -> Result<(), LakeError> {
-    let changed: Vec<Table> = followers().filter(|t| before.table_files(*t) != after.table_files(*t)).collect();
-    sync(lake, after, &changed, Order::Revision, Some(before))
+/// Brings the logs of the tables whose files `change` took from those of `before` to
+/// those of `after` (the state as committed) in step with `after`.
+pub fn sync_changed(lake: &Lake, before: &Manifest, after: &Manifest, change: &FileChange) -> Result<(), LakeError> {
+    let changed: Vec<Table> = followers().filter(|t| change.touches(*t)).collect();
+    sync(lake, after, &changed, Order::Revision, Some((before, change)))
 }
 
 /// Brings the log of every table but events in step with `manifest`, making the logs of
@@ -86,9 +86,16 @@ enum Order {
     Overrule,
 }
 
-/// Brings the logs of `tables` in step with `manifest`; with the state it replaced
-/// (`before`), a log this process wrote last is appended to without being read.
-fn sync(lake: &Lake, manifest: &Manifest, tables: &[Table], order: Order, before: Option<&Manifest>) -> Result<(), LakeError> {
+/// Brings the logs of `tables` in step with `manifest`; with the state it replaced and
+/// the change from that (`before`), a log this process wrote last is appended to without
+/// being read.
+fn sync(
+    lake: &Lake,
+    manifest: &Manifest,
+    tables: &[Table],
+    order: Order,
+    before: Option<(&Manifest, &FileChange)>,
+) -> Result<(), LakeError> {
     if tables.is_empty() {
         return Ok(());
     }
@@ -96,15 +103,21 @@ fn sync(lake: &Lake, manifest: &Manifest, tables: &[Table], order: Order, before
     block_on(try_join_all(tables.iter().map(|&table| sync_table(lake, manifest, table, order, before)))).map(drop)
 }
 
-async fn sync_table(lake: &Lake, manifest: &Manifest, table: Table, order: Order, before: Option<&Manifest>) -> Result<(), LakeError> {
+async fn sync_table(
+    lake: &Lake,
+    manifest: &Manifest,
+    table: Table,
+    order: Order,
+    before: Option<(&Manifest, &FileChange)>,
+) -> Result<(), LakeError> {
     let error = |source: DeltaTableError| LakeError::Delta { table: table.dir_name(), source: Box::new(source) };
     if lake.remote().is_none() {
         let dir = lake.table_dir(table);
         std::fs::create_dir_all(&dir).map_err(|e| LakeError::io(&dir, e))?;
     }
     let log_store = log_store(lake, table)?;
-    if let Some(before) = before
-        && append(&log_store, table, before, manifest).await.map_err(error)?
+    if let Some((before, change)) = before
+        && append(&log_store, table, before, manifest, change).await.map_err(error)?
     {
         return Ok(());
     }
@@ -191,12 +204,18 @@ fn remember(log_store: &LogStoreRef, known: Known) {
 /// when another writer took the next version. The log is not listed first: the version is
 /// written create-if-absent, which finds another writer's, and a listing of the log costs
 /// as much as the versions it holds (a `collect` commits five times a second).
-async fn append(log_store: &LogStoreRef, table: Table, before: &Manifest, after: &Manifest) -> Result<bool, DeltaTableError> {
+async fn append(
+    log_store: &LogStoreRef,
+    table: Table,
+    before: &Manifest,
+    after: &Manifest,
+    change: &FileChange,
+) -> Result<bool, DeltaTableError> {
     let Some(known) = known(log_store) else { return Ok(false) };
     if known.revision != revision_of(before) || revision_of(after) <= known.revision {
         return Ok(false);
     }
-    let actions = changes(log_store, table, before, after).await?;
+    let actions = changes(log_store, table, change).await?;
     let version = known.version + 1;
     let txn = Transaction::new(APP_ID, revision_of(after));
     if !write_version(log_store, version, actions, HashMap::new(), vec![txn]).await? {
@@ -227,18 +246,12 @@ pub(super) async fn write_version(
     Ok(true)
 }
 
-/// The `add` and `remove` actions that take a table's files from those `before` names to
-/// those `after` names.
-pub(super) async fn changes(
-    log_store: &LogStoreRef,
-    table: Table,
-    before: &Manifest,
-    after: &Manifest,
-) -> Result<Vec<Action>, DeltaTableError> {
-    let (old, new) = (table_relative(before, table), table_relative(after, table));
-    let added: Vec<String> = new.difference(&old).map(|f| (*f).to_owned()).collect();
+/// The `add` and `remove` actions of a table's files that `change` adds and drops.
+pub(super) async fn changes(log_store: &LogStoreRef, table: Table, change: &FileChange) -> Result<Vec<Action>, DeltaTableError> {
+    let (added, dropped) = change.of_table(table);
+    let added: Vec<String> = added.into_iter().map(str::to_owned).collect();
     let now = chrono::Utc::now().timestamp_millis();
-    let removes = old.difference(&new).map(|f| {
+    let removes = dropped.into_iter().map(|f| {
         Action::Remove(Remove {
             path: (*f).to_owned(),
             data_change: true,
@@ -333,8 +346,7 @@ fn revision_of(manifest: &Manifest) -> i64 {
 
 /// The committed files of a table, relative to it (`date=…/part-….parquet`).
 fn table_relative(manifest: &Manifest, table: Table) -> HashSet<&str> {
-    let prefix = format!("{}/", table.dir_name());
-    manifest.table_files(table).into_iter().filter_map(|f| f.strip_prefix(prefix.as_str())).collect()
+    manifest.table_files(table).into_iter().filter_map(|f| table.relative(f)).collect()
 }
 
 /// The partition values of a file, from its path.
@@ -621,7 +633,7 @@ mod tests {
         let newer = Manifest { revision: 5, analyses: vec![analysis(&[&file])], ..Manifest::default() };
         sync_all(&lake, &newer).unwrap();
         let older = Manifest { revision: 4, ..Manifest::default() };
-        sync_changed(&lake, &newer, &older).unwrap();
+        sync_changed(&lake, &newer, &older, &older.change_from(&newer)).unwrap();
         assert_eq!(files_in_log(&lake, Table::Findings), vec![file], "a writer that synced late changes nothing");
         sync_repaired(&lake, &older).unwrap();
         assert!(files_in_log(&lake, Table::Findings).is_empty());
@@ -637,7 +649,8 @@ mod tests {
         let mut manifest = read.clone();
         manifest.analyses.push(analysis(&[&file]));
         manifest.revision += 1;
-        assert!(state_log::write(&lake, &read, &manifest, state_log::Base::State).unwrap()); // and killed before the logs
+        let change = manifest.change_from(&read);
+        assert!(state_log::write(&lake, &read, &manifest, state_log::Base::State(&change)).unwrap()); // and killed before the logs
         assert!(files_in_log(&lake, Table::Findings).is_empty());
         begin(&lake).unwrap();
         assert_eq!(files_in_log(&lake, Table::Findings), vec![file]);

@@ -63,6 +63,17 @@ impl Table {
             Table::CortexMessages => "cortex_messages",
         }
     }
+
+    /// A file of this table (`events/date=…/part-….parquet`, relative to the lake root)
+    /// relative to the table's directory; `None` for a file of another table.
+    pub fn relative(self, file: &str) -> Option<&str> {
+        file.strip_prefix(self.dir_name())?.strip_prefix('/')
+    }
+
+    /// Whether `file` (relative to the lake root) is one of this table's.
+    pub fn holds(self, file: &str) -> bool {
+        self.relative(file).is_some()
+    }
 }
 
 /// A lake: a local directory, or a prefix on object storage ([`Remote`]) whose writers

@@ -196,8 +196,7 @@ impl Manifest {
 
     /// The committed files of `table`, sorted.
     pub fn table_files(&self, table: Table) -> Vec<&str> {
-        let prefix = format!("{}/", table.dir_name());
-        let mut files: Vec<&str> = self.committed_files().into_iter().filter(|f| f.starts_with(&prefix)).collect();
+        let mut files: Vec<&str> = self.committed_files().into_iter().filter(|f| table.holds(f)).collect();
         files.sort_unstable();
         files
     }
@@ -235,12 +234,20 @@ impl Manifest {
         count
     }
 
-    /// Adds to `removed` the files `before` committed that this state no longer names.
-    pub fn keep_removed(&mut self, before: &Manifest) {
-        let now = self.committed_files();
-        let mut gone: Vec<String> = before.committed_files().into_iter().filter(|f| !now.contains(f)).map(str::to_owned).collect();
-        gone.sort_unstable();
-        self.removed.extend(gone);
+    /// The committed files this state adds to those of `before`, and those it drops.
+    pub fn change_from(&self, before: &Manifest) -> FileChange {
+        let (old, new) = (before.committed_files(), self.committed_files());
+        let sorted = |files: std::collections::hash_set::Difference<'_, &str, _>| {
+            let mut files: Vec<String> = files.map(|f| (*f).to_owned()).collect();
+            files.sort_unstable();
+            files
+        };
+        FileChange { added: sorted(new.difference(&old)), dropped: sorted(old.difference(&new)) }
+    }
+
+    /// Adds to `removed` the files a commit's `change` drops.
+    pub fn keep_removed(&mut self, change: &FileChange) {
+        self.removed.extend(change.dropped.iter().cloned());
     }
 
     /// The data files no writer's leftovers may be taken for: those committed, and those
@@ -267,6 +274,30 @@ impl Manifest {
             .chain(collected)
             .chain(risks)
             .collect()
+    }
+}
+
+/// What a commit changes in the committed files (relative to the lake root, sorted):
+/// worked out once per commit, so that a commit costs what it changes, not what the lake
+/// holds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FileChange {
+    pub added: Vec<String>,
+    pub dropped: Vec<String>,
+}
+
+impl FileChange {
+    /// Whether the change adds or drops a file of `table`.
+    pub fn touches(&self, table: Table) -> bool {
+        self.added.iter().chain(&self.dropped).any(|f| table.holds(f))
+    }
+
+    /// The files of `table` the change adds and drops, relative to the table's directory.
+    pub fn of_table(&self, table: Table) -> (Vec<&str>, Vec<&str>) {
+        fn relative(table: Table, files: &[String]) -> Vec<&str> {
+            files.iter().filter_map(|f| table.relative(f)).collect()
+        }
+        (relative(table, &self.added), relative(table, &self.dropped))
     }
 }
 
@@ -316,4 +347,37 @@ pub fn data_files(table_dir: &Path) -> Result<Vec<PathBuf>, LakeError> {
     }
     files.sort();
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn analysis(files: &[&str]) -> AnalysisRecord {
+        AnalysisRecord { files: files.iter().map(|f| (*f).to_owned()).collect(), ..AnalysisRecord::default() }
+    }
+
+    #[test]
+    fn a_commit_s_change_names_only_the_files_it_adds_and_drops_and_their_tables() {
+        let kept = "findings/date=2026-01-01/part-0000000000000001-00001.parquet";
+        let dropped = "findings/date=2026-01-01/part-0000000000000002-00001.parquet";
+        let added = "failures/date=2026-01-02/part-0000000000000003-00002.parquet";
+        let before = Manifest { analyses: vec![analysis(&[kept]), analysis(&[dropped])], ..Manifest::default() };
+        let mut after = Manifest { analyses: vec![analysis(&[kept]), analysis(&[added])], ..Manifest::default() };
+        let change = after.change_from(&before);
+        assert_eq!(change, FileChange { added: vec![added.to_owned()], dropped: vec![dropped.to_owned()] });
+        assert!(change.touches(Table::Findings) && change.touches(Table::Failures) && !change.touches(Table::Events));
+        assert_eq!(change.of_table(Table::Failures), (vec!["date=2026-01-02/part-0000000000000003-00002.parquet"], vec![]));
+        assert_eq!(change.of_table(Table::Findings), (vec![], vec!["date=2026-01-01/part-0000000000000002-00001.parquet"]));
+        after.keep_removed(&change);
+        assert_eq!(after.removed, vec![dropped.to_owned()], "kept for time travel");
+        assert_eq!(after.change_from(&after), FileChange::default());
+    }
+
+    #[test]
+    fn a_table_holds_its_own_files_only() {
+        assert_eq!(Table::Events.relative("events/date=2026-01-01/a.parquet"), Some("date=2026-01-01/a.parquet"));
+        assert!(!Table::Events.holds("events_old/date=2026-01-01/a.parquet"));
+        assert!(!Table::Outcomes.holds("outputs/date=2026-01-01/a.parquet"));
+    }
 }

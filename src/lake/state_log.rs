@@ -26,7 +26,7 @@ use super::delta::{self, APP_ID};
 use super::layout::{EVENTS_LOG, LEGACY_MANIFEST, Lake, Table};
 use super::objects;
 use super::remote::block_on;
-use super::state::Manifest;
+use super::state::{FileChange, Manifest};
 use super::{Damage, LakeError};
 
 /// The key of the state in a version's `commitInfo`.
@@ -34,20 +34,14 @@ pub const STATE_KEY: &str = "tracelake";
 
 /// The lake's state as committed last, checked against the files: a local lake with data
 /// files but no state, or whose state names a file that is gone, is damaged, and no
-/// command may read or write it as if it were whole.
+/// command may read or write it as if it were whole. A state this process checked or
+/// committed is not checked again, so that a commit costs what it changes.
 pub fn load(lake: &Lake) -> Result<Manifest, LakeError> {
-    let manifest = load_unchecked(lake)?;
-    if lake.remote().is_some() {
-        // Object stores keep what they acknowledged: a file the state names was uploaded
-        // before the state was committed.
-        return Ok(manifest);
-    }
-    let missing: Vec<String> =
-        manifest.committed_files().into_iter().filter(|f| !lake.root().join(f).is_file()).map(str::to_owned).collect();
-    if !missing.is_empty() {
-        return Err(LakeError::Damaged { lake: lake.root().to_path_buf(), problem: Damage::MissingFiles(missing) });
-    }
-    if !manifest.exists && Table::ALL.iter().any(|t| super::state::data_files(&lake.table_dir(*t)).is_ok_and(|f| !f.is_empty())) {
+    let manifest = block_on(read(lake, Check::Files))?;
+    if !manifest.exists
+        && lake.remote().is_none()
+        && Table::ALL.iter().any(|t| super::state::data_files(&lake.table_dir(*t)).is_ok_and(|f| !f.is_empty()))
+    {
         return Err(LakeError::Damaged { lake: lake.root().to_path_buf(), problem: Damage::NoManifest });
     }
     Ok(manifest)
@@ -56,27 +50,51 @@ pub fn load(lake: &Lake) -> Result<Manifest, LakeError> {
 /// The state as committed last, unchecked (empty for a new lake): for `repair`. A lake
 /// that keeps its state in [`LEGACY_MANIFEST`] is refused until `tracelake upgrade`.
 pub fn load_unchecked(lake: &Lake) -> Result<Manifest, LakeError> {
-    block_on(read(lake))
+    block_on(read(lake, Check::None))
+}
+
+/// Whether a read checks that the files the state names are there.
+#[derive(Clone, Copy, PartialEq)]
+enum Check {
+    Files,
+    None,
+}
+
+/// Fails when a file `state` names is not in the lake's directory. Object stores keep what
+/// they acknowledged: a file the state names was uploaded before the state was committed.
+fn check_files(lake: &Lake, state: &Manifest) -> Result<(), LakeError> {
+    if lake.remote().is_some() {
+        return Ok(());
+    }
+    let missing: Vec<String> = state.committed_files().into_iter().filter(|f| !lake.root().join(f).is_file()).map(str::to_owned).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(LakeError::Damaged { lake: lake.root().to_path_buf(), problem: Damage::MissingFiles(missing) })
 }
 
 /// [`load`] from async code, unchecked on object storage as [`load`] is.
 pub async fn load_async(lake: &Lake) -> Result<Manifest, LakeError> {
     match lake.remote() {
-        Some(_) => read(lake).await,
+        Some(_) => read(lake, Check::None).await,
         None => load(lake),
     }
 }
 
 /// The state the newest version of the events log that names one holds, with the
 /// log's latest version; a new lake's empty state when there is no log.
-async fn read(lake: &Lake) -> Result<Manifest, LakeError> {
+async fn read(lake: &Lake, check: Check) -> Result<Manifest, LakeError> {
     let log_store = delta::log_store(lake, Table::Events)?;
     let mut gone = None;
     // A state file is deleted once a later version is committed: read that one then.
     for _ in 0..READS {
         let last = last_read(&log_store);
-        let Some(latest) = latest_version(lake, &log_store, last.as_ref().and_then(|m| m.log_version)).await? else { break };
-        if let Some(last) = last.filter(|m| m.log_version == Some(latest)) {
+        let Some(latest) = latest_version(lake, &log_store, last.as_ref().and_then(|(m, _)| m.log_version)).await? else { break };
+        if let Some((last, checked)) = last.filter(|(m, _)| m.log_version == Some(latest)) {
+            if check == Check::Files && !checked {
+                check_files(lake, &last)?;
+                remember(&log_store, &last, true);
+            }
             return Ok(last);
         }
         let Some(pointer) = newest_pointer(lake, &log_store, latest).await? else { break };
@@ -87,7 +105,10 @@ async fn read(lake: &Lake) -> Result<Manifest, LakeError> {
         let corrupt = |source| LakeError::CorruptState { path: format!("{}/{}", lake.location(), pointer.state).into(), source };
         let state: Manifest = serde_json::from_slice(&bytes).map_err(corrupt)?;
         let state = Manifest { exists: true, log_version: Some(latest), state_file: Some(pointer.state), ..state };
-        remember(&log_store, &state);
+        if check == Check::Files {
+            check_files(lake, &state)?;
+        }
+        remember(&log_store, &state, check == Check::Files);
         return Ok(state);
     }
     if let Some(file) = gone {
@@ -128,18 +149,19 @@ async fn newest_pointer(lake: &Lake, log_store: &LogStoreRef, latest: u64) -> Re
     Ok(None)
 }
 
-/// The state this process read or committed last, by the URL of the events log: the
-/// next commit of a `collect` or an `export --every` then looks for one file, the
-/// version after it, instead of listing the log and reading the state again.
-static LAST_READ: LazyLock<Mutex<HashMap<String, Manifest>>> = LazyLock::new(Mutex::default);
+/// The state this process read or committed last, by the URL of the events log, and
+/// whether its files were checked: the next commit of a `collect` or an `export --every`
+/// then looks for one file, the version after it, instead of listing the log, reading the
+/// state again and checking every file it names.
+static LAST_READ: LazyLock<Mutex<HashMap<String, (Manifest, bool)>>> = LazyLock::new(Mutex::default);
 
-fn last_read(log_store: &LogStoreRef) -> Option<Manifest> {
+fn last_read(log_store: &LogStoreRef) -> Option<(Manifest, bool)> {
     LAST_READ.lock().ok()?.get(log_store.root_url().as_str()).cloned()
 }
 
-fn remember(log_store: &LogStoreRef, state: &Manifest) {
+fn remember(log_store: &LogStoreRef, state: &Manifest, checked: bool) {
     if let Ok(mut all) = LAST_READ.lock() {
-        all.insert(log_store.root_url().to_string(), state.clone());
+        all.insert(log_store.root_url().to_string(), (state.clone(), checked));
     }
 }
 
@@ -183,12 +205,12 @@ pub async fn legacy_manifest(lake: &Lake) -> Result<Option<Manifest>, LakeError>
         .map_err(|e| LakeError::CorruptState { path: path.into(), source: e })
 }
 
-/// Which files the version a commit writes changes: from those the state it read names
-/// (every commit), or from those the log names (an upgrade, a repair, whose log may
-/// name other files than the state).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Base {
-    State,
+/// Which files the version a commit writes changes: those the commit changed in the state
+/// it read (every commit), or those that differ from what the log names (an upgrade, a
+/// repair, whose log may name other files than the state).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Base<'a> {
+    State(&'a FileChange),
     Log,
 }
 
@@ -203,7 +225,7 @@ pub fn write(lake: &Lake, before: &Manifest, after: &Manifest, base: Base) -> Re
         }
         let log_store = delta::log_store(lake, Table::Events)?;
         let actions = match base {
-            Base::State => delta::changes(&log_store, Table::Events, before, after).await.map_err(error)?,
+            Base::State(change) => delta::changes(&log_store, Table::Events, change).await.map_err(error)?,
             Base::Log => delta::changes_from_log(&log_store, Table::Events, before.log_version, after).await.map_err(error)?,
         };
         let state_file = format!("_state/state-{:020}-{}.json", after.revision, Uuid::new_v4().simple());
@@ -212,7 +234,7 @@ pub fn write(lake: &Lake, before: &Manifest, after: &Manifest, base: Base) -> Re
         let metadata = HashMap::from([(STATE_KEY.to_owned(), serde_json::to_value(&pointer).expect("a pointer serializes"))]);
         // An upgrade or a repair names every import and the export cursor anew.
         let nothing = Manifest::default();
-        let txns = transactions(if base == Base::Log { &nothing } else { before }, after);
+        let txns = transactions(if matches!(base, Base::Log) { &nothing } else { before }, after);
         let Some(latest) = before.log_version else {
             let properties = CommitProperties::default().with_metadata(metadata).with_application_transactions(txns);
             let won = match delta::create(&log_store, Table::Events, actions, properties).await {
@@ -253,7 +275,9 @@ async fn settle(
     if let Some(replaced) = &before.state_file {
         objects::delete(lake, replaced).await?;
     }
-    remember(log_store, &Manifest { exists: true, log_version: Some(version), state_file: Some(state_file), ..after.clone() });
+    // What this process committed: the files it read (checked) and those it wrote.
+    let committed = Manifest { exists: true, log_version: Some(version), state_file: Some(state_file), ..after.clone() };
+    remember(log_store, &committed, true);
     Ok(true)
 }
 
