@@ -253,7 +253,7 @@ pub(super) async fn changes(log_store: &LogStoreRef, table: Table, change: &File
     let now = chrono::Utc::now().timestamp_millis();
     let removes = dropped.into_iter().map(|f| {
         Action::Remove(Remove {
-            path: (*f).to_owned(),
+            path: f.to_owned(),
             data_change: true,
             deletion_timestamp: Some(now),
             partition_values: Some(partition_values(f)),
