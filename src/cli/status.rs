@@ -53,6 +53,9 @@ pub async fn run(ctx: &Ctx, args: StatusArgs) -> anyhow::Result<ExitCode> {
     }
     let sizes = table_sizes(&lake, &manifest)?;
     println!("tables:      {}", tables_line(&sizes));
+    if let Some(line) = compact_line(&sizes, &lake.location()) {
+        println!("{line}");
+    }
     println!("revision:    {} (sql, report and status read an earlier one with --as-of REVISION|TIME)", manifest.revision);
     if !manifest.removed.is_empty() {
         println!(
@@ -146,6 +149,23 @@ pub async fn describe(session: &SessionContext) -> anyhow::Result<String> {
     Ok(out)
 }
 
+/// Tables of at least this many files, of less than [`SMALL_FILE_BYTES`] on average, are
+/// worth compacting: every query lists and opens each file.
+const MANY_FILES: usize = 100;
+const SMALL_FILE_BYTES: u64 = 1 << 20;
+
+/// A line pointing to `compact` when tables hold many small files (a long `collect`,
+/// frequent exports).
+fn compact_line(sizes: &[TableSize], lake: &str) -> Option<String> {
+    let small: Vec<String> = sizes
+        .iter()
+        .filter(|t| t.files >= MANY_FILES && t.bytes / t.files as u64 <= SMALL_FILE_BYTES)
+        .map(|t| format!("{} has {} file(s) of {} on average", t.table.dir_name(), t.files, human_bytes(t.bytes / t.files as u64)))
+        .collect();
+    (!small.is_empty())
+        .then(|| format!("small files: {}; `tracelake compact --lake {}` merges them per partition", small.join(", "), shell_word(lake)))
+}
+
 /// Each table's version, files and bytes: `events v3 2 file(s) 1.2 MB, …`.
 fn tables_line(sizes: &[TableSize]) -> String {
     let tables: Vec<String> = sizes
@@ -156,4 +176,24 @@ fn tables_line(sizes: &[TableSize]) -> String {
         })
         .collect();
     if tables.is_empty() { "no committed files".to_owned() } else { tables.join(", ") }
+}
+
+#[cfg(test)]
+mod tests {
+    use tracelake::lake::Table;
+
+    use super::*;
+
+    fn size(table: Table, files: usize, bytes: u64) -> TableSize {
+        TableSize { table, files, bytes, version: Some(1) }
+    }
+
+    #[test]
+    fn many_small_files_point_to_compact_and_few_or_large_ones_do_not() {
+        let line = compact_line(&[size(Table::Events, 4000, 40_000_000), size(Table::Findings, 3, 3_000)], "my lake").unwrap();
+        assert!(line.starts_with("small files: events has 4000 file(s) of 10.0 kB on average;"), "{line}");
+        assert!(line.ends_with("`tracelake compact --lake 'my lake'` merges them per partition"), "{line}");
+        assert_eq!(compact_line(&[size(Table::Events, 99, 99_000)], "l"), None, "few files");
+        assert_eq!(compact_line(&[size(Table::Events, 200, 200 << 21)], "l"), None, "large files");
+    }
 }
