@@ -50,14 +50,14 @@ pub fn load(lake: &Lake) -> Result<Manifest, LakeError> {
 /// The state as committed last, unchecked (empty for a new lake): for `repair`. A lake
 /// that keeps its state in [`LEGACY_MANIFEST`] is refused until `tracelake upgrade`.
 pub fn load_unchecked(lake: &Lake) -> Result<Manifest, LakeError> {
-    block_on(read(lake, Check::None))
+    block_on(read(lake, Check::Skip))
 }
 
 /// Whether a read checks that the files the state names are there.
 #[derive(Clone, Copy, PartialEq)]
 enum Check {
     Files,
-    None,
+    Skip,
 }
 
 /// Fails when a file `state` names is not in the lake's directory. Object stores keep what
@@ -76,7 +76,7 @@ fn check_files(lake: &Lake, state: &Manifest) -> Result<(), LakeError> {
 /// [`load`] from async code, unchecked on object storage as [`load`] is.
 pub async fn load_async(lake: &Lake) -> Result<Manifest, LakeError> {
     match lake.remote() {
-        Some(_) => read(lake, Check::None).await,
+        Some(_) => read(lake, Check::Skip).await,
         None => load(lake),
     }
 }
@@ -208,7 +208,7 @@ pub async fn legacy_manifest(lake: &Lake) -> Result<Option<Manifest>, LakeError>
 /// Which files the version a commit writes changes: those the commit changed in the state
 /// it read (every commit), or those that differ from what the log names (an upgrade, a
 /// repair, whose log may name other files than the state).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy)]
 pub enum Base<'a> {
     State(&'a FileChange),
     Log,
