@@ -11,7 +11,7 @@ use datafusion::common::{Result, plan_err};
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use crate::digest::short_sha256;
-use crate::strings::{all_scalar, argument_arrays, columnar, is_text, string_at};
+use crate::strings::{Texts, all_scalar, argument_arrays, columnar, is_text};
 
 /// The chain id for a chain of `agent` in `session` whose first event is at `first_ts_ms`.
 pub fn chain_id(session: &str, agent: &str, first_ts_ms: i64) -> String {
@@ -68,9 +68,10 @@ impl ScalarUDFImpl for ChainIdUdf {
         let ts = as_millis(&arrays[2])?;
         let mut out = StringBuilder::with_capacity(rows, rows * 16);
         // The rows of one chain come together: hash each chain once.
+        let (sessions, agents) = (Texts::of(&arrays[0])?, Texts::of(&arrays[1])?);
         let mut last: Option<(&str, &str, i64, String)> = None;
         for row in 0..rows {
-            match (string_at(&arrays[0], row)?, string_at(&arrays[1], row)?, ts.is_valid(row)) {
+            match (sessions.get(row), agents.get(row), ts.is_valid(row)) {
                 (Some(session), Some(agent), true) => {
                     let first_ts = ts.value(row);
                     match &last {

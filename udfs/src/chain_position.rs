@@ -21,7 +21,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Fields, Int64Type};
 use datafusion::common::Result;
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
-use crate::strings::string_at;
+use crate::strings::Texts;
 use crate::window_function::Kind::{Integer, Text};
 use crate::window_function::{Param, Params, WindowFunction};
 
@@ -71,13 +71,14 @@ impl PartitionEvaluator for ChainPositionEvaluator {
         let gap_ms = cast(gap, &DataType::Int64)?.as_primitive::<Int64Type>().value(0);
         let cap = cast(cap, &DataType::Int64)?.as_primitive::<Int64Type>().value(0).max(1);
 
+        let (agents, sessions, types) = (Texts::of(agents)?, Texts::of(sessions)?, Texts::of(types)?);
         let mut pos_in_segment = vec![0i64; n];
         for i in 1..n {
-            let prev_type = string_at(types, i - 1)?;
-            let kind = string_at(types, i)?;
+            let prev_type = types.get(i - 1);
+            let kind = types.get(i);
             let pause = ts.value(i) - ts.value(i - 1);
-            let starts_segment = string_at(agents, i)? != string_at(agents, i - 1)?
-                || string_at(sessions, i)? != string_at(sessions, i - 1)?
+            let starts_segment = agents.get(i) != agents.get(i - 1)
+                || sessions.get(i) != sessions.get(i - 1)
                 || kind == Some("session.start")
                 || prev_type == Some("session.end")
                 || (prev_type == Some("run.end") && kind == Some("run.start") && pause > RUN_PAUSE_MS)

@@ -14,7 +14,7 @@ use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs,
 
 use crate::docs::doc;
 use crate::patterns::Patterns;
-use crate::strings::{all_scalar, columnar, is_text, string_at};
+use crate::strings::{Texts, all_scalar, columnar, is_text};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Function {
@@ -119,24 +119,15 @@ impl ScalarUDFImpl for CortexUdf {
         let scalar = all_scalar(&args.args);
         let text = args.args[0].to_array(if scalar { 1 } else { args.number_rows })?;
         let cortex = self.patterns.cortex();
-        let rows = 0..text.len();
+        let texts = Texts::of(&text)?;
+        let rows = (0..text.len()).map(|i| texts.get(i));
         let out: ArrayRef = match self.function {
-            Function::Closure => {
-                Arc::new(rows.map(|i| Ok(string_at(&text, i)?.map(|t| cortex.closes(t)))).collect::<Result<BooleanArray>>()?)
-            }
-            Function::Any => {
-                Arc::new(rows.map(|i| Ok(string_at(&text, i)?.map(|t| cortex.matches_any(t)))).collect::<Result<BooleanArray>>()?)
-            }
-            Function::Mood => Arc::new(rows.map(|i| Ok(string_at(&text, i)?.map(|t| cortex.mood(t)))).collect::<Result<StringArray>>()?),
-            Function::Decision => {
-                Arc::new(rows.map(|i| Ok(string_at(&text, i)?.and_then(|t| cortex.decision(t)))).collect::<Result<StringArray>>()?)
-            }
-            Function::Wait => {
-                Arc::new(rows.map(|i| Ok(string_at(&text, i)?.and_then(|t| cortex.wait(t)))).collect::<Result<StringArray>>()?)
-            }
-            Function::Topic => {
-                Arc::new(rows.map(|i| Ok(string_at(&text, i)?.and_then(|t| cortex.topic(t)))).collect::<Result<StringArray>>()?)
-            }
+            Function::Closure => Arc::new(rows.map(|t| t.map(|t| cortex.closes(t))).collect::<BooleanArray>()),
+            Function::Any => Arc::new(rows.map(|t| t.map(|t| cortex.matches_any(t))).collect::<BooleanArray>()),
+            Function::Mood => Arc::new(rows.map(|t| t.map(|t| cortex.mood(t))).collect::<StringArray>()),
+            Function::Decision => Arc::new(rows.map(|t| t.and_then(|t| cortex.decision(t))).collect::<StringArray>()),
+            Function::Wait => Arc::new(rows.map(|t| t.and_then(|t| cortex.wait(t))).collect::<StringArray>()),
+            Function::Topic => Arc::new(rows.map(|t| t.and_then(|t| cortex.topic(t))).collect::<StringArray>()),
         };
         columnar(out, scalar)
     }

@@ -17,7 +17,7 @@ use datafusion::common::hash_utils::RandomState;
 use datafusion::common::{Result, plan_err};
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
-use crate::strings::{all_scalar, argument_arrays, columnar, is_text, string_at};
+use crate::strings::{Texts, all_scalar, argument_arrays, columnar, is_text};
 
 /// Characters of a message compared (spec §6.3).
 const MESSAGE_PREFIX_CHARS: usize = 200;
@@ -89,12 +89,10 @@ impl ScalarUDFImpl for DedupKeyUdf {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let (arrays, rows) = argument_arrays(&args)?;
         let state = RandomState::with_seed(0);
-        let keys = (0..rows)
-            .map(|row| {
-                let text = |column: usize| string_at(&arrays[column], row);
-                Ok(dedup_key(&state, text(0)?, text(1)?, text(2)?, text(3)?))
-            })
-            .collect::<Result<UInt64Array>>()?;
+        let (kinds, contents) = (Texts::of(&arrays[0])?, Texts::of(&arrays[1])?);
+        let (tools, params) = (Texts::of(&arrays[2])?, Texts::of(&arrays[3])?);
+        let keys: UInt64Array =
+            (0..rows).map(|row| Some(dedup_key(&state, kinds.get(row), contents.get(row), tools.get(row), params.get(row)))).collect();
         columnar(Arc::new(keys), all_scalar(&args.args))
     }
 }

@@ -18,7 +18,7 @@ use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
 use crate::similarity::{param_similarity_values, params_at};
-use crate::strings::string_at;
+use crate::strings::Texts;
 use crate::window_function::Kind::{Boolean, Integer, Number, Text};
 use crate::window_function::{Param, Params, WindowFunction};
 
@@ -75,6 +75,7 @@ impl PartitionEvaluator for DoomLoopEvaluator {
             other => return exec_err!("doom_loop_id: `failed` must be boolean, got {other}"),
         };
         let is_failed = |i: usize| failed.is_valid(i) && failed.value(i);
+        let (tools, params) = (Texts::of(tools)?, Texts::of(params)?);
         let mut out: Vec<Option<i64>> = vec![None; n];
         let mut i = 0;
         while i < n {
@@ -82,14 +83,14 @@ impl PartitionEvaluator for DoomLoopEvaluator {
                 i += 1;
                 continue;
             }
-            let tool = string_at(tools, i)?;
-            let anchor_params = params_at(params, i)?;
+            let tool = tools.get(i);
+            let anchor_params = params_at(params, i);
             let mut j = i + 1;
             while j < n
                 && chains.value(j) == chains.value(i)
                 && is_failed(j)
-                && string_at(tools, j)? == tool
-                && param_similarity_values(&anchor_params, &params_at(params, j)?) > min_similarity
+                && tools.get(j) == tool
+                && param_similarity_values(&anchor_params, &params_at(params, j)) > min_similarity
             {
                 j += 1;
             }

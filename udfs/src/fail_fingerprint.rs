@@ -14,7 +14,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use crate::digest::short_sha256;
-use crate::strings::{all_scalar, argument_arrays, columnar, string_at};
+use crate::strings::{Texts, all_scalar, argument_arrays, columnar};
 
 static VOLATILE: LazyLock<[(Regex, &'static str); 4]> = LazyLock::new(|| {
     [
@@ -87,10 +87,11 @@ impl ScalarUDFImpl for FailFingerprintUdf {
         let scalar = all_scalar(&args.args);
         let (arrays, rows) = argument_arrays(&args)?;
         let mut out = StringBuilder::with_capacity(rows, rows * 16);
+        let (tools, params, errors) = (Texts::of(&arrays[0])?, Texts::of(&arrays[1])?, Texts::of(&arrays[2])?);
         for row in 0..rows {
-            let tool = string_at(&arrays[0], row)?.unwrap_or("");
-            let params = string_at(&arrays[1], row)?.unwrap_or("{}");
-            match string_at(&arrays[2], row)? {
+            let tool = tools.get(row).unwrap_or("");
+            let params = params.get(row).unwrap_or("{}");
+            match errors.get(row) {
                 Some(error) => out.append_value(fail_fingerprint(tool, params, error)),
                 None => out.append_null(),
             }

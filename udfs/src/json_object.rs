@@ -11,7 +11,7 @@ use datafusion::common::{Result, exec_err, plan_err};
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 use serde_json::{Map, Value};
 
-use crate::strings::{all_scalar, argument_arrays, columnar, string_at};
+use crate::strings::{Texts, all_scalar, argument_arrays, columnar};
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct JsonObjectUdf {
@@ -70,7 +70,7 @@ impl ScalarUDFImpl for JsonObjectUdf {
         for row in 0..rows {
             let mut object = Map::new();
             for pair in values.chunks(2) {
-                let Some(key) = string_at(&pair[0], row)? else {
+                let Some(key) = Texts::of(&pair[0])?.get(row) else {
                     continue;
                 };
                 object.insert(key.to_owned(), json_value(&pair[1], row)?);
@@ -86,7 +86,7 @@ fn json_value(array: &ArrayRef, row: usize) -> Result<Value> {
         return Ok(Value::Null);
     }
     Ok(match array.data_type() {
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => Value::from(string_at(array, row)?.unwrap_or("")),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => Value::from(Texts::of(array)?.get(row).unwrap_or("")),
         DataType::Boolean => Value::from(array.as_boolean().value(row)),
         DataType::Int64 => Value::from(array.as_primitive::<Int64Type>().value(row)),
         DataType::UInt64 => Value::from(array.as_primitive::<UInt64Type>().value(row)),

@@ -10,7 +10,7 @@ use datafusion::common::{Result, plan_err};
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use crate::docs::doc;
-use crate::strings::{all_scalar, columnar, is_text, string_at};
+use crate::strings::{Texts, all_scalar, columnar, is_text};
 
 /// The language of `text`, when whatlang is confident of it.
 pub fn language(text: &str) -> Option<&'static str> {
@@ -60,7 +60,8 @@ impl ScalarUDFImpl for LanguageUdf {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let scalar = all_scalar(&args.args);
         let text = args.args[0].to_array(if scalar { 1 } else { args.number_rows })?;
-        let languages = (0..text.len()).map(|row| Ok(string_at(&text, row)?.and_then(language))).collect::<Result<StringArray>>()?;
+        let texts = Texts::of(&text)?;
+        let languages: StringArray = (0..text.len()).map(|row| texts.get(row).and_then(language)).collect();
         columnar(Arc::new(languages), scalar)
     }
 }

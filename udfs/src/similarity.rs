@@ -5,13 +5,13 @@ use std::collections::HashSet;
 use std::sync::{Arc, LazyLock};
 
 use crate::docs::doc;
-use datafusion::arrow::array::{ArrayRef, Float64Builder};
+use datafusion::arrow::array::Float64Builder;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::Result;
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 use serde_json::Value;
 
-use crate::strings::{all_scalar, argument_arrays, columnar, string_at};
+use crate::strings::{Texts, all_scalar, argument_arrays, columnar};
 
 /// Compared prefix length, to keep the quadratic distance bounded.
 const MAX_CHARS: usize = 500;
@@ -50,8 +50,8 @@ pub fn param_similarity(a: &str, b: &str) -> f64 {
 }
 
 /// The parsed parameters in row `row` of a text column (null when missing or not JSON).
-pub(crate) fn params_at(array: &ArrayRef, row: usize) -> Result<Value> {
-    Ok(string_at(array, row)?.and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null))
+pub(crate) fn params_at(params: Texts, row: usize) -> Value {
+    params.get(row).and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null)
 }
 
 pub fn param_similarity_values(a: &Value, b: &Value) -> f64 {
@@ -127,9 +127,10 @@ impl ScalarUDFImpl for PairSimilarityUdf {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let scalar = all_scalar(&args.args);
         let (arrays, rows) = argument_arrays(&args)?;
+        let (left, right) = (Texts::of(&arrays[0])?, Texts::of(&arrays[1])?);
         let mut out = Float64Builder::with_capacity(rows);
         for row in 0..rows {
-            match (string_at(&arrays[0], row)?, string_at(&arrays[1], row)?) {
+            match (left.get(row), right.get(row)) {
                 (Some(a), Some(b)) => out.append_value(match self.measure {
                     Measure::Levenshtein => levenshtein_ratio(a, b),
                     Measure::Params => param_similarity(a, b),

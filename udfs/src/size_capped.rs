@@ -18,7 +18,7 @@ use datafusion::logical_expr::{
 };
 use datafusion::prelude::SessionContext;
 
-use crate::strings::string_at;
+use crate::strings::Texts;
 
 /// How the size of a function's result follows from its arguments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -110,7 +110,7 @@ fn text_bytes(value: &ColumnarValue, row: usize) -> u128 {
             s.as_ref().map_or(0, |s| s.len() as u128)
         }
         ColumnarValue::Scalar(_) => 0,
-        ColumnarValue::Array(array) => string_at(array, row).ok().flatten().map_or(0, |s| s.len() as u128),
+        ColumnarValue::Array(array) => Texts::of(array).ok().and_then(|t| t.get(row)).map_or(0, |s| s.len() as u128),
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, ListBuilder, StringArray, StringBuilder};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, LargeStringArray, ListBuilder, StringArray, StringBuilder, StringViewArray};
 use datafusion::arrow::datatypes::{DataType, Field};
 use datafusion::common::{Result, ScalarValue, exec_err};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs};
@@ -23,17 +23,38 @@ pub(crate) fn is_text(t: &DataType) -> bool {
     matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null)
 }
 
-/// The string at `row` of a string array of any string type, `None` when null.
-pub(crate) fn string_at(array: &ArrayRef, row: usize) -> Result<Option<&str>> {
-    if array.is_null(row) || array.data_type() == &DataType::Null {
-        return Ok(None);
+/// A string array of any string type, read row by row: its type is looked at once, not at
+/// every row.
+#[derive(Clone, Copy)]
+pub(crate) enum Texts<'a> {
+    Utf8(&'a StringArray),
+    Large(&'a LargeStringArray),
+    View(&'a StringViewArray),
+    Null,
+}
+
+impl<'a> Texts<'a> {
+    /// `array` as texts; an error for an array of another type.
+    pub(crate) fn of(array: &'a ArrayRef) -> Result<Self> {
+        Ok(match array.data_type() {
+            DataType::Utf8 => Texts::Utf8(array.as_string::<i32>()),
+            DataType::LargeUtf8 => Texts::Large(array.as_string::<i64>()),
+            DataType::Utf8View => Texts::View(array.as_string_view()),
+            DataType::Null => Texts::Null,
+            other => return exec_err!("expected a string argument, got {other}"),
+        })
     }
-    Ok(Some(match array.data_type() {
-        DataType::Utf8 => array.as_string::<i32>().value(row),
-        DataType::LargeUtf8 => array.as_string::<i64>().value(row),
-        DataType::Utf8View => array.as_string_view().value(row),
-        other => return exec_err!("expected a string argument, got {other}"),
-    }))
+
+    /// The text at `row`, `None` when null.
+    #[inline]
+    pub(crate) fn get(&self, row: usize) -> Option<&'a str> {
+        match self {
+            Texts::Utf8(a) => a.is_valid(row).then(|| a.value(row)),
+            Texts::Large(a) => a.is_valid(row).then(|| a.value(row)),
+            Texts::View(a) => a.is_valid(row).then(|| a.value(row)),
+            Texts::Null => None,
+        }
+    }
 }
 
 /// The arguments as arrays, and how many rows to compute: one when every argument is a
@@ -66,9 +87,10 @@ pub(crate) fn text_list_type() -> DataType {
 /// for NULL.
 pub(crate) fn map_to_text_lists(args: &ScalarFunctionArgs, mut f: impl FnMut(&str) -> Vec<String>) -> Result<ColumnarValue> {
     let (arrays, rows) = argument_arrays(args)?;
+    let texts = Texts::of(&arrays[0])?;
     let mut out = ListBuilder::new(StringBuilder::new());
     for row in 0..rows {
-        match string_at(&arrays[0], row)? {
+        match texts.get(row) {
             Some(text) => {
                 for value in f(text) {
                     out.values().append_value(value);

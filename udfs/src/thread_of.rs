@@ -15,7 +15,7 @@ use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
 use crate::cortex::match_words;
-use crate::strings::{string_at, text_list_type};
+use crate::strings::{Texts, text_list_type};
 use crate::window_function::Kind::Text;
 use crate::window_function::{Param, Params, WindowFunction};
 
@@ -56,17 +56,18 @@ impl PartitionEvaluator for ThreadOfEvaluator {
         let [kinds, texts, ids] = values else {
             return exec_err!("thread_of(kind, text, event_id) takes three arguments");
         };
+        let (kinds, texts, ids) = (Texts::of(kinds)?, Texts::of(texts)?, Texts::of(ids)?);
         let mut threads: Vec<Thread> = Vec::new();
         let mut out = ListBuilder::new(StringBuilder::new());
         for i in 0..n {
-            let (kind, text) = (string_at(kinds, i)?.unwrap_or_default(), string_at(texts, i)?.unwrap_or_default());
+            let (kind, text) = (kinds.get(i).unwrap_or_default(), texts.get(i).unwrap_or_default());
             match kind {
                 "topic" if !text.is_empty() => {
                     let title = text.to_lowercase();
                     let at = match threads.iter().position(|t| t.title == title) {
                         Some(at) => at,
                         None => {
-                            let id = string_at(ids, i)?.unwrap_or_default().to_owned();
+                            let id = ids.get(i).unwrap_or_default().to_owned();
                             threads.push(Thread { id, words: match_words(&title), title, open: true });
                             threads.len() - 1
                         }

@@ -13,7 +13,7 @@ use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::common::Result;
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
-use crate::strings::string_at;
+use crate::strings::Texts;
 use crate::window_function::Kind::{Integer, Text};
 use crate::window_function::{Param, Params, WindowFunction};
 
@@ -41,6 +41,7 @@ impl PartitionEvaluator for ToolCallSinceUserEvaluator {
         let [chains, types] = values else { unreachable!("the signature takes two arguments") };
         let chains = cast(chains, &DataType::Int64)?;
         let chains = chains.as_primitive::<Int64Type>();
+        let types = Texts::of(types)?;
         let mut out = Vec::with_capacity(n);
         let mut called = false;
         for i in 0..n {
@@ -48,7 +49,7 @@ impl PartitionEvaluator for ToolCallSinceUserEvaluator {
                 called = false;
             }
             out.push(called);
-            match string_at(types, i)? {
+            match types.get(i) {
                 Some("msg.in") => called = false,
                 Some("tool.call") => called = true,
                 _ => {}

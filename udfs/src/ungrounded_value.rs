@@ -27,7 +27,7 @@ use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 use regex::Regex;
 
 use crate::json::Json;
-use crate::strings::string_at;
+use crate::strings::Texts;
 use crate::values::{hundredths, push_words, sentences, words};
 use crate::window_function::Kind::{Boolean, Integer, Text};
 use crate::window_function::{Param, Params, WindowFunction, boolean_argument, session_keys, starts_session};
@@ -243,6 +243,8 @@ impl PartitionEvaluator for UngroundedValueEvaluator {
             unreachable!("the signature takes seven arguments")
         };
         let sessions = session_keys(sessions)?;
+        let (types, contents, params) = (Texts::of(types)?, Texts::of(contents)?, Texts::of(params)?);
+        let (results, errors) = (Texts::of(results)?, Texts::of(errors)?);
         let checks_call = boolean_argument(checks_call, "ungrounded_value", "checks_call")?;
         let mut out = StringBuilder::with_capacity(n, 0);
         let mut grounds = Grounds::default();
@@ -255,16 +257,16 @@ impl PartitionEvaluator for UngroundedValueEvaluator {
                 pending.clear();
             }
             let columns = Columns { types, contents, params, results, errors };
-            let found = match string_at(types, i)? {
+            let found = match types.get(i) {
                 Some("msg.in" | "tool.result") => {
                     pending.push(i);
                     None
                 }
                 Some("tool.call") => {
                     let found = if checks_call.is_valid(i) && checks_call.value(i) {
-                        match string_at(params, i)?.and_then(Json::parse) {
+                        match params.get(i).and_then(Json::parse) {
                             Some(arguments) => {
-                                take_in(&mut grounds, &mut pending, &columns)?;
+                                take_in(&mut grounds, &mut pending, &columns);
                                 grounds.check_arguments(&arguments)
                             }
                             None => None,
@@ -276,9 +278,9 @@ impl PartitionEvaluator for UngroundedValueEvaluator {
                     pending.push(i);
                     found
                 }
-                Some("msg.out") => match string_at(contents, i)? {
+                Some("msg.out") => match contents.get(i) {
                     Some(text) if text.bytes().any(|b| b.is_ascii_digit()) && FIGURE.is_match(text) => {
-                        take_in(&mut grounds, &mut pending, &columns)?;
+                        take_in(&mut grounds, &mut pending, &columns);
                         grounds.check_message(text)
                     }
                     _ => None,
@@ -293,30 +295,29 @@ impl PartitionEvaluator for UngroundedValueEvaluator {
 
 /// The argument columns the grounds are read from.
 struct Columns<'a> {
-    types: &'a ArrayRef,
-    contents: &'a ArrayRef,
-    params: &'a ArrayRef,
-    results: &'a ArrayRef,
-    errors: &'a ArrayRef,
+    types: Texts<'a>,
+    contents: Texts<'a>,
+    params: Texts<'a>,
+    results: Texts<'a>,
+    errors: Texts<'a>,
 }
 
 /// Adds the pending events to `grounds`: the texts of user messages and tool results, the
 /// numbers of calls' arguments.
-fn take_in(grounds: &mut Grounds, pending: &mut Vec<usize>, columns: &Columns) -> Result<()> {
+fn take_in(grounds: &mut Grounds, pending: &mut Vec<usize>, columns: &Columns) {
     for i in pending.drain(..) {
-        if string_at(columns.types, i)? == Some("tool.call") {
-            if let Some(text) = string_at(columns.params, i)? {
+        if columns.types.get(i) == Some("tool.call") {
+            if let Some(text) = columns.params.get(i) {
                 numbers_in(text, &mut grounds.argument_numbers);
             }
             continue;
         }
         for column in [columns.contents, columns.results, columns.errors] {
-            if let Some(text) = string_at(column, i)? {
+            if let Some(text) = column.get(i) {
                 grounds.add(text);
             }
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]

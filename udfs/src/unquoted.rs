@@ -12,7 +12,7 @@ use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs,
 
 use crate::amounts::parse_amount;
 use crate::docs::doc;
-use crate::strings::{all_scalar, argument_arrays, columnar, string_at, text_list_type};
+use crate::strings::{Texts, all_scalar, argument_arrays, columnar, text_list_type};
 
 /// The `amounts` that do not follow from `quoted`.
 pub fn unquoted<'a>(amounts: &[&'a str], quoted: &[&str]) -> Vec<&'a str> {
@@ -97,7 +97,8 @@ fn texts(values: &ArrayRef) -> Result<Vec<&str>> {
     if values.data_type() != &DataType::Utf8 {
         return exec_err!("unquoted: amounts are texts, got {}", values.data_type());
     }
-    (0..values.len()).filter_map(|i| string_at(values, i).transpose()).collect()
+    let texts = Texts::of(values)?;
+    Ok((0..values.len()).filter_map(|i| texts.get(i)).collect())
 }
 
 #[cfg(test)]

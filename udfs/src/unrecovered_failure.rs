@@ -23,7 +23,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{HashMap, Result};
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
-use crate::strings::string_at;
+use crate::strings::Texts;
 use crate::window_function::Kind::{Boolean, Integer, Text};
 use crate::window_function::{Param, Params, WindowFunction, boolean_argument, session_keys, starts_session};
 
@@ -63,6 +63,7 @@ impl PartitionEvaluator for UnrecoveredFailureEvaluator {
             unreachable!("the signature takes seven arguments")
         };
         let sessions = session_keys(sessions)?;
+        let (types, tools, params, next_types) = (Texts::of(types)?, Texts::of(tools)?, Texts::of(params)?, Texts::of(next_types)?);
         let next_failed = boolean_argument(next_failed, "unrecovered_failure", "next_failed")?;
         let lookup_miss = boolean_argument(lookup_miss, "unrecovered_failure", "lookup_miss")?;
         let flag = |a: &BooleanArray, i: usize| a.is_valid(i) && a.value(i);
@@ -79,12 +80,12 @@ impl PartitionEvaluator for UnrecoveredFailureEvaluator {
             let mut answers = Vec::new();
             let mut last_success: HashMap<Option<&str>, usize> = HashMap::new();
             for i in start..end {
-                match string_at(types, i)? {
+                match types.get(i) {
                     Some("msg.out") => answers.push(i),
-                    Some("tool.call") if string_at(next_types, i)? == Some("tool.result") => {
+                    Some("tool.call") if next_types.get(i) == Some("tool.result") => {
                         attempts.push(i);
                         if !flag(next_failed, i) {
-                            last_success.insert(string_at(tools, i)?, i);
+                            last_success.insert(tools.get(i), i);
                         }
                     }
                     _ => {}
@@ -95,10 +96,10 @@ impl PartitionEvaluator for UnrecoveredFailureEvaluator {
                     continue;
                 }
                 let Some(&answer) = answers.get(answers.partition_point(|&a| a <= i + 1)) else { continue };
-                let tool = string_at(tools, i)?;
+                let tool = tools.get(i);
                 if flag(lookup_miss, i) {
                     let same = |&j: &usize| -> Result<bool> {
-                        Ok(j != i && flag(lookup_miss, j) && string_at(tools, j)? == tool && string_at(params, j)? == string_at(params, i)?)
+                        Ok(j != i && flag(lookup_miss, j) && tools.get(j) == tool && params.get(j) == params.get(i))
                     };
                     let mut missed_again = false;
                     for j in &attempts {

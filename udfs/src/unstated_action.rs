@@ -30,7 +30,7 @@ use datafusion::common::{HashMap, HashSet, Result};
 use datafusion::logical_expr::{PartitionEvaluator, WindowUDF};
 
 use crate::json::{Json, with_json};
-use crate::strings::string_at;
+use crate::strings::Texts;
 use crate::values::{push_words, words};
 use crate::window_function::Kind::{Boolean, Integer, Text};
 use crate::window_function::{Param, Params, WindowFunction, boolean_argument, session_keys, starts_session};
@@ -71,6 +71,8 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
             unreachable!("the signature takes seven arguments")
         };
         let sessions = session_keys(sessions)?;
+        let (types, contents) = (Texts::of(types)?, Texts::of(contents)?);
+        let (params, results) = (Texts::of(params)?, Texts::of(results)?);
         let checks_call = boolean_argument(checks_call, "unstated_action", "checks_call")?;
         let reads = boolean_argument(reads, "unstated_action", "reads")?;
         let marked = |flags: &BooleanArray, i: usize| flags.is_valid(i) && flags.value(i);
@@ -96,7 +98,7 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
                 acted = false;
             }
             let mut found = None;
-            match string_at(types, i)? {
+            match types.get(i) {
                 Some("msg.in") => {
                     pending.push(i);
                     if acted {
@@ -107,9 +109,9 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
                 Some("msg.out" | "tool.result") => pending.push(i),
                 Some("tool.call") if marked(checks_call, i) => {
                     for j in pending.drain(..) {
-                        match string_at(types, j)? {
+                        match types.get(j) {
                             Some("tool.result") => unread.push(j),
-                            _ => push_words(&mut said, string_at(contents, j)?.unwrap_or_default()),
+                            _ => push_words(&mut said, contents.get(j).unwrap_or_default()),
                         }
                     }
                     if stated_to < plan_from {
@@ -117,20 +119,20 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
                         stated_to = plan_from;
                     }
                     for j in stated_to..i {
-                        if string_at(types, j)? == Some("msg.out") {
-                            push_words(&mut stated, string_at(contents, j)?.unwrap_or_default());
+                        if types.get(j) == Some("msg.out") {
+                            push_words(&mut stated, contents.get(j).unwrap_or_default());
                         }
                     }
                     stated_to = i;
-                    let arguments = string_at(params, i)?.and_then(Json::parse);
+                    let arguments = params.get(i).and_then(Json::parse);
                     if let Some(arguments) = &arguments {
                         found = unstated(arguments, &said, &stated);
                         let chosen = if found.is_none() { ids_of(arguments) } else { Vec::new() };
                         if chosen.iter().any(|(_, id)| !named(&said, id)) {
                             for j in unread.drain(..) {
-                                let read = j > 0 && marked(reads, j - 1) && string_at(types, j - 1)? == Some("tool.call");
-                                let lookup = if read { string_at(params, j - 1)? } else { None };
-                                offered.add(string_at(results, j)?.unwrap_or_default(), lookup);
+                                let read = j > 0 && marked(reads, j - 1) && types.get(j - 1) == Some("tool.call");
+                                let lookup = if read { params.get(j - 1) } else { None };
+                                offered.add(results.get(j).unwrap_or_default(), lookup);
                             }
                             found = offered.unnamed_choice(&chosen, &said);
                         }
