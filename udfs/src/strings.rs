@@ -9,13 +9,8 @@ use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs};
 
 /// Applies `f` to every value of a string array, producing a Utf8 array.
 pub(crate) fn map_strings(array: &ArrayRef, mut f: impl FnMut(&str) -> String) -> Result<StringArray> {
-    Ok(match array.data_type() {
-        DataType::Utf8 => array.as_string::<i32>().iter().map(|v| v.map(&mut f)).collect(),
-        DataType::LargeUtf8 => array.as_string::<i64>().iter().map(|v| v.map(&mut f)).collect(),
-        DataType::Utf8View => array.as_string_view().iter().map(|v| v.map(&mut f)).collect(),
-        DataType::Null => StringArray::new_null(array.len()),
-        other => return exec_err!("expected a string argument, got {other}"),
-    })
+    let texts = Texts::of(array)?;
+    Ok((0..array.len()).map(|row| texts.get(row).map(&mut f)).collect())
 }
 
 /// Whether a UDF argument of type `t` is text (or a null literal).

@@ -6,12 +6,13 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use crate::docs::doc;
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray};
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::{Result, ScalarValue, exec_err};
+use datafusion::common::{Result, ScalarValue};
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use crate::patterns::{Category, Patterns};
+use crate::strings::Texts;
 
 #[derive(Debug)]
 pub struct TextCategoryUdf {
@@ -99,11 +100,6 @@ impl ScalarUDFImpl for TextCategoryUdf {
 }
 
 fn map_bool<'a>(array: &'a ArrayRef, f: impl FnMut(Option<&'a str>) -> Option<bool>) -> Result<BooleanArray> {
-    Ok(match array.data_type() {
-        DataType::Utf8 => array.as_string::<i32>().iter().map(f).collect(),
-        DataType::LargeUtf8 => array.as_string::<i64>().iter().map(f).collect(),
-        DataType::Utf8View => array.as_string_view().iter().map(f).collect(),
-        DataType::Null => BooleanArray::new_null(array.len()),
-        other => return exec_err!("expected text, got {other}"),
-    })
+    let texts = Texts::of(array)?;
+    Ok((0..array.len()).map(|row| texts.get(row)).map(f).collect())
 }
