@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::Schema;
@@ -87,16 +88,29 @@ pub struct BucketFindings {
     pub cortex: Vec<RecordBatch>,
     /// The time of its newest event, in a chain or not (ms).
     pub newest_event_ms: Option<i64>,
+    pub times: ShareTimes,
+}
+
+/// Where a share's time went: building its chains (the cortex reading its messages
+/// alongside), then running the detectors over them.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct ShareTimes {
+    /// When its work began, in the process that did it (none for a worker's share).
+    pub began: Option<Instant>,
+    pub chains: Duration,
+    pub detectors: Duration,
 }
 
 /// Builds the chains of a bucket's `events` and runs the detectors over them.
 pub async fn analyze_bucket(work: Arc<BucketWork>, events: BucketEvents) -> Result<BucketFindings, DetectError> {
     let plans = &work.plans;
+    let began = Instant::now();
     let events = events.read()?;
     let newest_event_ms = newest_event_ms(&events);
     // The cortex reads the messages, not the chains: a message alone in its chain counts too.
     let (chains, cortex) = futures::join!(plans.chains(events.clone()), plans.query_events(&work.cortex, events));
     let chains = &chains?;
+    let chains_built = Instant::now();
     // Together, so that one query's single-threaded steps overlap another's work.
     let detected = work.detectors.iter().map(|(detector, plan)| async move {
         let found = match plan {
@@ -116,7 +130,8 @@ pub async fn analyze_bucket(work: Arc<BucketWork>, events: BucketEvents) -> Resu
         .filter(|b| b.num_rows() > 0)
         .map(|b| RecordBatch::try_new(CORTEX_MESSAGES_SCHEMA.clone(), b.columns().to_vec()).map_err(EngineError::from))
         .collect::<Result<_, _>>()?;
-    Ok(BucketFindings { stats: chain_stats_of(&stats?)?, findings, skipped, failures: failures?, cortex, newest_event_ms })
+    let times = ShareTimes { began: Some(began), chains: chains_built - began, detectors: chains_built.elapsed() };
+    Ok(BucketFindings { stats: chain_stats_of(&stats?)?, findings, skipped, failures: failures?, cortex, newest_event_ms, times })
 }
 
 /// The failure occurrences of this run, in the columns of the `failures` table.

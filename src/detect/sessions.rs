@@ -8,6 +8,7 @@
 use std::fmt;
 use std::io::Cursor;
 use std::sync::{Arc, LazyLock};
+use std::time::Duration;
 
 use datafusion::arrow::array::{AsArray, BinaryArray, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
@@ -30,7 +31,7 @@ use tokio::sync::{OnceCell, mpsc};
 
 use super::Scope;
 use super::detectors::Detector;
-use super::run::{BucketFindings, BucketWork, Severities, analyze_bucket};
+use super::run::{BucketFindings, BucketWork, Severities, ShareTimes, analyze_bucket};
 use super::{DetectError, DetectorFailure};
 use crate::engine::EngineError;
 use crate::engine::chains::{BucketEvents, CHAIN_COLUMNS, ChainStats, count_analysis_events, nullable};
@@ -252,12 +253,27 @@ struct Summary {
     findings: Vec<Finding>,
     /// (detector, why it failed)
     skipped: Vec<(String, String)>,
+    /// The share's [`ShareTimes`] (s).
+    #[serde(default)]
+    chains_s: f64,
+    #[serde(default)]
+    detectors_s: f64,
 }
 
 fn encode(found: BucketFindings) -> Result<RecordBatch, DetectError> {
     let ChainStats { chains, events, first, last } = found.stats;
     let skipped = found.skipped.iter().map(|(name, why)| (name.clone(), why.to_string())).collect();
-    let summary = Summary { chains, events, first, last, newest_event_ms: found.newest_event_ms, findings: found.findings, skipped };
+    let summary = Summary {
+        chains,
+        events,
+        first,
+        last,
+        newest_event_ms: found.newest_event_ms,
+        findings: found.findings,
+        skipped,
+        chains_s: found.times.chains.as_secs_f64(),
+        detectors_s: found.times.detectors.as_secs_f64(),
+    };
     let bodies = [serde_json::to_vec(&summary).expect("a summary is JSON"), ipc_bytes(&found.failures)?, ipc_bytes(&found.cortex)?];
     let parts = StringArray::from(vec![SUMMARY, FAILURES, CORTEX]);
     let bodies = BinaryArray::from_iter_values(bodies.iter());
@@ -279,6 +295,8 @@ fn decode(batch: &RecordBatch) -> Result<BucketFindings, DetectError> {
                 found.newest_event_ms = s.newest_event_ms;
                 found.findings = s.findings;
                 found.skipped = s.skipped.into_iter().map(|(name, why)| (name, Arc::new(DetectorFailure::OnWorker(why)))).collect();
+                let seconds = |s: f64| Duration::try_from_secs_f64(s).unwrap_or_default();
+                found.times = ShareTimes { began: None, chains: seconds(s.chains_s), detectors: seconds(s.detectors_s) };
             }
             FAILURES => found.failures = ipc_batches(body)?,
             CORTEX => found.cortex = ipc_batches(body)?,
@@ -352,6 +370,11 @@ mod tests {
             failures: vec![rows(3), rows(2)],
             cortex: Vec::new(),
             newest_event_ms: Some(11),
+            times: ShareTimes {
+                began: Some(std::time::Instant::now()),
+                chains: Duration::from_millis(1500),
+                detectors: Duration::from_millis(250),
+            },
         };
         let got = decode(&encode(sent).unwrap()).unwrap();
         assert_eq!(got.stats, ChainStats { chains: 3, events: 40, first: 5, last: 9 });
@@ -362,6 +385,8 @@ mod tests {
         assert_eq!(got.failures, vec![rows(3), rows(2)]);
         assert!(got.cortex.is_empty());
         assert_eq!(got.newest_event_ms, Some(11));
+        let times = ShareTimes { began: None, chains: Duration::from_millis(1500), detectors: Duration::from_millis(250) };
+        assert_eq!(got.times, times, "a worker's times cross the wire, not when it began");
     }
 
     #[test]

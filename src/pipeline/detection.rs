@@ -6,6 +6,7 @@
 use std::cmp::Reverse;
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::Instant;
 
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
@@ -16,7 +17,7 @@ use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use futures::TryStreamExt;
 
 use super::plan::Planned;
-use super::stages::StageTimes;
+use super::stages::{SharesWork, StageTimes};
 use super::{AnalyzeOptions, PipelineError};
 use crate::config::Config;
 use crate::detect::run::{BucketFindings, SkippedDetectors, severities};
@@ -95,12 +96,14 @@ pub async fn detect(
     // analyzed side by side (here, or on the workers), each with the same plans.
     let workers = planned.engine.workers.len();
     let job = AnalysisJob::new(&planned.per_bucket, severities(config), params, true);
+    let stage_began = Instant::now();
     let (found, worker_plan) = analyze_by_session(ctx, workers, opts.bucket_events, job).await?;
     found.map_err(PipelineError::from).try_for_each(|bucket| std::future::ready(merged.add(bucket))).await?;
     times.end(if workers == 0 { "scan to findings" } else { "workers: scan to findings" });
+    merged.work.describe(stage_began, workers > 0, times);
     crate::memory::release_freed();
     // The same failure in other sessions: over every bucket's failures at once, read back.
-    let Merged { mut kept, findings_file, failures_file, cortex_file, stats, newest_event_ms, skipped_detectors } = merged;
+    let Merged { mut kept, findings_file, failures_file, cortex_file, stats, newest_event_ms, skipped_detectors, .. } = merged;
     let failures = failures_file.finish()?;
     register_failure_occurrences(ctx, !planned.engine.workers.is_empty(), failures.as_ref()).await?;
     kept.add(run_detectors(ctx, &planned.across_sessions, config, params).await?.0, &findings_file)?;
@@ -160,6 +163,7 @@ struct Merged {
     stats: ChainStats,
     newest_event_ms: Option<i64>,
     skipped_detectors: SkippedDetectors,
+    work: SharesWork,
 }
 
 impl Merged {
@@ -197,10 +201,13 @@ impl Merged {
             stats: ChainStats::default(),
             newest_event_ms: None,
             skipped_detectors: Vec::new(),
+            work: SharesWork::default(),
         }
     }
 
     fn add(&mut self, bucket: BucketFindings) -> Result<(), PipelineError> {
+        let began = Instant::now();
+        let times = bucket.times;
         self.stats.add(bucket.stats);
         self.newest_event_ms = self.newest_event_ms.max(bucket.newest_event_ms);
         for (name, why) in bucket.skipped {
@@ -210,7 +217,9 @@ impl Merged {
         }
         bucket.failures.into_iter().try_for_each(|batch| self.failures_file.write(batch))?;
         bucket.cortex.into_iter().try_for_each(|batch| self.cortex_file.write(batch))?;
-        self.kept.add(bucket.findings, &self.findings_file)
+        self.kept.add(bucket.findings, &self.findings_file)?;
+        self.work.add(times, began.elapsed());
+        Ok(())
     }
 }
 
