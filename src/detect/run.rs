@@ -95,8 +95,11 @@ pub struct BucketFindings {
 /// alongside), then running the detectors over them.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub struct ShareTimes {
-    /// When its work began, in the process that did it (none for a worker's share).
+    /// When its rows were all in, in the process that worked on it (none for a worker's
+    /// share).
     pub began: Option<Instant>,
+    /// Planning the chain build and the detectors, which the first share does for all.
+    pub planning: Duration,
     pub chains: Duration,
     pub detectors: Duration,
 }
@@ -130,7 +133,8 @@ pub async fn analyze_bucket(work: Arc<BucketWork>, events: BucketEvents) -> Resu
         .filter(|b| b.num_rows() > 0)
         .map(|b| RecordBatch::try_new(CORTEX_MESSAGES_SCHEMA.clone(), b.columns().to_vec()).map_err(EngineError::from))
         .collect::<Result<_, _>>()?;
-    let times = ShareTimes { began: Some(began), chains: chains_built - began, detectors: chains_built.elapsed() };
+    let times =
+        ShareTimes { began: Some(began), planning: Duration::ZERO, chains: chains_built - began, detectors: chains_built.elapsed() };
     Ok(BucketFindings { stats: chain_stats_of(&stats?)?, findings, skipped, failures: failures?, cortex, newest_event_ms, times })
 }
 

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::io::Cursor;
 use std::sync::{Arc, LazyLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use datafusion::arrow::array::{AsArray, BinaryArray, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
@@ -73,11 +73,13 @@ impl AnalysisJob {
     }
 
     async fn analyze(&self, ctx: &SessionContext, events: Vec<RecordBatch>) -> Result<Vec<RecordBatch>, DetectError> {
+        let rows_in = Instant::now();
         let Some(first) = events.first() else {
             return Ok(Vec::new());
         };
         let schema = nullable(&first.schema());
         let spec = &self.spec;
+        let mut planning = Duration::ZERO;
         let work = self
             .work
             .get_or_try_init(|| async {
@@ -87,6 +89,7 @@ impl AnalysisJob {
                     .map(|(name, sql, builtin)| Detector { name: name.clone(), sql: sql.clone(), builtin: *builtin, scope: Scope::Chain })
                     .collect();
                 let work = BucketWork::plan(ctx, &schema, detectors, spec.severities.clone(), &spec.params, spec.cortex_fresh_only).await?;
+                planning = rows_in.elapsed();
                 Ok::<_, DetectError>(Arc::new(work))
             })
             .await?;
@@ -95,7 +98,11 @@ impl AnalysisJob {
             .map(|b| RecordBatch::try_new(Arc::clone(&schema), b.columns().to_vec()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(EngineError::from)?;
-        let found = analyze_bucket(Arc::clone(work), BucketEvents::InMemory(events)).await?;
+        let mut found = analyze_bucket(Arc::clone(work), BucketEvents::InMemory(events)).await?;
+        // Its part of the scan and the spread ended when its rows were in, before the
+        // first share planned the work.
+        found.times.began = Some(rows_in);
+        found.times.planning = planning;
         match &self.merge {
             Some(merge) => {
                 // A merge that is gone has stopped the analysis: nothing waits for this.
@@ -258,6 +265,8 @@ struct Summary {
     chains_s: f64,
     #[serde(default)]
     detectors_s: f64,
+    #[serde(default)]
+    planning_s: f64,
 }
 
 fn encode(found: BucketFindings) -> Result<RecordBatch, DetectError> {
@@ -273,6 +282,7 @@ fn encode(found: BucketFindings) -> Result<RecordBatch, DetectError> {
         skipped,
         chains_s: found.times.chains.as_secs_f64(),
         detectors_s: found.times.detectors.as_secs_f64(),
+        planning_s: found.times.planning.as_secs_f64(),
     };
     let bodies = [serde_json::to_vec(&summary).expect("a summary is JSON"), ipc_bytes(&found.failures)?, ipc_bytes(&found.cortex)?];
     let parts = StringArray::from(vec![SUMMARY, FAILURES, CORTEX]);
@@ -296,7 +306,12 @@ fn decode(batch: &RecordBatch) -> Result<BucketFindings, DetectError> {
                 found.findings = s.findings;
                 found.skipped = s.skipped.into_iter().map(|(name, why)| (name, Arc::new(DetectorFailure::OnWorker(why)))).collect();
                 let seconds = |s: f64| Duration::try_from_secs_f64(s).unwrap_or_default();
-                found.times = ShareTimes { began: None, chains: seconds(s.chains_s), detectors: seconds(s.detectors_s) };
+                found.times = ShareTimes {
+                    began: None,
+                    planning: seconds(s.planning_s),
+                    chains: seconds(s.chains_s),
+                    detectors: seconds(s.detectors_s),
+                };
             }
             FAILURES => found.failures = ipc_batches(body)?,
             CORTEX => found.cortex = ipc_batches(body)?,
@@ -371,7 +386,8 @@ mod tests {
             cortex: Vec::new(),
             newest_event_ms: Some(11),
             times: ShareTimes {
-                began: Some(std::time::Instant::now()),
+                began: Some(Instant::now()),
+                planning: Duration::from_millis(120),
                 chains: Duration::from_millis(1500),
                 detectors: Duration::from_millis(250),
             },
@@ -385,7 +401,12 @@ mod tests {
         assert_eq!(got.failures, vec![rows(3), rows(2)]);
         assert!(got.cortex.is_empty());
         assert_eq!(got.newest_event_ms, Some(11));
-        let times = ShareTimes { began: None, chains: Duration::from_millis(1500), detectors: Duration::from_millis(250) };
+        let times = ShareTimes {
+            began: None,
+            planning: Duration::from_millis(120),
+            chains: Duration::from_millis(1500),
+            detectors: Duration::from_millis(250),
+        };
         assert_eq!(got.times, times, "a worker's times cross the wire, not when it began");
     }
 

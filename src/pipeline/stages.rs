@@ -44,6 +44,7 @@ pub struct SharesWork {
     shares: usize,
     /// When the first share's work began (none when the shares ran on workers).
     first_began: Option<Instant>,
+    planning: Duration,
     chains: Duration,
     detectors: Duration,
     merge: Duration,
@@ -57,6 +58,7 @@ impl SharesWork {
             (Some(first), Some(began)) => Some(first.min(began)),
             (first, began) => first.or(began),
         };
+        self.planning += times.planning;
         self.chains += times.chains;
         self.detectors += times.detectors;
         self.merge += merge;
@@ -83,6 +85,7 @@ impl SharesWork {
             let until = format!("until {first} had all its sessions' events");
             times.detail("scan, spread by session", began.saturating_duration_since(stage_began), &until);
         }
+        times.detail("planning", self.planning, "the chain build and the detectors, once, by the first share");
         times.detail("chains and cortex", self.chains, &over);
         times.detail("detectors", self.detectors, summed);
         times.detail("merge", self.merge, "");
@@ -127,13 +130,14 @@ mod tests {
         let stage_began = Instant::now();
         let mut times = StageTimes::start();
         let mut work = SharesWork::default();
-        let share = |began_ms: u64, chains_ms: u64, detectors_ms: u64| ShareTimes {
+        let share = |began_ms: u64, planning_ms: u64, chains_ms: u64, detectors_ms: u64| ShareTimes {
             began: Some(stage_began + Duration::from_millis(began_ms)),
+            planning: Duration::from_millis(planning_ms),
             chains: Duration::from_millis(chains_ms),
             detectors: Duration::from_millis(detectors_ms),
         };
-        work.add(share(900, 300, 200), Duration::from_millis(10));
-        work.add(share(700, 500, 100), Duration::from_millis(20));
+        work.add(share(900, 0, 300, 200), Duration::from_millis(10));
+        work.add(share(700, 150, 500, 100), Duration::from_millis(20));
         times.end("scan to findings");
         work.describe(stage_began, false, &mut times);
         times.end("write and commit");
@@ -141,9 +145,10 @@ mod tests {
         let lines: Vec<&str> = text.lines().map(str::trim).collect();
         assert!(lines[0].starts_with("scan to findings"), "{text}");
         assert_eq!(lines[1], "scan, spread by session     0.700 s  until the first of 2 shares had all its sessions' events");
-        assert_eq!(lines[2], "chains and cortex           0.800 s  summed over the 2 shares, which run side by side");
-        assert_eq!(lines[3], "detectors                   0.300 s  summed over the shares");
-        assert_eq!(lines[4], "merge                       0.030 s");
-        assert!(lines[5].starts_with("write and commit"), "{text}");
+        assert_eq!(lines[2], "planning                    0.150 s  the chain build and the detectors, once, by the first share");
+        assert_eq!(lines[3], "chains and cortex           0.800 s  summed over the 2 shares, which run side by side");
+        assert_eq!(lines[4], "detectors                   0.300 s  summed over the shares");
+        assert_eq!(lines[5], "merge                       0.030 s");
+        assert!(lines[6].starts_with("write and commit"), "{text}");
     }
 }

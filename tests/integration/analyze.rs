@@ -200,13 +200,13 @@ fn verbose_says_where_the_time_went_stage_by_stage() {
     assert_eq!(out.status.code(), Some(0));
     let stderr = String::from_utf8_lossy(&out.stderr);
     let (_, times) = stderr.split_once("where the time went:\n").expect(&stderr);
-    let lines: Vec<&str> = times.lines().take(10).collect();
+    let lines: Vec<&str> = times.lines().take(11).collect();
     let name = |l: &&str| l.trim_start().split("  ").next().unwrap().to_owned();
     let stages: Vec<String> = lines.iter().filter(|l| !l.starts_with("    ")).map(name).collect();
     assert_eq!(stages, ["plan", "scan to findings", "across sessions", "write and commit", "rule effectiveness", "total"], "{stderr}");
     // The parts of the shares' stage, under it.
     let parts: Vec<String> = lines.iter().skip(2).take_while(|l| l.starts_with("    ")).map(name).collect();
-    assert_eq!(parts, ["scan, spread by session", "chains and cortex", "detectors", "merge"], "{stderr}");
+    assert_eq!(parts, ["scan, spread by session", "planning", "chains and cortex", "detectors", "merge"], "{stderr}");
     assert!(lines.iter().all(|l| l.contains(" s")), "{stderr}");
 }
 
