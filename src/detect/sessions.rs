@@ -260,7 +260,7 @@ struct Summary {
     findings: Vec<Finding>,
     /// (detector, why it failed)
     skipped: Vec<(String, String)>,
-    /// The share's [`ShareTimes`] (s).
+    /// The share's [`ShareTimes`], in seconds (none from a worker of an earlier release).
     #[serde(default)]
     chains_s: f64,
     #[serde(default)]

@@ -85,7 +85,8 @@ impl SharesWork {
             let until = format!("until {first} had all its sessions' events");
             times.detail("scan, spread by session", began.saturating_duration_since(stage_began), &until);
         }
-        times.detail("planning", self.planning, "the chain build and the detectors, once, by the first share");
+        let planned = if on_workers { "once in each worker's task" } else { "once, by the first share" };
+        times.detail("planning", self.planning, &format!("the chain build and the detectors, {planned}"));
         times.detail("chains and cortex", self.chains, &over);
         times.detail("detectors", self.detectors, summed);
         times.detail("merge", self.merge, "");

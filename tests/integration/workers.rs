@@ -96,6 +96,7 @@ fn two_workers_give_the_embedded_findings_and_query_results() {
     assert!(stages.contains("workers: scan to findings") && !stages.contains("\n  scan to findings"), "{stages}");
     let chains = stages.lines().find(|l| l.trim_start().starts_with("chains and cortex")).unwrap_or_else(|| panic!("{stages}"));
     assert!(chains.ends_with("which run on the workers") && !stages.contains("spread by session "), "{stages}");
+    assert!(stages.contains("the chain build and the detectors, once in each worker's task"), "{stages}");
     // With the stages of the workers' plan: the scan, the shuffle by session, the job,
     // each on both workers.
     let job = stages.lines().find(|l| l.contains("SessionJobExec")).unwrap_or_else(|| panic!("{stages}"));
