@@ -57,7 +57,14 @@ impl Growth {
     fn bytes(self, args: &[ColumnarValue], rows: usize) -> Result<u128> {
         let ints = args.iter().map(|a| integers(a, rows)).collect::<Result<Vec<_>>>()?;
         let int = |i: usize, row: usize| ints.get(i).and_then(|values| values.as_ref()?.get(row).copied().flatten());
-        let text = |i: usize, row: usize| args.get(i).map_or(0, |a| text_bytes(a, row));
+        let texts: Vec<Option<Texts>> = args
+            .iter()
+            .map(|a| match a {
+                ColumnarValue::Array(array) => Texts::of(array).ok(),
+                ColumnarValue::Scalar(_) => None,
+            })
+            .collect();
+        let text = |i: usize, row: usize| args.get(i).map_or(0, |a| text_bytes(a, texts[i], row));
         let mut total = 0u128;
         for row in 0..rows {
             let count = |i: usize| int(i, row).filter(|n| *n > 0).map_or(0, |n| n as u128);
@@ -103,14 +110,15 @@ fn integers(value: &ColumnarValue, rows: usize) -> Result<Option<Vec<Option<i64>
     Ok(Some(if values.len() == 1 { vec![values[0]; rows] } else { values }))
 }
 
-/// The bytes of the text at `row` (of a scalar: the only one).
-fn text_bytes(value: &ColumnarValue, row: usize) -> u128 {
+/// The bytes of the text at `row` (of a scalar: the only one); `texts` is an array's, typed
+/// once for all rows.
+fn text_bytes(value: &ColumnarValue, texts: Option<Texts>, row: usize) -> u128 {
     match value {
         ColumnarValue::Scalar(ScalarValue::Utf8(s) | ScalarValue::LargeUtf8(s) | ScalarValue::Utf8View(s)) => {
             s.as_ref().map_or(0, |s| s.len() as u128)
         }
         ColumnarValue::Scalar(_) => 0,
-        ColumnarValue::Array(array) => Texts::of(array).ok().and_then(|t| t.get(row)).map_or(0, |s| s.len() as u128),
+        ColumnarValue::Array(_) => texts.and_then(|t| t.get(row)).map_or(0, |s| s.len() as u128),
     }
 }
 

@@ -98,13 +98,8 @@ impl PartitionEvaluator for UnrecoveredFailureEvaluator {
                 let Some(&answer) = answers.get(answers.partition_point(|&a| a <= i + 1)) else { continue };
                 let tool = tools.get(i);
                 if flag(lookup_miss, i) {
-                    let same = |&j: &usize| -> Result<bool> {
-                        Ok(j != i && flag(lookup_miss, j) && tools.get(j) == tool && params.get(j) == params.get(i))
-                    };
-                    let mut missed_again = false;
-                    for j in &attempts {
-                        missed_again |= same(j)?;
-                    }
+                    let missed_again =
+                        attempts.iter().any(|&j| j != i && flag(lookup_miss, j) && tools.get(j) == tool && params.get(j) == params.get(i));
                     if !missed_again {
                         continue;
                     }
