@@ -5,17 +5,20 @@
 
 -- The mood of every user and agent message: the mood pattern that matched last, else
 -- `neutral`. A message both OpenClaw schemas published counts once, as in
--- `cortex_messages`: the later copy.
+-- `cortex_messages`: the later copy (copies grouped by the same hash).
 CREATE OR REPLACE VIEW moods AS
 SELECT e.agent, e.session, e.id AS event_id, e.ts,
     CASE WHEN e.type = 'msg.in' THEN coalesce(e."from", 'user') ELSE e.agent END AS who,
     coalesce(c.mood, 'neutral') AS mood
 FROM (
     SELECT *,
-        schema IN ('A', 'B') AND lead(CAST(to_timestamp_millis(ts) AS BIGINT)) OVER copies - CAST(to_timestamp_millis(ts) AS BIGINT) < 1000 AS is_copy
-    FROM events
-    WHERE type IN ('msg.in', 'msg.out') AND content IS NOT NULL
-    WINDOW copies AS (PARTITION BY agent, session, type, content ORDER BY ts, stream_seq)
+        schema IN ('A', 'B') AND lead(ts_ms) OVER copies - ts_ms < 1000 AS is_copy
+    FROM (
+        SELECT *, CAST(to_timestamp_millis(ts) AS BIGINT) AS ts_ms, key_hash(agent, session, type, content) AS copy_key
+        FROM events
+        WHERE type IN ('msg.in', 'msg.out') AND content IS NOT NULL
+    )
+    WINDOW copies AS (PARTITION BY copy_key ORDER BY ts, stream_seq)
 ) e
 LEFT JOIN cortex_messages c ON c.agent = e.agent AND c.session = e.session AND c.event_id = e.id
 WHERE NOT coalesce(e.is_copy, false);
