@@ -55,6 +55,22 @@ fn realworld_traces_import_one_row_per_line() {
 }
 
 #[test]
+fn a_lake_named_through_a_parent_directory_is_the_same_lake() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("elsewhere")).unwrap();
+    let through_parent = dir.path().join("elsewhere/../lake").display().to_string();
+    let retail = realworld("tau-retail.events.jsonl");
+    let out = tracelake_ok(&["import", "--lake", &through_parent, retail.to_str().unwrap()]);
+    assert!(out.contains("3160 events, 0 quarantined"), "{out}");
+    assert_eq!(parquet_rows(&dir.path().join("lake/events")), 3160);
+    let rows = sql_rows(&through_parent, "SELECT count(*) AS n FROM events");
+    assert_eq!(rows[0]["n"], 3160);
+    tracelake_ok(&["analyze", "--lake", &through_parent]);
+    let direct = sql_rows(&lake_arg(dir.path()), "SELECT count(*) AS n FROM findings");
+    assert_eq!(sql_rows(&through_parent, "SELECT count(*) AS n FROM findings"), direct);
+}
+
+#[test]
 fn ctrl_c_during_an_import_says_what_it_left() {
     let dir = tempfile::tempdir().unwrap();
     let lake = lake_arg(dir.path());
