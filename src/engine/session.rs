@@ -111,7 +111,7 @@ pub async fn open_session(lake: &Lake, redactor: Redactor, opts: &EngineOptions)
                 return Err(EngineError::NoLake(lake.root().to_path_buf()));
             }
             let manifest = state_log::load(lake)?;
-            let root = lake.root().canonicalize()?;
+            let root = lake.resolved_root()?;
             let root_path = object_store::path::Path::from_absolute_path(&root).map_err(|e| EngineError::LakePath(root.clone(), e))?;
             (
                 manifest,

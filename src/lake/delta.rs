@@ -418,11 +418,7 @@ pub(super) fn log_store(lake: &Lake, table: Table) -> Result<LogStoreRef, LakeEr
             (remote.store(), remote.key(table.dir_name()), url)
         }
         None => {
-            // The store's paths hold no `..` (`--lake ../lake`): the lake's directory as the
-            // file system resolves it.
-            let root = lake.root();
-            let dir = root.canonicalize().or_else(|_| std::path::absolute(root)).map_err(|e| LakeError::io(root, e))?;
-            let dir = dir.join(table.dir_name());
+            let dir = lake.resolved_root().map_err(|e| LakeError::io(lake.root(), e))?.join(table.dir_name());
             let prefix = Path::from_absolute_path(&dir).map_err(|e| LakeError::ObjectPath {
                 lake: lake.location(),
                 path: dir.display().to_string(),

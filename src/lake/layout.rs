@@ -126,6 +126,13 @@ impl Lake {
         &self.root
     }
 
+    /// The local directory as the file system resolves it (no `.` or `..`, which object
+    /// stores' paths cannot hold: `--lake ../lake`), or its absolute path while it is not
+    /// made yet.
+    pub fn resolved_root(&self) -> std::io::Result<PathBuf> {
+        self.root.canonicalize().or_else(|_| std::path::absolute(&self.root))
+    }
+
     pub fn table_dir(&self, table: Table) -> PathBuf {
         self.root.join(table.dir_name())
     }
