@@ -39,17 +39,27 @@ most_frequent AS (
     WHERE rank = 1
     GROUP BY session
 ),
-languages AS (
-    SELECT session, language(substr(string_agg(content, ' ' ORDER BY ts, stream_seq), 1, 4000)) AS language
+-- The first 4,000 characters of the user's messages: each message cut where they end,
+-- by where it starts in the session's text. The pieces are joined without ORDER BY, which
+-- would keep every message of every session in memory at once; the language is told from
+-- the text's trigrams, which the pieces' order changes only across their joints.
+user_text AS (
+    SELECT session, content,
+        sum(char_length(content) + 1) OVER (PARTITION BY session ORDER BY ts, stream_seq ROWS UNBOUNDED PRECEDING)
+            - char_length(content) - 1 AS start
     FROM events
     WHERE type = 'msg.in' AND content IS NOT NULL
+),
+languages AS (
+    SELECT session, language(string_agg(substr(content, 1, 4000 - start), ' ')) AS language
+    FROM user_text
+    WHERE start < 4000
     GROUP BY session
 ),
 sizes AS (
     SELECT session,
         count(*) FILTER (WHERE type = 'msg.in') AS user_turns,
         count(*) FILTER (WHERE type = 'tool.call') AS tool_calls,
-        count(DISTINCT tool_name) FILTER (WHERE type = 'tool.call') AS distinct_tools,
         CAST(CAST(max(ts) AS BIGINT) - CAST(min(ts) AS BIGINT) AS DOUBLE) / 1000 AS duration_s,
         count(*) FILTER (WHERE failed_result) AS tool_errors,
         CAST(min(nth) FILTER (WHERE failed_result) AS DOUBLE) / count(*) AS first_error_at,
@@ -57,10 +67,19 @@ sizes AS (
         min(ts) AS started_at
     FROM ordered
     GROUP BY session
+),
+-- Counted from the distinct pairs: `count(DISTINCT …)` per session keeps a set for each
+-- session, over a gigabyte at 100,000 sessions.
+tools AS (
+    SELECT session, count(*) AS distinct_tools
+    FROM (SELECT DISTINCT session, tool_name FROM events WHERE type = 'tool.call' AND tool_name IS NOT NULL)
+    GROUP BY session
 )
-SELECT s.session, m.agent, m.model, m.provider, m.channel, l.language, s.user_turns, s.tool_calls, s.distinct_tools,
-    s.duration_s, s.tool_errors, s.first_error_at, s.retries, s.started_at
-FROM sizes s JOIN most_frequent m ON m.session = s.session LEFT JOIN languages l ON l.session = s.session;
+SELECT s.session, m.agent, m.model, m.provider, m.channel, l.language, s.user_turns, s.tool_calls,
+    coalesce(t.distinct_tools, 0) AS distinct_tools, s.duration_s, s.tool_errors, s.first_error_at, s.retries, s.started_at
+FROM sizes s JOIN most_frequent m ON m.session = s.session
+    LEFT JOIN languages l ON l.session = s.session
+    LEFT JOIN tools t ON t.session = s.session;
 
 -- One row per session and factor. Sizes are `small`, `medium` or `large`, split at the
 -- edges of the config's `factors` (by default user turns up to 2, up to 6, more; tool calls

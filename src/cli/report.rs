@@ -48,6 +48,9 @@ pub async fn run(ctx: &Ctx, args: ReportArgs) -> anyhow::Result<ExitCode> {
     }
     let max = args.max_findings.unwrap_or_else(|| usize::try_from(ctx.config.output.max_findings.max(0)).unwrap_or(usize::MAX));
     let mut report = lake_report(&lake, &ctx.config, ctx.redactor()?, max, args.as_of).await?;
+    for section in &report.left_out {
+        eprintln!("warning: the report leaves out {section}");
+    }
     if args.anonymize {
         anonymize(&mut report);
     }

@@ -7,7 +7,7 @@ use datafusion::prelude::SessionContext;
 use serde::Serialize;
 
 use super::score::ScoreError;
-use super::stats::{benjamini_hochberg, fisher_exact, wilson_interval};
+use super::stats::{benjamini_hochberg, fisher_exact, probability_text, wilson_interval};
 use crate::engine::query_json;
 
 /// One value of one factor against the other scored sessions.
@@ -130,6 +130,7 @@ pub async fn factor_scores(ctx: &SessionContext, extra: &[String], min_support: 
             .then(a.p_value.total_cmp(&b.p_value))
             .then(lift(b).total_cmp(&lift(a)))
             .then(a.factor.cmp(&b.factor))
+            .then(a.value.cmp(&b.value))
     });
     Ok(FactorReport { sessions_scored: scored, failed: failed_total, factors: tested, not_tested, min_support })
 }
@@ -158,8 +159,8 @@ impl FactorReport {
                 100.0 * f.failure_rate,
                 100.0 * f.ci_low,
                 100.0 * f.ci_high,
-                p_text(f.p_value),
-                p_text(f.q_value),
+                probability_text(f.p_value, 4),
+                probability_text(f.q_value, 4),
             ));
         }
         if self.not_tested > 0 {
@@ -191,11 +192,6 @@ impl FactorReport {
         }
         out
     }
-}
-
-/// `0.0123`, or `1.2e-5` for the small ones.
-fn p_text(p: f64) -> String {
-    if p >= 0.001 { format!("{p:.4}") } else { format!("{p:.1e}") }
 }
 
 fn csv_field(text: &str) -> String {

@@ -5,6 +5,7 @@ pub mod brief;
 pub mod effectiveness;
 pub mod factors;
 pub mod files;
+mod logistic;
 pub mod outcome_source;
 pub mod patterns;
 pub mod policy;

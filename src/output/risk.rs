@@ -1,17 +1,19 @@
-//! A risk score per session: an L2-regularized logistic regression (`linfa-logistic`) of
+//! A risk score per session: an L2-regularized logistic regression (`logistic`) of
 //! failure on the session's factor values (`session_factors`, signals included), with its
 //! cross-validated AUC over folds that keep each task's sessions together, as `score
 //! --folds` deals them.
 
 use std::collections::{BTreeSet, HashMap};
 
+use datafusion::arrow::array::AsArray;
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::error::DataFusionError;
 use datafusion::prelude::SessionContext;
-use linfa::prelude::*;
-use linfa_logistic::LogisticRegression;
-use ndarray::{Array1, Array2};
 use serde::Serialize;
 
 use super::factors::factors_query;
+use super::logistic;
 use super::score::{DEFAULT_TASK, ScoreError, task_folds};
 use super::stats::roc_auc;
 use crate::engine::query_json;
@@ -60,42 +62,35 @@ pub async fn session_risks(
     if scored.is_empty() {
         return Err(ScoreError::NoOutcomes);
     }
-    let factors = factors_query(extra);
-    let rows =
-        query_json(ctx, &format!("SELECT session, factor || '=' || value AS feature FROM ({factors}) WHERE value IS NOT NULL")).await?;
-    let mut features_of: HashMap<String, BTreeSet<String>> = HashMap::new();
-    for row in rows {
-        let session = row["session"].as_str().unwrap_or_default().to_owned();
-        features_of.entry(session).or_default().insert(row["feature"].as_str().unwrap_or_default().to_owned());
-    }
-    let mut support: HashMap<&str, u64> = HashMap::new();
-    for session in scored.keys() {
-        for feature in features_of.get(session).into_iter().flatten() {
-            *support.entry(feature).or_default() += 1;
+    let values = session_values(ctx, &factors_query(extra)).await?;
+    let mut support = vec![0u64; values.names.len()];
+    for ids in scored.keys().filter_map(|s| values.of.get(s)) {
+        for &id in ids {
+            support[id] += 1;
         }
     }
-    let columns: Vec<String> = {
-        let mut kept: Vec<String> =
-            support.iter().filter(|(_, n)| **n >= min_support && **n < scored.len() as u64).map(|(f, _)| (*f).to_owned()).collect();
-        kept.sort();
-        kept
-    };
-    let index: HashMap<&str, usize> = columns.iter().enumerate().map(|(i, f)| (f.as_str(), i)).collect();
-    let mut sessions: Vec<&String> = features_of.keys().collect();
+    // The model's features: the values held by enough scored sessions and not by all, by name.
+    let mut kept: Vec<usize> =
+        (0..values.names.len()).filter(|&id| support[id] >= min_support && support[id] < scored.len() as u64).collect();
+    kept.sort_by(|a, b| values.names[*a].cmp(&values.names[*b]));
+    let mut column_of = vec![None; values.names.len()];
+    for (column, &id) in kept.iter().enumerate() {
+        column_of[id] = Some(column);
+    }
+    let mut sessions: Vec<&String> = values.of.keys().collect();
     sessions.sort();
-    let row_of = |session: &str| -> Vec<f64> {
-        let mut row = vec![0.0; columns.len()];
-        for feature in features_of.get(session).into_iter().flatten() {
-            if let Some(&i) = index.get(feature.as_str()) {
-                row[i] = 1.0;
-            }
-        }
-        row
-    };
-    let matrix = |of: &[&String]| -> Array2<f64> {
-        let flat: Vec<f64> = of.iter().flat_map(|s| row_of(s)).collect();
-        Array2::from_shape_vec((of.len(), columns.len()), flat).expect("rows of equal length")
-    };
+    // Each session's row: the columns of the model's features it holds.
+    let rows: HashMap<&str, Vec<usize>> = values
+        .of
+        .iter()
+        .map(|(session, ids)| {
+            let mut row: Vec<usize> = ids.iter().filter_map(|&id| column_of[id]).collect();
+            row.sort_unstable();
+            row.dedup();
+            (session.as_str(), row)
+        })
+        .collect();
+    let rows_of = |of: &[&String]| -> Vec<&[usize]> { of.iter().map(|s| rows[s.as_str()].as_slice()).collect() };
     let scored_sessions: Vec<&String> = sessions.iter().copied().filter(|s| scored.contains_key(*s)).collect();
 
     // Out of fold: each fold's sessions scored by a model fitted on the other folds.
@@ -106,13 +101,16 @@ pub async fn session_risks(
             continue;
         }
         let labels: Vec<bool> = train.iter().map(|s| scored[*s].0).collect();
-        if let Some(risks) = fit_and_score(&matrix(&train), &labels, &matrix(&test)) {
-            oof_risk.extend(risks);
+        if let Some(model) = logistic::fit(&rows_of(&train), &labels, kept.len(), ALPHA) {
+            oof_risk.extend(rows_of(&test).into_iter().map(|row| model.probability(row)));
             oof_failed.extend(test.iter().map(|s| scored[*s].0));
         }
     }
     let labels: Vec<bool> = scored_sessions.iter().map(|s| scored[*s].0).collect();
-    let all_risks = fit_and_score(&matrix(&scored_sessions), &labels, &matrix(&sessions)).unwrap_or_else(|| vec![0.5; sessions.len()]);
+    let all_risks: Vec<f64> = match logistic::fit(&rows_of(&scored_sessions), &labels, kept.len(), ALPHA) {
+        Some(model) => rows_of(&sessions).into_iter().map(|row| model.probability(row)).collect(),
+        None => vec![0.5; sessions.len()],
+    };
     let flagged: BTreeSet<String> = query_json(ctx, "SELECT DISTINCT session FROM findings")
         .await?
         .into_iter()
@@ -132,7 +130,7 @@ pub async fn session_risks(
     let riskiest = risks.iter().filter(|r| !r.flagged).take(top).cloned().collect();
     Ok(RiskReport {
         sessions_scored: scored.len() as u64,
-        features: columns.len(),
+        features: kept.len(),
         folds,
         cross_validated_auc: roc_auc(&oof_risk, &oof_failed),
         riskiest_without_finding: riskiest,
@@ -140,14 +138,38 @@ pub async fn session_risks(
     })
 }
 
-/// The probability of failure of each row of `score`, from a model fitted on `train`;
-/// `None` when the training sessions hold one outcome only.
-fn fit_and_score(train: &Array2<f64>, failed: &[bool], score: &Array2<f64>) -> Option<Vec<f64>> {
-    let dataset = Dataset::new(train.clone(), Array1::from(failed.to_vec()));
-    let model = LogisticRegression::default().alpha(ALPHA).max_iterations(200).fit(&dataset).ok()?;
-    // The model's probabilities are of its larger class.
-    let failure_is_positive = model.labels().pos.class;
-    Some(model.predict_probabilities(score).iter().map(|p| if failure_is_positive { *p } else { 1.0 - p }).collect())
+/// Each session's factor values (`factor=value`), as indices into `names`.
+struct SessionValues {
+    names: Vec<String>,
+    of: HashMap<String, Vec<usize>>,
+}
+
+async fn session_values(ctx: &SessionContext, factors: &str) -> Result<SessionValues, ScoreError> {
+    let sql = format!("SELECT session, factor || '=' || value AS feature FROM ({factors}) WHERE value IS NOT NULL");
+    let mut values = SessionValues { names: Vec::new(), of: HashMap::new() };
+    let mut id_of: HashMap<String, usize> = HashMap::new();
+    for batch in ctx.sql(&sql).await?.collect().await? {
+        let text = |i: usize| cast(batch.column(i), &DataType::Utf8).map_err(DataFusionError::from);
+        let (session, feature) = (text(0)?, text(1)?);
+        for (session, feature) in session.as_string::<i32>().iter().zip(feature.as_string::<i32>().iter()) {
+            let (Some(session), Some(feature)) = (session, feature) else { continue };
+            let id = match id_of.get(feature) {
+                Some(&id) => id,
+                None => {
+                    values.names.push(feature.to_owned());
+                    id_of.insert(feature.to_owned(), values.names.len() - 1);
+                    values.names.len() - 1
+                }
+            };
+            match values.of.get_mut(session) {
+                Some(ids) => ids.push(id),
+                None => {
+                    values.of.insert(session.to_owned(), vec![id]);
+                }
+            }
+        }
+    }
+    Ok(values)
 }
 
 impl RiskReport {

@@ -32,7 +32,20 @@ pub fn fisher_exact(table: [[u64; 2]; 2]) -> f64 {
     let low = (draws + successes).saturating_sub(total);
     let high = draws.min(successes);
     let p: f64 = (low..=high).map(|x| hypergeometric.pmf(x)).filter(|&p| p <= observed * (1.0 + 1e-7)).sum();
-    p.min(1.0)
+    // Far in the tail every term underflows, and a sum of none is -0.0.
+    if p > 0.0 { p.min(1.0) } else { 0.0 }
+}
+
+/// A p- or q-value to `digits` places (`0.0123`), `1.2e-5` below 0.001, or `<1e-300`
+/// where the tail's terms underflow.
+pub fn probability_text(p: f64, digits: usize) -> String {
+    if p >= 0.001 {
+        format!("{p:.digits$}")
+    } else if p > 0.0 {
+        format!("{p:.1e}")
+    } else {
+        "<1e-300".to_owned()
+    }
 }
 
 /// Benjamini–Hochberg adjusted p-values (q-values), in the order given: the false
@@ -108,6 +121,17 @@ mod tests {
             assert!(close(fisher_exact(table), scipy), "{table:?}: {} against {scipy}", fisher_exact(table));
         }
         assert_eq!(fisher_exact([[0, 0], [0, 0]]), 1.0);
+    }
+
+    /// A table far in the tail, as 100,000 sessions give: the p-value underflows to zero,
+    /// positive zero, and reads as such.
+    #[test]
+    fn a_p_value_beyond_the_floats_is_zero_and_says_so() {
+        let p = fisher_exact([[15_000, 0], [15_000, 30_000]]);
+        assert!(p == 0.0 && p.is_sign_positive(), "{p:?}");
+        assert_eq!(probability_text(p, 4), "<1e-300");
+        assert_eq!(probability_text(0.0123456, 4), "0.0123");
+        assert_eq!(probability_text(0.0000123, 3), "1.2e-5");
     }
 
     /// `scipy.stats.binomtest(k, n).proportion_ci(0.95, method='wilson')`.

@@ -9,6 +9,7 @@ use crate::output::factors::{FactorScore, factor_scores};
 use crate::output::outcome_source::{OutcomeSource, use_outcomes};
 use crate::output::risk::{RiskReport, known_outcome, session_risks};
 use crate::output::score::ScoreError;
+use crate::output::stats::probability_text;
 use crate::report::text::clip;
 
 /// Factor values shown at most, most telling first.
@@ -94,7 +95,7 @@ impl FactorSection {
                 f.sessions,
                 f.rate_text(),
                 f.lift_text(),
-                q_text(f.q_value)
+                probability_text(f.q_value, 3)
             ));
         }
         md.push_str(&format!(
@@ -110,9 +111,4 @@ impl FactorSection {
         }
         md
     }
-}
-
-/// `0.012`, or `1.2e-5` for the small ones.
-pub fn q_text(q: f64) -> String {
-    if q >= 0.001 { format!("{q:.3}") } else { format!("{q:.1e}") }
 }

@@ -7,10 +7,11 @@ use serde_json::{Value, json};
 
 use super::LakeReport;
 use super::analysis::ReportFinding;
-use super::factors::{FactorSection, q_text};
+use super::factors::FactorSection;
 use crate::classify::TranscriptEvent;
 use crate::classify::prompts::truncate;
 use crate::output::risk::known_outcome;
+use crate::output::stats::probability_text;
 use crate::report::text::shell_word;
 
 const STYLE: &str = include_str!("report.css");
@@ -148,7 +149,7 @@ fn factors_section(page: &mut String, report: &LakeReport) {
             f.sessions,
             f.rate_text(),
             f.lift_text(),
-            q_text(f.q_value)
+            probability_text(f.q_value, 3)
         );
     }
     page.push_str("</tbody></table>\n");

@@ -31,7 +31,6 @@ use crate::lake::state_log;
 use crate::model::Finding;
 use crate::output::GeneratedOutput;
 use crate::output::effectiveness::rule_effectiveness;
-use crate::output::score::ScoreError;
 use crate::redact::Redactor;
 use analysis::{AnalysisReport, FindingCounts, ReportParts};
 use cortex::{AgentCortex, agent_cortex};
@@ -48,14 +47,14 @@ pub struct LakeReport {
     pub session_transcripts: BTreeMap<String, Vec<TranscriptEvent>>,
     /// Each agent's open threads, decisions and moods.
     pub cortex: Vec<AgentCortex>,
+    /// The optional sections that could not be made, each with why.
+    pub left_out: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     #[error(transparent)]
     Detect(#[from] DetectError),
-    #[error(transparent)]
-    Factors(#[from] ScoreError),
 }
 
 /// Events of a session shown at most in its transcript.
@@ -108,7 +107,12 @@ pub async fn lake_report(
     as_of: Option<AsOf>,
 ) -> Result<LakeReport, ReportError> {
     let (mut report, ctx) = findings_report(lake, config, redactor, max_findings, as_of).await?;
-    report.report.factors = factor_section(&ctx).await?;
+    // The factors section is optional: where it fails (a lake too large for the memory
+    // pool, say), the rest of the report still stands.
+    report.report.factors = factor_section(&ctx).await.unwrap_or_else(|error| {
+        report.left_out.push(format!("the factors section (what goes with failure): {error}"));
+        None
+    });
     report.cortex = agent_cortex(&ctx).await.map_err(DetectError::from)?;
     if let Some(section) = &report.report.factors {
         let sessions: Vec<&str> = section.risk.riskiest_without_finding.iter().map(|s| s.session.as_str()).collect();
@@ -184,6 +188,7 @@ async fn findings_report(
         transcripts,
         session_transcripts: BTreeMap::new(),
         cortex: Vec::new(),
+        left_out: Vec::new(),
     };
     Ok((report, ctx))
 }
