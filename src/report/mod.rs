@@ -11,6 +11,7 @@ pub mod text;
 
 use std::collections::BTreeMap;
 
+use datafusion::error::DataFusionError;
 use futures::TryStreamExt;
 
 use serde::Serialize;
@@ -31,6 +32,7 @@ use crate::lake::state_log;
 use crate::model::Finding;
 use crate::output::GeneratedOutput;
 use crate::output::effectiveness::rule_effectiveness;
+use crate::output::score::ScoreError;
 use crate::redact::Redactor;
 use analysis::{AnalysisReport, FindingCounts, ReportParts};
 use cortex::{AgentCortex, agent_cortex};
@@ -55,6 +57,8 @@ pub struct LakeReport {
 pub enum ReportError {
     #[error(transparent)]
     Detect(#[from] DetectError),
+    #[error(transparent)]
+    Factors(#[from] ScoreError),
 }
 
 /// Events of a session shown at most in its transcript.
@@ -107,12 +111,16 @@ pub async fn lake_report(
     as_of: Option<AsOf>,
 ) -> Result<LakeReport, ReportError> {
     let (mut report, ctx) = findings_report(lake, config, redactor, max_findings, as_of).await?;
-    // The factors section is optional: where it fails (a lake too large for the memory
-    // pool, say), the rest of the report still stands.
-    report.report.factors = factor_section(&ctx).await.unwrap_or_else(|error| {
-        report.left_out.push(format!("the factors section (what goes with failure): {error}"));
-        None
-    });
+    // The factors section is optional: on a lake too large for it in the memory pool, the
+    // rest of the report still stands. Any other failure (a damaged file) is the lake's.
+    report.report.factors = match factor_section(&ctx).await {
+        Ok(section) => section,
+        Err(error) if out_of_memory(&error) => {
+            report.left_out.push(format!("the factors section (what goes with failure): {error}"));
+            None
+        }
+        Err(error) => return Err(error.into()),
+    };
     report.cortex = agent_cortex(&ctx).await.map_err(DetectError::from)?;
     if let Some(section) = &report.report.factors {
         let sessions: Vec<&str> = section.risk.riskiest_without_finding.iter().map(|s| s.session.as_str()).collect();
@@ -120,6 +128,16 @@ pub async fn lake_report(
         report.session_transcripts = transcripts.into_iter().collect();
     }
     Ok(report)
+}
+
+/// Whether `error` is the memory pool's.
+fn out_of_memory(error: &ScoreError) -> bool {
+    match error {
+        ScoreError::DataFusion(e) | ScoreError::Engine(EngineError::DataFusion(e)) => {
+            matches!(e.find_root(), DataFusionError::ResourcesExhausted(_))
+        }
+        _ => false,
+    }
 }
 
 /// The report without its factors and threads, and the session it was read in.
@@ -298,4 +316,18 @@ async fn latest_outputs(ctx: &datafusion::prelude::SessionContext, run_id: Optio
             }
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_memory_pools_failure_leaves_the_factors_out() {
+        let exhausted = || DataFusionError::ResourcesExhausted("Failed to allocate additional 67.7 MB".into());
+        assert!(out_of_memory(&ScoreError::DataFusion(exhausted())));
+        assert!(out_of_memory(&ScoreError::Engine(EngineError::DataFusion(exhausted().context("aggregating")))));
+        assert!(!out_of_memory(&ScoreError::DataFusion(DataFusionError::Execution("Parquet file too small".into()))));
+        assert!(!out_of_memory(&ScoreError::NoOutcomes));
+    }
 }

@@ -261,3 +261,21 @@ fn the_report_shows_what_goes_with_failure_and_the_riskiest_sessions() {
     }
     assert!(anonymous.contains("href=\"#session-session-1\""), "placeholders link to placeholder transcripts");
 }
+
+/// The factors section gives way only to the memory pool: a damaged outcomes file still
+/// fails the report with the lake's one line that names it.
+#[test]
+fn a_damaged_outcomes_file_fails_the_report_and_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = planted_lake(dir.path(), Told::ByFile);
+    tracelake_ok(&["analyze", "--lake", &lake]);
+    let whole = tracelake_ok(&["report", "--lake", &lake, "--format", "markdown"]);
+    assert!(whole.contains("## What goes with failure"), "{whole}");
+    for file in crate::common::parquet_files(&std::path::Path::new(&lake).join("outcomes")) {
+        std::fs::write(file, b"damaged").unwrap();
+    }
+    let out = tracelake(&["report", "--lake", &lake, "--format", "markdown"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("file(s) of the lake do not read as Parquet: outcomes/") && stderr.contains("tracelake repair"), "{stderr}");
+}
