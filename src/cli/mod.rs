@@ -35,8 +35,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tracelake::config::Config;
-use tracelake::engine::EngineOptions;
 use tracelake::engine::distributed::WorkerUnreachable;
+use tracelake::engine::{EngineOptions, pool_exhausted};
 use tracelake::ingest::Decoder;
 use tracelake::lake::Lake;
 use tracelake::lake::repair::unreadable_committed;
@@ -282,8 +282,8 @@ fn is_parquet_error(e: &anyhow::Error) -> bool {
 /// The memory pool's refusal behind `e`, if that is what ended the command.
 fn out_of_memory(e: &anyhow::Error) -> Option<&datafusion::error::DataFusionError> {
     e.chain().find_map(|c| {
-        let root = c.downcast_ref::<datafusion::error::DataFusionError>()?.find_root();
-        matches!(root, datafusion::error::DataFusionError::ResourcesExhausted(_)).then_some(root)
+        let error = c.downcast_ref::<datafusion::error::DataFusionError>()?;
+        pool_exhausted(error).then(|| error.find_root())
     })
 }
 

@@ -80,6 +80,11 @@ pub enum EngineError {
     },
 }
 
+/// Whether `error`, under whatever context, is the memory pool's refusal.
+pub fn pool_exhausted(error: &datafusion::error::DataFusionError) -> bool {
+    matches!(error.find_root(), datafusion::error::DataFusionError::ResourcesExhausted(_))
+}
+
 /// The rows of a (small) query result as JSON objects.
 pub async fn query_json(ctx: &datafusion::prelude::SessionContext, sql: &str) -> Result<Vec<serde_json::Value>, EngineError> {
     batches_json(&ctx.sql(sql).await?.collect().await?)

@@ -11,7 +11,6 @@ pub mod text;
 
 use std::collections::BTreeMap;
 
-use datafusion::error::DataFusionError;
 use futures::TryStreamExt;
 
 use serde::Serialize;
@@ -25,7 +24,7 @@ use crate::engine::chains::{
     BucketPlans, Buckets, CHAIN_STATS_QUERY, ChainStats, Increment, Slice, build_chains, chain_stats_of, define_analysis_events,
 };
 use crate::engine::sql::SqlParams;
-use crate::engine::{EngineError, EngineOptions, batches_json, open_session, query_json};
+use crate::engine::{EngineError, EngineOptions, batches_json, open_session, pool_exhausted, query_json};
 use crate::lake::Lake;
 use crate::lake::history::{AsOf, lake_as_of_shared};
 use crate::lake::state_log;
@@ -133,9 +132,7 @@ pub async fn lake_report(
 /// Whether `error` is the memory pool's.
 fn out_of_memory(error: &ScoreError) -> bool {
     match error {
-        ScoreError::DataFusion(e) | ScoreError::Engine(EngineError::DataFusion(e)) => {
-            matches!(e.find_root(), DataFusionError::ResourcesExhausted(_))
-        }
+        ScoreError::DataFusion(e) | ScoreError::Engine(EngineError::DataFusion(e)) => pool_exhausted(e),
         _ => false,
     }
 }
@@ -321,6 +318,7 @@ async fn latest_outputs(ctx: &datafusion::prelude::SessionContext, run_id: Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+    use datafusion::error::DataFusionError;
 
     #[test]
     fn only_the_memory_pools_failure_leaves_the_factors_out() {
