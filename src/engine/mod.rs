@@ -3,6 +3,7 @@
 
 pub mod chains;
 pub mod committed;
+pub mod computed_once;
 pub mod cortex;
 pub mod distributed;
 pub mod files;

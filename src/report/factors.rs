@@ -5,6 +5,7 @@
 use datafusion::prelude::SessionContext;
 use serde::Serialize;
 
+use crate::engine::computed_once::ComputedOnce;
 use crate::output::factors::{FactorScore, factor_scores};
 use crate::output::outcome_source::{OutcomeSource, use_outcomes};
 use crate::output::risk::{RiskReport, known_outcome, session_risks};
@@ -41,10 +42,13 @@ pub struct FactorSection {
 pub async fn factor_section(ctx: &SessionContext) -> Result<Option<FactorSection>, ScoreError> {
     for (source, outcomes) in [(OutcomeSource::Imported, "imported"), (OutcomeSource::Inferred, "inferred")] {
         use_outcomes(ctx, source).await?;
-        let mut scores = match factor_scores(ctx, &[], MIN_SUPPORT).await {
-            Err(ScoreError::NoOutcomes) => continue,
-            other => other?,
-        };
+        // Both the factor scores and the risk model read these: computed once for both.
+        let scored = ComputedOnce::new(ctx, "scored_sessions").await?;
+        if scored.rows == 0 {
+            continue;
+        }
+        let _factors = ComputedOnce::new(ctx, "session_factors").await?;
+        let mut scores = factor_scores(ctx, &[], MIN_SUPPORT).await?;
         let risk = session_risks(ctx, &[], FOLDS, None, MIN_SUPPORT, TOP_RISKIEST).await?;
         let tested = scores.factors.len();
         scores.factors.truncate(TOP_FACTORS);
