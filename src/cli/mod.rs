@@ -39,7 +39,7 @@ use tracelake::engine::distributed::WorkerUnreachable;
 use tracelake::engine::{EngineOptions, pool_exhausted};
 use tracelake::ingest::Decoder;
 use tracelake::lake::Lake;
-use tracelake::lake::repair::unreadable_committed;
+use tracelake::lake::repair::{unreadable_committed, why_unreadable};
 use tracelake::privacy::{Pii, PiiAction};
 use tracelake::redact::Redactor;
 use tracelake::report::text::{shell_word, with_lake};
@@ -231,7 +231,7 @@ pub fn run() -> ExitCode {
             {
                 // Name the damaged files once, instead of the reader's nested message.
                 Some(bad) => {
-                    let files: Vec<String> = bad.iter().map(|(f, why)| format!("{f} ({why})")).collect();
+                    let files: Vec<String> = bad.iter().map(|(f, why)| format!("{f} ({})", why_unreadable(why))).collect();
                     format!(
                         "{} file(s) of the lake do not read as Parquet: {}. Restore them from a backup, or run `tracelake repair` to move them aside",
                         bad.len(),
@@ -271,11 +271,17 @@ pub fn message(e: &anyhow::Error) -> String {
     parts.join(": ")
 }
 
+/// Whether a Parquet reader's error ended the command: the reader's own, or a page's
+/// that it passed on as Arrow's.
 fn is_parquet_error(e: &anyhow::Error) -> bool {
+    use datafusion::arrow::error::ArrowError;
+    use datafusion::error::DataFusionError;
     e.chain().any(|c| {
-        c.downcast_ref::<datafusion::error::DataFusionError>()
-            .is_some_and(|d| matches!(d.find_root(), datafusion::error::DataFusionError::ParquetError(_)))
-            || c.downcast_ref::<datafusion::parquet::errors::ParquetError>().is_some()
+        c.downcast_ref::<DataFusionError>().is_some_and(|d| match d.find_root() {
+            DataFusionError::ParquetError(_) => true,
+            DataFusionError::ArrowError(arrow, _) => matches!(**arrow, ArrowError::ParquetError(_)),
+            _ => false,
+        }) || c.downcast_ref::<datafusion::parquet::errors::ParquetError>().is_some()
     })
 }
 

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::bail;
 use clap::Args;
 use tracelake::lake::commit::RunLock;
-use tracelake::lake::repair::{RepairPlan, apply_repair, plan_repair};
+use tracelake::lake::repair::{RepairPlan, apply_repair, plan_repair, why_unreadable};
 use tracelake::report::text::shell_word;
 
 use super::Ctx;
@@ -56,7 +56,7 @@ fn describe(plan: &RepairPlan) -> String {
     }
     if !plan.unreadable.is_empty() {
         out.push_str(&format!("{} file(s) do not read as Parquet and are moved to _state/damaged/:\n", plan.unreadable.len()));
-        plan.unreadable.iter().for_each(|(f, why)| out.push_str(&format!("  {f}: {why}\n")));
+        plan.unreadable.iter().for_each(|(f, why)| out.push_str(&format!("  {f}: {}\n", why_unreadable(why))));
     }
     if !plan.adopted.is_empty() {
         let files: usize = plan.adopted.values().map(Vec::len).sum();

@@ -8,11 +8,10 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::{self, File};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::UInt64Type;
-use datafusion::parquet::arrow::ProjectionMask;
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use datafusion::parquet::errors::ParquetError;
 
@@ -75,7 +74,7 @@ pub fn plan_repair(lake: &Lake) -> Result<(Manifest, RepairPlan), LakeError> {
                 continue;
             }
             if committed.contains(&relative) {
-                if let Err(e) = read_footer(&path) {
+                if let Err(e) = read_pages(&path) {
                     plan.unreadable.push((relative, e));
                 }
                 continue;
@@ -100,44 +99,61 @@ pub fn plan_repair(lake: &Lake) -> Result<(Manifest, RepairPlan), LakeError> {
 }
 
 /// The committed files that do not read as Parquet, with why: what a query that failed
-/// on a Parquet error was reading. Reads every committed file's footer: for errors only.
+/// on a Parquet error was reading. Reads every committed file's footer, and where all of
+/// them read, every page of every file (a damaged page leaves the footer readable): for
+/// errors only.
 pub fn unreadable_committed(lake: &Lake) -> Vec<(String, ParquetError)> {
     let Ok(manifest) = state_log::load_unchecked(lake) else {
         return Vec::new();
     };
-    let mut bad: Vec<(String, ParquetError)> =
-        manifest.committed_files().into_iter().filter_map(|f| read_footer(&lake.root().join(f)).err().map(|e| (f.to_owned(), e))).collect();
-    bad.sort_by(|a, b| a.0.cmp(&b.0));
-    bad
+    let files = manifest.committed_files();
+    let failing = |read: fn(&Path) -> Result<(), ParquetError>| -> Vec<(String, ParquetError)> {
+        let mut bad: Vec<_> = files.iter().filter_map(|f| read(&lake.root().join(f)).err().map(|e| ((*f).to_owned(), e))).collect();
+        bad.sort_by(|a, b| a.0.cmp(&b.0));
+        bad
+    };
+    let bad = failing(read_footer);
+    if bad.is_empty() { failing(read_pages) } else { bad }
+}
+
+/// Why a file does not read, in the reader's innermost words: its errors pass each other's
+/// on with prefixes (`External: Parquet argument error: External: Data corruption detected`).
+pub fn why_unreadable(error: &ParquetError) -> String {
+    let mut why = error.to_string();
+    while let Some(inner) = ["External: ", "Parquet argument error: ", "Parquet error: "].iter().find_map(|p| why.strip_prefix(p)) {
+        why = inner.to_owned();
+    }
+    why
 }
 
 /// A reader of the Parquet file at `path`, its footer read; or why there is none.
-fn open_parquet(path: &std::path::Path) -> Result<ParquetRecordBatchReaderBuilder<File>, ParquetError> {
+fn open_parquet(path: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>, ParquetError> {
     ParquetRecordBatchReaderBuilder::try_new(File::open(path)?)
 }
 
-fn read_footer(path: &std::path::Path) -> Result<(), ParquetError> {
+fn read_footer(path: &Path) -> Result<(), ParquetError> {
     open_parquet(path).map(|_| ())
 }
 
-/// Rows of a data file, and for an exported events file its highest stream sequence.
-fn read_file(path: &std::path::Path, table: Table) -> Result<(u64, Option<u64>), ParquetError> {
-    let builder = open_parquet(path)?;
-    let rows = builder.metadata().file_metadata().num_rows() as u64;
-    if table != Table::Events {
-        return Ok((rows, None));
+/// Every page of every column of the Parquet file at `path`, decoded.
+fn read_pages(path: &Path) -> Result<(), ParquetError> {
+    for batch in open_parquet(path)?.build()? {
+        batch?;
     }
-    let schema = builder.parquet_schema();
-    let columns: Vec<usize> =
-        ["stream_seq", "subject"].iter().filter_map(|name| schema.columns().iter().position(|c| c.name() == *name)).collect();
-    let mask = ProjectionMask::leaves(schema, columns);
-    let reader = builder.with_projection(mask).build()?;
-    let mut exported_up_to: Option<u64> = None;
-    for batch in reader {
+    Ok(())
+}
+
+/// Rows of a data file, and for an exported events file its highest stream sequence. Every
+/// column is read: a file with a damaged page is not readable.
+fn read_file(path: &Path, table: Table) -> Result<(u64, Option<u64>), ParquetError> {
+    let (mut rows, mut exported_up_to) = (0, None::<u64>);
+    for batch in open_parquet(path)?.build()? {
         let batch = batch?;
-        let (Some(seq), Some(subject)) = (batch.column_by_name("stream_seq"), batch.column_by_name("subject")) else {
-            break;
-        };
+        rows += batch.num_rows() as u64;
+        if table != Table::Events {
+            continue;
+        }
+        let (Some(seq), Some(subject)) = (batch.column_by_name("stream_seq"), batch.column_by_name("subject")) else { continue };
         let seq = seq.as_primitive::<UInt64Type>();
         for i in (0..batch.num_rows()).filter(|&i| subject.is_valid(i)) {
             exported_up_to = Some(exported_up_to.unwrap_or(0).max(seq.value(i)));

@@ -103,6 +103,29 @@ fn a_corrupt_data_file_is_named_and_repair_moves_it_aside() {
 }
 
 #[test]
+fn a_data_file_with_a_damaged_page_is_named_and_repair_moves_it_aside() {
+    let dir = tempfile::tempdir().unwrap();
+    let (lake, files) = imported_lake(dir.path());
+    let event_file = files.iter().find(|f| f.to_string_lossy().contains("/events/")).unwrap();
+    // The pages garbled, the footer kept: the file opens, its columns do not read.
+    let mut bytes = std::fs::read(event_file).unwrap();
+    let half = bytes.len() / 2;
+    bytes[4..half].fill(0x55);
+    std::fs::write(event_file, bytes).unwrap();
+    let name = event_file.file_name().unwrap().to_str().unwrap();
+
+    let err = stderr_of(&["analyze", "--lake", &lake]);
+    assert!(err.contains("do not read as Parquet") && err.contains(name) && err.contains("tracelake repair"), "{err}");
+    assert_eq!(err.matches(name).count(), 1, "once: {err}");
+    assert_eq!(err.lines().filter(|l| !l.trim().is_empty()).count(), 1, "one error: {err}");
+    assert!(!err.contains("External:"), "the reader's innermost words, without its wrappers: {err}");
+    let repaired = tracelake_ok(&["repair", "--lake", &lake, "--yes"]);
+    assert!(repaired.contains("_state/damaged") && repaired.contains(name), "{repaired}");
+    tracelake_ok(&["analyze", "--lake", &lake]);
+    assert!(count(&lake).parse::<usize>().unwrap() < 3160);
+}
+
+#[test]
 fn a_killed_import_leaves_nothing_readers_see_and_the_next_writer_sweeps_it() {
     let dir = tempfile::tempdir().unwrap();
     let (lake, _) = imported_lake(dir.path());
