@@ -14,11 +14,13 @@ use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use super::EngineError;
 use crate::temp_dirs::ProcessTempDir;
 
+/// One view computed once, read in its place while this lives.
 pub struct ComputedOnce {
     ctx: SessionContext,
     view: String,
     /// The view itself, registered again on drop.
     original: Arc<dyn TableProvider>,
+    /// The rows computed.
     pub rows: u64,
     _dir: ProcessTempDir,
 }
