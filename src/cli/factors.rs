@@ -9,6 +9,7 @@ use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use datafusion::prelude::SessionContext;
 use tracelake::detect::detectors::sql_files;
+use tracelake::engine::computed_once::ComputedOnce;
 use tracelake::engine::query_json;
 use tracelake::output::factors::{factor_scores, factors_query};
 
@@ -68,6 +69,8 @@ pub async fn run(ctx: &Ctx, args: FactorsArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
+    // Read twice (the totals, then each value's sessions): computed once.
+    let _scored = ComputedOnce::new(&session, "scored_sessions").await?;
     // A hint in an error names the lake where the error is printed.
     let report = factor_scores(&session, &extra, args.min_support).await?;
     match args.format {

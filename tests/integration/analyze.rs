@@ -387,10 +387,12 @@ fn an_analysis_leaves_no_temporary_files_and_removes_those_a_killed_run_left() {
         names.filter(|n| n.starts_with("tracelake-") && *n != "tracelake-not-a-run-of-ours").collect()
     };
 
-    // Killed as soon as it has made its spill directory.
+    // Killed as soon as it has made its spill directory and locked it (a directory killed
+    // before its lock file has its name is left alone, as one being made).
     let mut killed = analyze().spawn().unwrap();
     let started = std::time::Instant::now();
-    while runs().is_empty() && started.elapsed() < std::time::Duration::from_secs(60) {
+    let locked = || runs().iter().any(|n| temp.join(n).join(".lock").exists());
+    while !locked() && started.elapsed() < std::time::Duration::from_secs(60) {
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
     killed.kill().unwrap();
