@@ -3,7 +3,8 @@
 //! Each is `tracelake-KIND-PID-…` in the system's temporary directory (`TMPDIR`) and holds
 //! a lock file locked for as long as its process keeps it. A directory whose lock nobody
 //! holds belongs to a process that ended without removing it (`kill -9`, a crash, the
-//! machine's power) and is removed by the next run that makes one. A lock, not the
+//! machine's power) and is removed by the next run that makes one, as is one its process
+//! was killed while making. A lock, not the
 //! process number, says so: it is right across PID namespaces that share a `/tmp`, and
 //! after a number is reused.
 
@@ -11,6 +12,7 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
 /// The start of every such directory's name.
 const PREFIX: &str = "tracelake-";
@@ -79,8 +81,13 @@ pub struct TempDirError {
     source: io::Error,
 }
 
-/// Removes the directories in `parent` whose lock nobody holds. One without a lock file
-/// is left alone: it is being made, or is not ours.
+/// How old a directory without a lock file must be to be taken for one whose maker was
+/// killed while making it, which takes microseconds.
+const UNFINISHED_AFTER: Duration = Duration::from_secs(60);
+
+/// Removes the directories in `parent` whose lock nobody holds, and those a run was killed
+/// while making (nothing in them but an unheld `.lock.new`, made over a minute ago). Any
+/// other directory without a lock file is left alone: it is being made, or is not ours.
 fn remove_abandoned(parent: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
@@ -89,14 +96,36 @@ fn remove_abandoned(parent: &Path) {
         if !entry.file_name().to_str().is_some_and(|name| name.starts_with(PREFIX)) {
             continue;
         }
-        let Ok(lock) = File::open(entry.path().join(LOCK_FILE)) else {
-            continue;
+        let abandoned = match File::open(entry.path().join(LOCK_FILE)) {
+            Ok(lock) => lock.try_lock().is_ok(),
+            Err(_) => is_unfinished(&entry.path()),
         };
-        if lock.try_lock().is_ok() {
+        if abandoned {
             // Another run may remove it at the same time: failing is fine.
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
+}
+
+/// Whether `dir` is one of ours whose maker was killed before it named its lock file: its
+/// name as [`ProcessTempDir::new`] makes them, nothing in it but a `.lock.new` nobody
+/// holds, and older than [`UNFINISHED_AFTER`].
+fn is_unfinished(dir: &Path) -> bool {
+    let ours = dir.file_name().and_then(|n| n.to_str()).is_some_and(|name| {
+        let mut parts = name[PREFIX.len()..].splitn(3, '-');
+        let (kind, pid, suffix) = (parts.next(), parts.next(), parts.next());
+        kind.is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_lowercase()))
+            && pid.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            && suffix.is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric()))
+    });
+    let old = std::fs::metadata(dir).and_then(|m| m.modified()).is_ok_and(|t| t.elapsed().is_ok_and(|age| age > UNFINISHED_AFTER));
+    let unnamed = format!("{LOCK_FILE}.new");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    let only_unnamed_lock = entries.flatten().all(|e| e.file_name().to_str() == Some(unnamed.as_str()));
+    let unheld = File::open(dir.join(&unnamed)).map_or(true, |lock| lock.try_lock().is_ok());
+    ours && old && only_unnamed_lock && unheld
 }
 
 #[cfg(test)]
@@ -128,5 +157,30 @@ mod tests {
         let held_path = held.path().to_path_buf();
         drop(held);
         assert!(!held_path.exists(), "dropped, it is removed");
+    }
+
+    #[test]
+    fn a_directory_its_maker_was_killed_while_making_is_removed_once_it_is_a_minute_old() {
+        let parent = tempfile::tempdir().unwrap();
+        let made = |name: &str, files: &[&str], age: Duration| {
+            let dir = parent.path().join(name);
+            std::fs::create_dir(&dir).unwrap();
+            for file in files {
+                std::fs::write(dir.join(file), b"").unwrap();
+            }
+            File::open(&dir).unwrap().set_modified(std::time::SystemTime::now() - age).unwrap();
+            dir
+        };
+        let old = Duration::from_secs(120);
+        let empty = made("tracelake-spill-4242-AbC123", &[], old);
+        let unnamed_lock = made("tracelake-view-4242-xyz789", &[".lock.new"], old);
+        let just_made = made("tracelake-spill-4243-def456", &[".lock.new"], Duration::ZERO);
+        let not_ours = made("tracelake-notes", &[], old);
+        let with_files = made("tracelake-spill-4244-ghi789", &["part-0.arrow"], old);
+
+        let _next = ProcessTempDir::new_in(parent.path(), "spill").unwrap();
+        assert!(!empty.exists() && !unnamed_lock.exists(), "killed while made, a minute ago");
+        assert!(just_made.exists(), "it may be being made");
+        assert!(not_ours.exists() && with_files.exists(), "not named or filled as ours");
     }
 }
