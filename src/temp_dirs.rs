@@ -4,9 +4,8 @@
 //! a lock file locked for as long as its process keeps it. A directory whose lock nobody
 //! holds belongs to a process that ended without removing it (`kill -9`, a crash, the
 //! machine's power) and is removed by the next run that makes one, as is one its process
-//! was killed while making. A lock, not the
-//! process number, says so: it is right across PID namespaces that share a `/tmp`, and
-//! after a number is reused.
+//! was killed while making. A lock, not the process number, says so: it is right across
+//! PID namespaces that share a `/tmp`, and after a number is reused.
 
 use std::fs::File;
 use std::io;
@@ -111,21 +110,18 @@ fn remove_abandoned(parent: &Path) {
 /// name as [`ProcessTempDir::new`] makes them, nothing in it but a `.lock.new` nobody
 /// holds, and older than [`UNFINISHED_AFTER`].
 fn is_unfinished(dir: &Path) -> bool {
-    let ours = dir.file_name().and_then(|n| n.to_str()).is_some_and(|name| {
-        let mut parts = name[PREFIX.len()..].splitn(3, '-');
-        let (kind, pid, suffix) = (parts.next(), parts.next(), parts.next());
-        kind.is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_lowercase()))
-            && pid.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-            && suffix.is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric()))
-    });
-    let old = std::fs::metadata(dir).and_then(|m| m.modified()).is_ok_and(|t| t.elapsed().is_ok_and(|age| age > UNFINISHED_AFTER));
-    let unnamed = format!("{LOCK_FILE}.new");
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let name = dir.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_prefix(PREFIX)).unwrap_or_default();
+    let mut parts = name.splitn(3, '-');
+    let mut part = |is: fn(&u8) -> bool| parts.next().is_some_and(|p| !p.is_empty() && p.bytes().all(|b| is(&b)));
+    let ours = part(u8::is_ascii_lowercase) && part(u8::is_ascii_digit) && part(u8::is_ascii_alphanumeric);
+    let old = || std::fs::metadata(dir).and_then(|m| m.modified()).is_ok_and(|t| t.elapsed().is_ok_and(|age| age > UNFINISHED_AFTER));
+    if !ours || !old() {
         return false;
-    };
-    let only_unnamed_lock = entries.flatten().all(|e| e.file_name().to_str() == Some(unnamed.as_str()));
-    let unheld = File::open(dir.join(&unnamed)).map_or(true, |lock| lock.try_lock().is_ok());
-    ours && old && only_unnamed_lock && unheld
+    }
+    let unnamed = format!("{LOCK_FILE}.new");
+    let only_unnamed_lock =
+        std::fs::read_dir(dir).is_ok_and(|mut entries| entries.all(|e| e.is_ok_and(|e| e.file_name() == unnamed.as_str())));
+    only_unnamed_lock && File::open(dir.join(&unnamed)).map_or(true, |lock| lock.try_lock().is_ok())
 }
 
 #[cfg(test)]
