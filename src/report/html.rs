@@ -84,12 +84,12 @@ fn findings_table(page: &mut String, report: &LakeReport) {
     let fix_header = if classified { "<th>fix</th>" } else { "" };
     let _ = writeln!(
         page,
-        "<table class=\"findings\"><thead><tr><th>severity</th><th>signal</th><th>agent</th><th>session</th><th>occurred</th><th>summary</th>{fix_header}<th>chain</th></tr></thead><tbody>"
+        "<div class=\"wide\"><table class=\"findings\"><thead><tr><th>severity</th><th>signal</th><th>agent</th><th>session</th><th>occurred</th><th>summary</th>{fix_header}<th>chain</th></tr></thead><tbody>"
     );
     for f in &r.findings {
         let fix = match (&f.classification, classified) {
             (_, false) => String::new(),
-            (Some(c), true) => format!("<td><b>{}</b> {}</td>", c.action_type.as_str(), escape(&c.action_text)),
+            (Some(c), true) => format!("<td class=\"text\"><b>{}</b> {}</td>", c.action_type.as_str(), escape(&c.action_text)),
             (None, true) => "<td></td>".to_owned(),
         };
         let link = if report.transcripts.contains_key(&f.chain_id) {
@@ -99,7 +99,7 @@ fn findings_table(page: &mut String, report: &LakeReport) {
         };
         let _ = writeln!(
             page,
-            "<tr class=\"sev-{sev}\"><td>{sev}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{fix}<td>{link}</td></tr>",
+            "<tr class=\"sev-{sev}\"><td>{sev}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"text\">{}</td>{fix}<td>{link}</td></tr>",
             escape(&f.signal.signal),
             escape(&f.agent),
             escape(&f.session),
@@ -108,7 +108,7 @@ fn findings_table(page: &mut String, report: &LakeReport) {
             sev = escape(f.signal.severity.as_str()),
         );
     }
-    page.push_str("</tbody></table></section>\n");
+    page.push_str("</tbody></table></div></section>\n");
 }
 
 /// The forest plot's rows: each factor value's lift with its interval (values whose
@@ -192,7 +192,7 @@ fn cortex_section(page: &mut String, report: &LakeReport) {
                 let text = |k: &str| escape(t[k].as_str().unwrap_or(""));
                 let _ = writeln!(
                     page,
-                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    "<tr><td class=\"text\">{}</td><td>{}</td><td class=\"text\">{}</td><td>{}</td><td>{}</td></tr>",
                     text("title"),
                     text("priority"),
                     text("waitingFor"),

@@ -178,7 +178,7 @@ fn the_report_shows_each_agents_threads_decisions_and_mood() {
     let (dom, console) = crate::report::chromium_render(&page);
     assert!(console.is_empty(), "{console:#?}");
     let section = &dom[dom.find("id=\"cortex\"").expect("a cortex section")..];
-    assert!(section.contains("<h3>ops</h3>") && section.contains("<td>billing export for March</td>"), "{section}");
+    assert!(section.contains("<h3>ops</h3>") && section.contains("<td class=\"text\">billing export for March</td>"), "{section}");
     assert!(section.contains("We decided the database migration runs on Sunday night"), "{section}");
     let chart = &section[section.find("id=\"chart-mood-0\"").unwrap()..];
     assert!(chart.contains("data-rendered=\"true\"") && chart[..chart.find("</figure>").unwrap()].contains("class=\"bar\""), "{chart}");

@@ -254,6 +254,11 @@ fn anonymized_reports_hold_no_names_ids_or_user_content() {
 
 /// Loads `page` in headless Chromium: the DOM after scripts ran, and console lines.
 pub fn chromium_render(page: &Path) -> (String, Vec<String>) {
+    chromium_render_in(page, 800)
+}
+
+/// [`chromium_render`] in a window `width` pixels wide.
+fn chromium_render_in(page: &Path, width: u32) -> (String, Vec<String>) {
     let out = Command::new("chromium")
         .args([
             "--headless",
@@ -264,6 +269,7 @@ pub fn chromium_render(page: &Path) -> (String, Vec<String>) {
             "--virtual-time-budget=5000",
             "--dump-dom",
         ])
+        .arg(format!("--window-size={width},900"))
         .arg(format!("file://{}", page.display()))
         .output()
         .expect("chromium must be installed (apt-get install -y chromium)");
@@ -559,4 +565,60 @@ fn the_html_report_reads_well_in_chromium() {
     assert!(transcript.contains("<li class=\"hit\">"), "the finding's events are marked: {transcript}");
     assert!(transcript.contains("\"status\": \"unavailable\""), "JSON laid out: {transcript}");
     assert!(!transcript.contains("\\\""), "no escaped JSON: {transcript}");
+}
+
+/// A change made on a user's answer to a choice, not on a yes, with its parameters a long
+/// JSON object and no space in it: the summary that names them holds a long unbroken run.
+fn long_parameters_trace() -> String {
+    let params =
+        json!({"item_ids": ["4579334072", "6117189161", "4947717507"], "order_id": "#W5490111", "payment_method_id": "paypal_9497703"});
+    let events = [
+        ("msg.in", json!({"from": "user", "content": "I want to return the keyboards from my last order."})),
+        ("msg.out", json!({"to": "user", "content": "Should the refund go to PayPal or to a gift card?"})),
+        ("msg.in", json!({"from": "user", "content": "PayPal."})),
+        ("tool.call", json!({"toolName": "return_delivered_order_items", "params": params})),
+        ("tool.result", json!({"toolName": "return_delivered_order_items", "result": {"status": "return requested"}})),
+        ("msg.out", json!({"to": "user", "content": "The return is requested.", "success": true})),
+    ];
+    jsonl("long", "shop", "s-long", 1000, &events)
+}
+
+/// Chromium's widths, once the page has loaded: of the page's content and its window,
+/// and of the findings table and the box it scrolls in.
+const WIDTH_CHECK: &str = r#"<script>
+window.addEventListener("load", () => {
+  const page = document.documentElement, table = document.querySelector(".wide");
+  document.body.dataset.widths = [page.scrollWidth, page.clientWidth, table.scrollWidth, table.clientWidth].join(" ");
+});
+</script></body>"#;
+
+/// The widths of [`WIDTH_CHECK`] for `html` in a window `width` pixels wide.
+fn rendered_widths(dir: &Path, html: &str, width: u32) -> Vec<u32> {
+    let page = dir.join(format!("report-{width}.html"));
+    std::fs::write(&page, html.replacen("</body>", WIDTH_CHECK, 1)).unwrap();
+    let (dom, console) = chromium_render_in(&page, width);
+    assert!(console.is_empty(), "{console:#?}");
+    let at = dom.find("data-widths=\"").expect("the check ran") + "data-widths=\"".len();
+    dom[at..at + dom[at..].find('"').unwrap()].split(' ').map(|w| w.parse().unwrap()).collect()
+}
+
+#[test]
+fn long_unbroken_texts_wrap_inside_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = analyzed_trace(dir.path(), &long_parameters_trace());
+    let summaries = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", "SELECT summary FROM findings"]);
+    let longest_run = summaries.split([' ', '\n']).map(str::len).max().unwrap_or(0);
+    assert!(longest_run > 100, "a summary holds a long unbroken run: {summaries}");
+    let html = tracelake_ok(&["report", "--lake", &lake, "--format", "html"]);
+
+    // On a laptop's screen the findings table fits; on a narrow one it scrolls in its box,
+    // and the page never does.
+    let widths = rendered_widths(dir.path(), &html, 1024);
+    assert!(widths[0] <= widths[1] && widths[2] <= widths[3], "at 1024 px (page, window, table, box): {widths:?}");
+    let widths = rendered_widths(dir.path(), &html, 640);
+    assert!(widths[0] <= widths[1], "at 640 px the page is wider than its window (page, window, table, box): {widths:?}");
+    // The check can fail: without the rule that breaks long runs, the table is wider.
+    let unbroken = html.replace("overflow-wrap: anywhere", "overflow-wrap: normal");
+    let widths = rendered_widths(dir.path(), &unbroken, 1024);
+    assert!(widths[2] > widths[3], "without the rule the table fits too ({widths:?}): the trace tests nothing");
 }
