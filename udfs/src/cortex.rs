@@ -127,7 +127,16 @@ fn first_match<'t>(patterns: &[Regex], text: &'t str) -> Option<regex::Match<'t>
 fn window(text: &str, start: usize, end: usize, before: usize, after: usize) -> String {
     let from = if before == 0 { start } else { text[..start].char_indices().rev().nth(before - 1).map_or(0, |(i, _)| i) };
     let to = text[end..].char_indices().nth(after).map_or(text.len(), |(i, _)| end + i);
-    text[from..to].split_whitespace().collect::<Vec<_>>().join(" ")
+    // A word the limits cut is left out whole, and `…` says the message goes on: the spec's
+    // window cut "the delivered orders" to "e delivered orders".
+    let in_word = |at: usize| {
+        text[..at].chars().next_back().is_some_and(|c| !c.is_whitespace()) && text[at..].chars().next().is_some_and(|c| !c.is_whitespace())
+    };
+    let from = if in_word(from) { text[from..start].find(char::is_whitespace).map_or(start, |i| from + i) } else { from };
+    let to = if in_word(to) { text[end..to].rfind(char::is_whitespace).map_or(end, |i| end + i) } else { to };
+    let words = text[from..to].split_whitespace().collect::<Vec<_>>().join(" ");
+    let (open, close) = (if from > 0 && from < start { "…" } else { "" }, if to < text.len() { "…" } else { "" });
+    format!("{open}{words}{close}")
 }
 
 /// The words of a text as thread matching counts them (cortex Appendix B): lower case,
@@ -159,9 +168,19 @@ mod tests {
     #[test]
     fn decisions_keep_their_context() {
         let c = cortex(&["en", "de"]);
-        let text = format!("{}We decided to move the billing service to Postgres next week. {}", "x".repeat(80), "y".repeat(200));
+        let before = "Thanks for the long list of ideas about the delivered orders, I read them all. ";
+        let after = "Ask finance whether the invoices of the spring quarter can move with it and tell the whole team by Friday please.";
+        let text = format!("{before}We decided to move the billing service to Postgres next week. {after}");
         let what = c.decision(&text).unwrap();
-        assert!(what.starts_with(&"x".repeat(47)) && what.contains("decided to move") && what.len() == 50 + 7 + 100, "{what}");
+        // 50 characters before "decided" start inside "ideas" and 100 after end inside
+        // "quarter": both words are left out whole.
+        assert_eq!(
+            what,
+            "…about the delivered orders, I read them all. We decided to move the billing service to Postgres next week. Ask finance whether the invoices of the spring…"
+        );
+        let first_word = "x".repeat(80);
+        let what = c.decision(&format!("{first_word} decided to go")).unwrap();
+        assert_eq!(what, "…decided to go", "a word longer than the window is left out");
         assert_eq!(
             c.decision("Wir haben beschlossen, das Release zu verschieben.").as_deref(),
             Some("Wir haben beschlossen, das Release zu verschieben.")
