@@ -10,7 +10,10 @@
 //! will cancel reservation H8Q05L for a refund of $120. Shall I?" names the cancellation;
 //! "Shall I go ahead?" names nothing, and a "yes" to it agrees to nothing in particular.
 //! Actions of one turn share the plan stated before them ("I will cancel H8Q05L and
-//! K1NW8N").
+//! K1NW8N"). The agent's message that reports an action may also lay out the next one
+//! ("Both are cancelled. Now, order #W4597054 holds …"): a value it names that no earlier
+//! action used is stated there too, while one of an action already taken is only
+//! reported ("VA5SGQ is changed" states no bag to add to VA5SGQ).
 //!
 //! A call spelled out may still hold a choice nobody made with the user: an id (a text of
 //! five or more characters with a letter and a digit) that the agent picked among others
@@ -83,8 +86,11 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
         // (the actions of one turn share the plan stated for them).
         let (mut said, mut pending, mut plan_from, mut acted) = (String::new(), Vec::new(), 0, false);
         // The words of the agent's messages since `plan_from`, taken in up to `stated_to`:
-        // the calls of one turn extend them rather than read the turn again.
+        // the calls of one turn extend them rather than read the turn again. `reported`:
+        // the words of its messages between the last action and `plan_from`, where the
+        // values of the actions taken (`done`) are only reported.
         let (mut stated, mut stated_to) = (String::new(), 0);
+        let (mut reported, mut done, mut last_action) = (String::new(), HashSet::new(), None);
         // What tools returned, and the results not read into it yet: they are read only
         // for a call with an id that no message named, which few calls have.
         let (mut offered, mut unread) = (Offered::default(), Vec::new());
@@ -96,6 +102,8 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
                 unread.clear();
                 plan_from = i;
                 acted = false;
+                done.clear();
+                last_action = None;
             }
             let mut found = None;
             match types.get(i) {
@@ -116,6 +124,12 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
                     }
                     if stated_to < plan_from {
                         stated.clear();
+                        reported.clear();
+                        for j in last_action.map_or(plan_from, |last| last + 1)..plan_from {
+                            if types.get(j) == Some("msg.out") {
+                                push_words(&mut reported, contents.get(j).unwrap_or_default());
+                            }
+                        }
                         stated_to = plan_from;
                     }
                     for j in stated_to..i {
@@ -126,7 +140,8 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
                     stated_to = i;
                     let arguments = params.get(i).and_then(Json::parse);
                     if let Some(arguments) = &arguments {
-                        found = unstated(arguments, &said, &stated);
+                        let plan = Plan { stated: &stated, reported: &reported, done: &done };
+                        found = unstated(arguments, &said, &plan);
                         let chosen = if found.is_none() { ids_of(arguments) } else { Vec::new() };
                         if chosen.iter().any(|(_, id)| !named(&said, id)) {
                             for j in unread.drain(..) {
@@ -136,7 +151,13 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
                             }
                             found = offered.unnamed_choice(&chosen, &said);
                         }
+                        arguments.leaves(&mut |leaf| {
+                            if let Some(text) = leaf.scalar() {
+                                done.insert(words(&text));
+                            }
+                        });
                     }
+                    last_action = Some(i);
                     acted = true;
                 }
                 _ => {}
@@ -147,8 +168,25 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
     }
 }
 
+/// What the agent said before an action, as words: its plan since the user last spoke
+/// after an action, and the report of the last action before that, with the values of the
+/// actions taken.
+struct Plan<'a> {
+    stated: &'a str,
+    reported: &'a str,
+    done: &'a HashSet<String>,
+}
+
+impl Plan<'_> {
+    /// Whether the plan names `value` (as [`words`]): a value of an action taken counts
+    /// only where stated, not where reported.
+    fn names(&self, value: &str) -> bool {
+        self.stated.contains(value) || (!self.done.contains(value) && self.reported.contains(value))
+    }
+}
+
 /// The call's values the conversation has shown, joined, when the plan named none of them.
-fn unstated(arguments: &Json, said: &str, stated: &str) -> Option<String> {
+fn unstated(arguments: &Json, said: &str, plan: &Plan) -> Option<String> {
     let mut shown = Vec::new();
     arguments.leaves(&mut |leaf| {
         let Some(text) = leaf.scalar() else { return };
@@ -157,7 +195,7 @@ fn unstated(arguments: &Json, said: &str, stated: &str) -> Option<String> {
             shown.push((text, value));
         }
     });
-    if shown.is_empty() || shown.iter().any(|(_, value)| stated.contains(value.as_str())) {
+    if shown.is_empty() || shown.iter().any(|(_, value)| plan.names(value)) {
         return None;
     }
     Some(shown.into_iter().map(|(text, _)| text).collect::<Vec<_>>().join(", "))
@@ -366,6 +404,34 @@ mod tests {
             ("tool.call", r#"{"order_id": "W1"}"#),
         ];
         assert_eq!(evaluate(&events), [None, None, None, None, None, None, None, Some("W1".into())]);
+    }
+
+    #[test]
+    fn the_next_action_laid_out_in_the_report_of_the_last_is_stated() {
+        let events = [
+            ("msg.in", "Cancel #W4836353, and tell me what #W4597054 holds."),
+            ("msg.out", "I will cancel #W4836353. Shall I?"),
+            ("msg.in", "Yes."),
+            ("tool.call", r##"{"order_id": "#W4836353"}"##),
+            ("msg.out", "#W4836353 is cancelled. Now, #W4597054 holds an air purifier and a watch."),
+            ("msg.in", "Return everything from #W4597054."),
+            ("tool.call", r##"{"order_id": "#W4597054"}"##),
+        ];
+        assert_eq!(evaluate(&events), vec![None; 7]);
+    }
+
+    #[test]
+    fn the_report_of_an_action_states_no_next_action_on_the_same_values() {
+        let events = [
+            ("msg.in", "Move VA5SGQ to HAT169."),
+            ("msg.out", "I will move VA5SGQ to HAT169 for $325. Shall I?"),
+            ("msg.in", "Yes."),
+            ("tool.call", r#"{"reservation_id": "VA5SGQ", "flight": "HAT169"}"#),
+            ("msg.out", "VA5SGQ is now on HAT169."),
+            ("msg.in", "Could you also add a checked bag?"),
+            ("tool.call", r#"{"reservation_id": "VA5SGQ", "bags": 1}"#),
+        ];
+        assert_eq!(evaluate(&events).last().unwrap().as_deref(), Some("VA5SGQ"));
     }
 
     const USER: &str = r#"{"payment_methods": {"gift_card_7480005": {"source": "gift_card", "amount": 128, "id": "gift_card_7480005"}, "gift_card_6276644": {"source": "gift_card", "amount": 44, "id": "gift_card_6276644"}, "credit_card_4421486": {"source": "credit_card", "last_four": "7447", "id": "credit_card_4421486"}}, "reservations": ["OBUT9V"]}"#;
