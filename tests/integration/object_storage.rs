@@ -119,6 +119,9 @@ fn a_lake_of_an_earlier_release_on_s3_is_upgraded_in_place() {
     let s3 = S3Server::start();
     let dir = tempfile::tempdir().unwrap();
     crate::delta::earlier_release_lake(dir.path(), false);
+    let manifest: Value = serde_json::from_slice(&std::fs::read(dir.path().join("lake/_state/manifest.json")).unwrap()).unwrap();
+    let findings: u64 = manifest["analyses"].as_array().unwrap().iter().map(|run| run["findings"].as_u64().unwrap()).sum();
+    assert!(findings > 0, "the analysis of that release found something: {manifest}");
     s3.upload_dir(&dir.path().join("lake"), "old");
     let remote = s3.lake("old");
     let refused = s3.run(&["status", "--lake", &remote]);
@@ -133,7 +136,7 @@ fn a_lake_of_an_earlier_release_on_s3_is_upgraded_in_place() {
         "{state:?}"
     );
     let counts = s3.sql_rows(&remote, "SELECT (SELECT count(*) FROM events) AS events, (SELECT count(*) FROM findings) AS findings");
-    assert_eq!((counts[0]["events"].as_u64(), counts[0]["findings"].as_u64()), (Some(3160), Some(37)), "the rows it had");
+    assert_eq!((counts[0]["events"].as_u64(), counts[0]["findings"].as_u64()), (Some(3160), Some(findings)), "the rows it had");
     assert!(s3.ok(&["upgrade", "--lake", &remote]).contains("nothing to upgrade"));
 }
 
