@@ -11,9 +11,10 @@
 //! "Shall I go ahead?" names nothing, and a "yes" to it agrees to nothing in particular.
 //! Actions of one turn share the plan stated before them ("I will cancel H8Q05L and
 //! K1NW8N"). The agent's message that reports an action may also lay out the next one
-//! ("Both are cancelled. Now, order #W4597054 holds …"): a value it names that no earlier
-//! action used is stated there too, while one of an action already taken is only
-//! reported ("VA5SGQ is changed" states no bag to add to VA5SGQ).
+//! ("Both are cancelled. Now, order #W4597054 holds …"): an id or date it names that no
+//! earlier action used is stated there too, while one of an action already taken is only
+//! reported ("VA5SGQ is changed" states no bag to add to VA5SGQ), as are its short
+//! numbers ("1 passenger").
 //!
 //! A call spelled out may still hold a choice nobody made with the user: an id (a text of
 //! five or more characters with a letter and a digit) that the agent picked among others
@@ -178,10 +179,13 @@ struct Plan<'a> {
 }
 
 impl Plan<'_> {
-    /// Whether the plan names `value` (as [`words`]): a value of an action taken counts
-    /// only where stated, not where reported.
-    fn names(&self, value: &str) -> bool {
-        self.stated.contains(value) || (!self.done.contains(value) && self.reported.contains(value))
+    /// Whether the plan names `text` (`value` as [`words`]). The report counts only for a
+    /// value of five or more characters (an order or item id, a date) that no action taken
+    /// used: the next item it laid out. Its short numbers ("1 passenger", "2 flights") say
+    /// nothing of the next action.
+    fn names(&self, text: &str, value: &str) -> bool {
+        let long = text.chars().count() >= 5;
+        self.stated.contains(value) || (long && !self.done.contains(value) && self.reported.contains(value))
     }
 }
 
@@ -195,7 +199,7 @@ fn unstated(arguments: &Json, said: &str, plan: &Plan) -> Option<String> {
             shown.push((text, value));
         }
     });
-    if shown.is_empty() || shown.iter().any(|(_, value)| plan.names(value)) {
+    if shown.is_empty() || shown.iter().any(|(text, value)| plan.names(text, value)) {
         return None;
     }
     Some(shown.into_iter().map(|(text, _)| text).collect::<Vec<_>>().join(", "))
@@ -413,9 +417,9 @@ mod tests {
             ("msg.out", "I will cancel #W4836353. Shall I?"),
             ("msg.in", "Yes."),
             ("tool.call", r##"{"order_id": "#W4836353"}"##),
-            ("msg.out", "#W4836353 is cancelled. Now, #W4597054 holds an air purifier and a watch."),
-            ("msg.in", "Return everything from #W4597054."),
-            ("tool.call", r##"{"order_id": "#W4597054"}"##),
+            ("msg.out", "#W4836353 is cancelled. Now, #W4597054 holds an air purifier (item 5996159312)."),
+            ("msg.in", "Return the air purifier."),
+            ("tool.call", r#"{"item_ids": ["5996159312"]}"#),
         ];
         assert_eq!(evaluate(&events), vec![None; 7]);
     }
@@ -427,11 +431,11 @@ mod tests {
             ("msg.out", "I will move VA5SGQ to HAT169 for $325. Shall I?"),
             ("msg.in", "Yes."),
             ("tool.call", r#"{"reservation_id": "VA5SGQ", "flight": "HAT169"}"#),
-            ("msg.out", "VA5SGQ is now on HAT169."),
-            ("msg.in", "Could you also add a checked bag?"),
+            ("msg.out", "VA5SGQ is now on HAT169: 1 passenger, 2 flights."),
+            ("msg.in", "Could you also add 1 checked bag?"),
             ("tool.call", r#"{"reservation_id": "VA5SGQ", "bags": 1}"#),
         ];
-        assert_eq!(evaluate(&events).last().unwrap().as_deref(), Some("VA5SGQ"));
+        assert_eq!(evaluate(&events).last().unwrap().as_deref(), Some("1, VA5SGQ"));
     }
 
     const USER: &str = r#"{"payment_methods": {"gift_card_7480005": {"source": "gift_card", "amount": 128, "id": "gift_card_7480005"}, "gift_card_6276644": {"source": "gift_card", "amount": 44, "id": "gift_card_6276644"}, "credit_card_4421486": {"source": "credit_card", "last_four": "7447", "id": "credit_card_4421486"}}, "reservations": ["OBUT9V"]}"#;
