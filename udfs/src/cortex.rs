@@ -135,7 +135,8 @@ fn window(text: &str, start: usize, end: usize, before: usize, after: usize) -> 
     let from = if in_word(from) { text[from..start].find(char::is_whitespace).map_or(start, |i| from + i) } else { from };
     let to = if in_word(to) { text[end..to].rfind(char::is_whitespace).map_or(end, |i| end + i) } else { to };
     let words = text[from..to].split_whitespace().collect::<Vec<_>>().join(" ");
-    let (open, close) = (if from > 0 && from < start { "…" } else { "" }, if to < text.len() { "…" } else { "" });
+    let goes_on = |rest: &str| !rest.trim().is_empty();
+    let (open, close) = (if from < start && goes_on(&text[..from]) { "…" } else { "" }, if goes_on(&text[to..]) { "…" } else { "" });
     format!("{open}{words}{close}")
 }
 
@@ -181,6 +182,8 @@ mod tests {
         let first_word = "x".repeat(80);
         let what = c.decision(&format!("{first_word} decided to go")).unwrap();
         assert_eq!(what, "…decided to go", "a word longer than the window is left out");
+        let ends_in_spaces = format!("We decided to go with {}.{}", "z".repeat(80), " ".repeat(20));
+        assert!(!c.decision(&ends_in_spaces).unwrap().ends_with('…'), "nothing but spaces after the window");
         assert_eq!(
             c.decision("Wir haben beschlossen, das Release zu verschieben.").as_deref(),
             Some("Wir haben beschlossen, das Release zu verschieben.")

@@ -89,7 +89,7 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
         // The words of the agent's messages since `plan_from`, taken in up to `stated_to`:
         // the calls of one turn extend them rather than read the turn again. `reported`:
         // the words of its messages between the last action and `plan_from`, where the
-        // values of the actions taken (`done`) are only reported.
+        // digit-holding values of the actions taken (`done`) are only reported.
         let (mut stated, mut stated_to) = (String::new(), 0);
         let (mut reported, mut done, mut last_action) = (String::new(), HashSet::new(), None);
         // What tools returned, and the results not read into it yet: they are read only
@@ -141,8 +141,9 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
                     stated_to = i;
                     let arguments = params.get(i).and_then(Json::parse);
                     if let Some(arguments) = &arguments {
+                        let values = digit_values(arguments);
                         let plan = Plan { stated: &stated, reported: &reported, done: &done };
-                        found = unstated(arguments, &said, &plan);
+                        found = unstated(&values, &said, &plan);
                         let chosen = if found.is_none() { ids_of(arguments) } else { Vec::new() };
                         if chosen.iter().any(|(_, id)| !named(&said, id)) {
                             for j in unread.drain(..) {
@@ -152,11 +153,7 @@ impl PartitionEvaluator for UnstatedActionEvaluator {
                             }
                             found = offered.unnamed_choice(&chosen, &said);
                         }
-                        arguments.leaves(&mut |leaf| {
-                            if let Some(text) = leaf.scalar() {
-                                done.insert(words(&text));
-                            }
-                        });
+                        done.extend(values.into_iter().map(|(_, value)| value));
                     }
                     last_action = Some(i);
                     acted = true;
@@ -189,20 +186,27 @@ impl Plan<'_> {
     }
 }
 
-/// The call's values the conversation has shown, joined, when the plan named none of them.
-fn unstated(arguments: &Json, said: &str, plan: &Plan) -> Option<String> {
-    let mut shown = Vec::new();
+/// The numbers and digit-holding texts of a call's arguments (ids, dates, amounts), each
+/// with its [`words`].
+fn digit_values<'a>(arguments: &Json<'a>) -> Vec<(Cow<'a, str>, String)> {
+    let mut values = Vec::new();
     arguments.leaves(&mut |leaf| {
-        let Some(text) = leaf.scalar() else { return };
-        let value = words(&text);
-        if text.bytes().any(|b| b.is_ascii_digit()) && said.contains(&value) {
-            shown.push((text, value));
+        if let Some(text) = leaf.scalar().filter(|text| text.bytes().any(|b| b.is_ascii_digit())) {
+            let value = words(&text);
+            values.push((text, value));
         }
     });
+    values
+}
+
+/// The call's values (from [`digit_values`]) the conversation has shown, joined, when the
+/// plan named none of them.
+fn unstated(values: &[(Cow<str>, String)], said: &str, plan: &Plan) -> Option<String> {
+    let shown: Vec<&(Cow<str>, String)> = values.iter().filter(|(_, value)| said.contains(value.as_str())).collect();
     if shown.is_empty() || shown.iter().any(|(text, value)| plan.names(text, value)) {
         return None;
     }
-    Some(shown.into_iter().map(|(text, _)| text).collect::<Vec<_>>().join(", "))
+    Some(shown.iter().map(|(text, _)| text.as_ref()).collect::<Vec<_>>().join(", "))
 }
 
 /// Whether a message (`said`) named `value`, as whole words.
