@@ -349,8 +349,9 @@ impl Patterns {
         let text = joined_words(text);
         let text = text.as_ref();
         match category {
+            // "Nein." and "no!" are as short an answer as "nein".
             Category::ShortNegative => {
-                let trimmed = text.trim();
+                let trimmed = text.trim().trim_end_matches(|c: char| c.is_ascii_punctuation() || matches!(c, '。' | '！' | '？' | '…'));
                 trimmed.chars().count() <= 10 && self.matches(category, trimmed)
             }
             // A claim only counts in a sentence that is not a question ("Is it done?"), and
@@ -541,6 +542,39 @@ mod tests {
         // A hyphenated pattern still finds its hyphenated text.
         let fr = Patterns::new(&["fr".into()]).unwrap();
         assert!(fr.is(Category::Question, "dois-je le supprimer"));
+    }
+
+    #[test]
+    fn a_question_mark_that_ends_a_sentence_asks_wherever_the_sentence_stands() {
+        let p = Patterns::default_languages();
+        for text in [
+            "Would you like the refund on PayPal or a gift card? Let me know your preference!",
+            "Could you please provide your email address? If you don't remember it, your zip code works too.",
+            "Is this the order you mean?** It was delivered on May 2.",
+            "Refund to the card on file (ending in 7447)? It takes 5 days.",
+            "Is that the one?\nThanks",
+            "You paid twice?! I will look into it.",
+        ] {
+            assert!(p.is(Category::Question, text), "{text}");
+        }
+        let zh = Patterns::new(&["zh".into()]).unwrap();
+        assert!(zh.is(Category::Question, "要取消这个订单吗？我可以马上处理。"));
+        for text in ["See https://shop.example/orders?id=5 for the details.", "The order is cancelled."] {
+            assert!(!p.is(Category::Question, text), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_short_negative_may_end_in_punctuation() {
+        let p = Patterns::default_languages();
+        for text in ["no", "Nein.", "no!", " Nope… ", "Stopp!!"] {
+            assert!(p.is(Category::ShortNegative, text), "{text}");
+        }
+        for text in ["No, the other one.", "Nein, Freitag.", "...", "know."] {
+            assert!(!p.is(Category::ShortNegative, text), "{text}");
+        }
+        let ja = Patterns::new(&["ja".into()]).unwrap();
+        assert!(ja.is(Category::ShortNegative, "いいえ。"));
     }
 
     #[test]
