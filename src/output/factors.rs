@@ -7,7 +7,7 @@ use datafusion::prelude::SessionContext;
 use serde::Serialize;
 
 use super::score::ScoreError;
-use super::stats::{benjamini_hochberg, fisher_exact, probability_text, wilson_interval};
+use super::stats::{benjamini_hochberg, fisher_exact, probability_text, supported, wilson_interval};
 use crate::engine::query_json;
 
 /// One value of one factor against the other scored sessions.
@@ -54,8 +54,8 @@ pub struct FactorReport {
     pub failed: u64,
     /// Values at or above the support, most telling first.
     pub factors: Vec<FactorScore>,
-    /// Values held by fewer scored sessions than the support, or by all of them, which
-    /// were not tested.
+    /// Values held or lacked by fewer scored sessions than the support, which were not
+    /// tested.
     pub not_tested: u64,
     pub min_support: u64,
 }
@@ -73,7 +73,8 @@ pub fn factors_query(extra: &[String]) -> String {
         .join(" UNION ALL ")
 }
 
-/// Scores every factor value held by at least `min_support` scored sessions; `extra` are
+/// Scores every factor value held by at least `min_support` scored sessions and lacked by
+/// as many; `extra` are
 /// the user's factor queries (each `session, factor, value`).
 pub async fn factor_scores(ctx: &SessionContext, extra: &[String], min_support: u64) -> Result<FactorReport, ScoreError> {
     let totals = query_json(ctx, "SELECT count(*) AS n, count(*) FILTER (WHERE failed) AS failed FROM scored_sessions").await?;
@@ -96,7 +97,7 @@ pub async fn factor_scores(ctx: &SessionContext, extra: &[String], min_support: 
     let mut tested = Vec::new();
     for row in counts {
         let (n, k) = (row["sessions"].as_u64().unwrap_or(0), row["failed"].as_u64().unwrap_or(0));
-        if n < min_support || n == scored {
+        if !supported(n, scored, min_support) {
             not_tested += 1;
             continue;
         }
@@ -139,7 +140,7 @@ impl FactorReport {
     /// The report as a table for the terminal.
     pub fn to_terminal(&self) -> String {
         let mut out = format!(
-            "{} sessions with a known outcome, {} failed ({:.1} %); factor values held by at least {} of them, most telling first\n\n",
+            "{} sessions with a known outcome, {} failed ({:.1} %); factor values held by at least {} of them and lacked by as many, most telling first\n\n",
             self.sessions_scored,
             self.failed,
             100.0 * self.failed as f64 / self.sessions_scored as f64,
@@ -165,7 +166,7 @@ impl FactorReport {
         }
         if self.not_tested > 0 {
             out.push_str(&format!(
-                "\n{} values held by fewer than {} scored sessions, or by all, were not tested (--min-support)\n",
+                "\n{} values held or lacked by fewer than {} scored sessions were not tested (--min-support)\n",
                 self.not_tested, self.min_support
             ));
         }

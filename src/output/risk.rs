@@ -16,6 +16,7 @@ use super::factors::factors_query;
 use super::logistic;
 use super::score::{DEFAULT_TASK, ScoreError, task_folds};
 use super::stats::roc_auc;
+use super::stats::supported;
 use crate::engine::query_json;
 use crate::lake::risk::SessionRisk;
 
@@ -27,7 +28,7 @@ const ALPHA: f64 = 1.0;
 pub struct RiskReport {
     pub sessions_scored: u64,
     /// Factor values the model weighs: those held by at least `min_support` scored
-    /// sessions and not by all.
+    /// sessions and lacked by as many.
     pub features: usize,
     pub folds: u64,
     /// The AUC of the out-of-fold risks: the chance that a failed session is ranked above
@@ -69,9 +70,8 @@ pub async fn session_risks(
             support[id] += 1;
         }
     }
-    // The model's features: the values held by enough scored sessions and not by all, by name.
-    let mut kept: Vec<usize> =
-        (0..values.names.len()).filter(|&id| support[id] >= min_support && support[id] < scored.len() as u64).collect();
+    // The model's features: the values held and lacked by enough scored sessions, by name.
+    let mut kept: Vec<usize> = (0..values.names.len()).filter(|&id| supported(support[id], scored.len() as u64, min_support)).collect();
     kept.sort_by(|a, b| values.names[*a].cmp(&values.names[*b]));
     let mut column_of = vec![None; values.names.len()];
     for (column, &id) in kept.iter().enumerate() {

@@ -4,6 +4,14 @@
 
 use statrs::distribution::{ContinuousCDF, Discrete, Hypergeometric, Normal};
 
+/// Whether a factor value held by `held` of `scored` sessions can be weighed: at least
+/// `min_support` sessions hold it and at least as many (one, at the least) do not, since
+/// a comparison with two sessions that lack a value rests on those two as much as a value
+/// held by two rests on its holders.
+pub fn supported(held: u64, scored: u64, min_support: u64) -> bool {
+    held >= min_support && scored.saturating_sub(held) >= min_support.max(1)
+}
+
 /// The Wilson score interval of the proportion `k` of `n` at `confidence` (0.95 for
 /// 95 %): unlike the normal approximation, it stays inside 0..1 and is sound for small
 /// counts. `(0, 1)` for no observations.

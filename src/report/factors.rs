@@ -84,7 +84,7 @@ impl FactorSection {
 
     pub fn to_markdown(&self) -> String {
         let mut md = format!(
-            "\n## What goes with failure\n\n{}. The {} most telling of {} factor values held by at least {} of them \
+            "\n## What goes with failure\n\n{}. The {} most telling of {} factor values held by at least {} of them and lacked by as many \
              (`tracelake factors` lists all):\n\n| factor = value | sessions | failure rate (95 % CI) | lift | q |\n|---|---|---|---|---|\n",
             self.scored(),
             self.factors.len(),

@@ -130,7 +130,7 @@ fn factors_section(page: &mut String, report: &LakeReport) {
     };
     let _ = writeln!(
         page,
-        "<section id=\"factors\"><h2>What goes with failure</h2>\n<p>{}. The {} most telling of {} factor values held by at least {} of them: \
+        "<section id=\"factors\"><h2>What goes with failure</h2>\n<p>{}. The {} most telling of {} factor values held by at least {} of them and lacked by as many: \
          how much more often sessions with the value failed than the others (lift), with its 95 % interval; at lift 1 they fail as often. \
          <code>tracelake factors</code> lists every value.</p>",
         escape(&section.scored()),

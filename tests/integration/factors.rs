@@ -144,6 +144,29 @@ fn factor_files_add_factors_and_a_broken_one_is_named() {
     assert!(said.contains("broken.sql: a factor file is one query returning session, factor and value"), "{said}");
 }
 
+/// A value held by all but a few sessions rests on those few as much as a value held by a
+/// few rests on its holders: both need `--min-support` sessions.
+#[test]
+fn a_value_lacked_by_fewer_sessions_than_the_support_is_not_tested() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = planted_lake(dir.path(), Told::ByFile);
+    let factors = dir.path().join("factors");
+    std::fs::create_dir(&factors).unwrap();
+    for (name, lacking) in [("all_but_four", "'s0', 's1', 's2', 's3'"), ("all_but_five", "'s0', 's1', 's2', 's3', 's4'")] {
+        let query = format!("SELECT DISTINCT session, '{name}' AS factor, 'yes' AS value FROM events WHERE session NOT IN ({lacking})");
+        std::fs::write(factors.join(format!("{name}.sql")), query).unwrap();
+    }
+    let args = ["factors", "--lake", &lake, "--factors", factors.to_str().unwrap(), "--min-support", "5", "--format", "json"];
+    let report: Value = serde_json::from_str(&tracelake_ok(&args)).unwrap();
+    assert_eq!(factor(&report, "all_but_five")["sessions"], 395);
+    let tested: Vec<&str> = report["factors"].as_array().unwrap().iter().filter_map(|f| f["factor"].as_str()).collect();
+    assert!(!tested.contains(&"all_but_four"), "{tested:?}");
+    let risk: Value = serde_json::from_str(&tracelake_ok(&["risk", "--lake", &lake, "--format", "json"])).unwrap();
+    let with_files = ["risk", "--lake", &lake, "--factors", factors.to_str().unwrap(), "--format", "json"];
+    let risk_with_files: Value = serde_json::from_str(&tracelake_ok(&with_files)).unwrap();
+    assert_eq!(risk_with_files["features"].as_u64(), risk["features"].as_u64().map(|n| n + 1), "only all_but_five is weighed");
+}
+
 #[test]
 fn factors_without_outcomes_say_how_to_load_them() {
     let dir = tempfile::tempdir().unwrap();
