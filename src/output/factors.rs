@@ -73,6 +73,23 @@ pub fn factors_query(extra: &[String]) -> String {
         .join(" UNION ALL ")
 }
 
+/// The q-value under which a factor value stands out: one in twenty of those that do may be
+/// chance.
+const FALSE_DISCOVERY_RATE: f64 = 0.05;
+
+/// Whether any tested value stands out, in a sentence: a table of the most telling values
+/// reads as findings even when none is more than chance.
+pub fn standing_out_sentence(standing_out: usize, failed: u64) -> String {
+    match standing_out {
+        0 => format!(
+            "None of them stands out at a false discovery rate of 5 % (every q is 0.05 or more): with {failed} failed sessions, \
+             their differences may be chance."
+        ),
+        1 => "One of them stands out at a false discovery rate of 5 % (q under 0.05).".to_owned(),
+        n => format!("{n} of them stand out at a false discovery rate of 5 % (q under 0.05)."),
+    }
+}
+
 /// Scores every factor value held by at least `min_support` scored sessions and lacked by
 /// as many; `extra` are
 /// the user's factor queries (each `session, factor, value`).
@@ -137,6 +154,11 @@ pub async fn factor_scores(ctx: &SessionContext, extra: &[String], min_support: 
 }
 
 impl FactorReport {
+    /// How many values stand out at a false discovery rate of 5 %.
+    pub fn standing_out(&self) -> usize {
+        self.factors.iter().filter(|f| f.q_value < FALSE_DISCOVERY_RATE).count()
+    }
+
     /// The report as a table for the terminal.
     pub fn to_terminal(&self) -> String {
         let mut out = format!(
@@ -164,6 +186,7 @@ impl FactorReport {
                 probability_text(f.q_value, 4),
             ));
         }
+        out.push_str(&format!("\n{}\n", standing_out_sentence(self.standing_out(), self.failed)));
         if self.not_tested > 0 {
             out.push_str(&format!(
                 "\n{} values held or lacked by fewer than {} scored sessions were not tested (--min-support)\n",

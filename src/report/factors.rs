@@ -6,7 +6,7 @@ use datafusion::prelude::SessionContext;
 use serde::Serialize;
 
 use crate::engine::computed_once::ComputedOnce;
-use crate::output::factors::{FactorScore, factor_scores};
+use crate::output::factors::{FactorScore, factor_scores, standing_out_sentence};
 use crate::output::outcome_source::{OutcomeSource, use_outcomes};
 use crate::output::risk::{RiskReport, known_outcome, session_risks};
 use crate::output::score::ScoreError;
@@ -34,6 +34,8 @@ pub struct FactorSection {
     pub factors: Vec<FactorScore>,
     /// Factor values tested in all.
     pub tested: usize,
+    /// Those that stand out at a false discovery rate of 5 %.
+    pub standing_out: usize,
     pub risk: RiskReport,
 }
 
@@ -50,7 +52,7 @@ pub async fn factor_section(ctx: &SessionContext) -> Result<Option<FactorSection
         let _factors = ComputedOnce::new(ctx, "session_factors").await?;
         let mut scores = factor_scores(ctx, &[], MIN_SUPPORT).await?;
         let risk = session_risks(ctx, &[], FOLDS, None, MIN_SUPPORT, TOP_RISKIEST).await?;
-        let tested = scores.factors.len();
+        let (tested, standing_out) = (scores.factors.len(), scores.standing_out());
         scores.factors.truncate(TOP_FACTORS);
         return Ok(Some(FactorSection {
             outcomes,
@@ -59,6 +61,7 @@ pub async fn factor_section(ctx: &SessionContext) -> Result<Option<FactorSection
             min_support: MIN_SUPPORT,
             factors: scores.factors,
             tested,
+            standing_out,
             risk,
         }));
     }
@@ -77,6 +80,11 @@ impl FactorSection {
         )
     }
 
+    /// Whether any value stands out, in a sentence.
+    pub fn standing_out(&self) -> String {
+        standing_out_sentence(self.standing_out, self.failed)
+    }
+
     /// The cross-validated AUC of the risk model, in words.
     pub fn auc(&self) -> String {
         self.risk.cross_validated_auc.map_or("not measurable (too few sessions of one outcome)".to_owned(), |a| format!("{a:.3}"))
@@ -85,11 +93,12 @@ impl FactorSection {
     pub fn to_markdown(&self) -> String {
         let mut md = format!(
             "\n## What goes with failure\n\n{}. The {} most telling of {} factor values held by at least {} of them and lacked by as many \
-             (`tracelake factors` lists all):\n\n| factor = value | sessions | failure rate (95 % CI) | lift | q |\n|---|---|---|---|---|\n",
+             (`tracelake factors` lists all). {}\n\n| factor = value | sessions | failure rate (95 % CI) | lift | q |\n|---|---|---|---|---|\n",
             self.scored(),
             self.factors.len(),
             self.tested,
-            self.min_support
+            self.min_support,
+            self.standing_out()
         );
         for f in &self.factors {
             md.push_str(&format!(

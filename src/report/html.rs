@@ -132,11 +132,12 @@ fn factors_section(page: &mut String, report: &LakeReport) {
         page,
         "<section id=\"factors\"><h2>What goes with failure</h2>\n<p>{}. The {} most telling of {} factor values held by at least {} of them and lacked by as many: \
          how much more often sessions with the value failed than the others (lift), with its 95 % interval; at lift 1 they fail as often. \
-         <code>tracelake factors</code> lists every value.</p>",
+         <code>tracelake factors</code> lists every value. {}</p>",
         escape(&section.scored()),
         section.factors.len(),
         section.tested,
-        section.min_support
+        section.min_support,
+        escape(&section.standing_out())
     );
     page.push_str("<figure class=\"forest\"><figcaption>Failure-rate lift by factor value (log scale)</figcaption><div class=\"chart\" id=\"chart-factors\"></div></figure>\n");
     page.push_str("<table class=\"factors\"><thead><tr><th>factor = value</th><th>sessions</th><th>failure rate (95 % CI)</th><th>lift</th><th>q</th></tr></thead><tbody>\n");

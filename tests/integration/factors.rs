@@ -76,6 +76,12 @@ fn a_planted_factor_ranks_first_and_a_null_one_is_not_significant() {
 
     let table = tracelake_ok(&["factors", "--lake", &lake]);
     assert!(table.lines().nth(3).is_some_and(|l| l.starts_with("tool:planted = used")), "{table}");
+    let standing_out = report["factors"].as_array().unwrap().iter().filter(|f| f["qValue"].as_f64().unwrap() < 0.05).count();
+    let said = match standing_out {
+        1 => "One of them stands out at a false discovery rate of 5 % (q under 0.05).".to_owned(),
+        n => format!("{n} of them stand out at a false discovery rate of 5 % (q under 0.05)."),
+    };
+    assert!(standing_out >= 1 && table.contains(&said), "{table}");
     let csv = tracelake_ok(&["factors", "--lake", &lake, "--format", "csv"]);
     assert!(csv.starts_with("factor,value,sessions,failed,failure_rate,ci_low,ci_high,lift,p_value,q_value\ntool:planted,used,"), "{csv}");
 }
@@ -98,6 +104,26 @@ fn the_risk_model_ranks_held_out_failures_and_names_unflagged_risky_sessions() {
     }
     let table = tracelake_ok(&["risk", "--lake", &lake]);
     assert!(table.contains("cross-validated AUC over 5 folds by task: 0."), "{table}");
+}
+
+/// Where nothing but chance tells the failed sessions apart, the table says so.
+#[test]
+fn a_table_of_values_none_of_which_stands_out_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = planted_lake(dir.path(), Told::ByFile);
+    let factors = dir.path().join("factors");
+    std::fs::create_dir(&factors).unwrap();
+    std::fs::write(
+        factors.join("coin.sql"),
+        "SELECT DISTINCT session, 'even' AS factor, 'yes' AS value FROM events WHERE CAST(substr(session, 2) AS INT) % 2 = 0",
+    )
+    .unwrap();
+    // The planted tool is called in fewer than 130 sessions, so it is not tested.
+    let args = ["factors", "--lake", &lake, "--factors", factors.to_str().unwrap(), "--min-support", "130"];
+    let table = tracelake_ok(&args);
+    let lines: Vec<&str> = table.lines().filter(|l| l.contains(" = ")).collect();
+    assert!(!lines.is_empty() && lines.iter().all(|l| !l.starts_with("tool:planted")), "{table}");
+    assert!(table.contains("None of them stands out at a false discovery rate of 5 % (every q is 0.05 or more): with "), "{table}");
 }
 
 /// The same traffic with its outcomes only in the users' last words.
