@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::sql::{FOLD_SCORES, TASK_FOLDS, fill_template};
 use crate::engine::{EngineError, query_json};
+use crate::output::stats::{fisher_exact, probability_text};
 
 /// One signal's (or all signals', `(any)`) score: read from the view's snake_case
 /// columns, written as camelCase JSON.
@@ -23,6 +24,11 @@ pub struct SignalScore {
     pub succeeded_rate: Option<f64>,
     /// `failed_rate / succeeded_rate`; none when no successful session is flagged.
     pub lift: Option<f64>,
+    /// Fisher's exact two-sided p-value of the flagged and unflagged sessions by outcome:
+    /// how likely a split at least this uneven is by chance (a lift of ∞ from one failed
+    /// session is not telling).
+    #[serde(default)]
+    pub p_value: f64,
     /// Findings in scored sessions.
     pub findings: u64,
     pub findings_per_session: Option<f64>,
@@ -73,7 +79,12 @@ pub async fn signal_scores(ctx: &SessionContext) -> Result<Scores, ScoreError> {
     }
     let mut signals = Vec::new();
     for row in query_json(ctx, "SELECT * FROM signal_scores").await? {
-        signals.push(serde_json::from_value::<SignalScore>(row)?);
+        let mut score = serde_json::from_value::<SignalScore>(row)?;
+        score.p_value = fisher_exact([
+            [score.failed_flagged, score.failed.saturating_sub(score.failed_flagged)],
+            [score.succeeded_flagged, score.succeeded.saturating_sub(score.succeeded_flagged)],
+        ]);
+        signals.push(score);
     }
     // `(any)` first; then by lift (a signal that flags no successful session first), then recall.
     signals.sort_by(|a, b| {
@@ -105,8 +116,8 @@ impl Scores {
         }
         out.push_str("\n\n");
         out.push_str(&format!(
-            "{:<26} {:>18} {:>18} {:>7} {:>17}\n",
-            "signal", "failed flagged", "succeeded flagged", "lift", "findings/session"
+            "{:<26} {:>18} {:>18} {:>7} {:>9} {:>17}\n",
+            "signal", "failed flagged", "succeeded flagged", "lift", "p", "findings/session"
         ));
         let share = |n: u64, of: u64, rate: Option<f64>| format!("{n}/{of} {:>5.1} %", rate.unwrap_or(0.0) * 100.0);
         for s in &self.signals {
@@ -116,11 +127,12 @@ impl Scores {
                 (None, _) => "∞".to_owned(),
             };
             out.push_str(&format!(
-                "{:<26} {:>18} {:>18} {:>7} {:>17.2}\n",
+                "{:<26} {:>18} {:>18} {:>7} {:>9} {:>17.2}\n",
                 s.signal,
                 share(s.failed_flagged, s.failed, s.failed_rate),
                 share(s.succeeded_flagged, s.succeeded, s.succeeded_rate),
                 lift,
+                probability_text(s.p_value, 4),
                 s.findings_per_session.unwrap_or(0.0)
             ));
         }

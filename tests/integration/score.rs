@@ -64,9 +64,21 @@ fn the_airline_development_set_is_scored_and_the_findings_separate_failure_from_
         assert!(s["failedFlagged"].as_u64() <= any["failedFlagged"].as_u64(), "{s}");
         assert_eq!(s["failed"], 116);
     }
+    // Each signal's p-value is Fisher's exact test of its flagged sessions by outcome.
+    for s in signals {
+        let count = |key: &str| s[key].as_u64().unwrap();
+        let (ff, sf) = (count("failedFlagged"), count("succeededFlagged"));
+        let p = tracelake::output::stats::fisher_exact([[ff, 116 - ff], [sf, 84 - sf]]);
+        assert!((s["pValue"].as_f64().unwrap() - p).abs() < 1e-12, "{s}");
+    }
+    assert!(any["pValue"].as_f64().unwrap() < 1e-6, "the findings separate the outcomes: {any}");
     let table = tracelake_ok(&["score", "--lake", &lake]);
     assert!(table.starts_with("200 sessions with a known outcome: 116 failed, 84 succeeded"), "{table}");
-    assert!(table.contains("(any)"), "{table}");
+    let header = table.lines().find(|l| l.starts_with("signal")).unwrap();
+    assert!(header.split_whitespace().collect::<Vec<_>>().ends_with(&["lift", "p", "findings/session"]), "{table}");
+    let any_row = table.lines().find(|l| l.starts_with("(any)")).unwrap();
+    let any_p = tracelake::output::stats::probability_text(any["pValue"].as_f64().unwrap(), 4);
+    assert!(any_row.contains(&format!(" {any_p} ")), "{any_row}");
 
     // Five folds by task: the four trials of each of the 50 tasks share a fold, and the
     // folds add up to the whole.
