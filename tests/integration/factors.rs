@@ -56,6 +56,19 @@ fn planted_lake(dir: &std::path::Path, told: Told) -> String {
     lake
 }
 
+/// A planted lake (outcomes imported) and a directory of factor files, each `(name, query)`.
+fn lake_with_factor_files(files: &[(&str, &str)]) -> (tempfile::TempDir, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = planted_lake(dir.path(), Told::ByFile);
+    let factors = dir.path().join("factors");
+    std::fs::create_dir(&factors).unwrap();
+    for (name, query) in files {
+        std::fs::write(factors.join(format!("{name}.sql")), query).unwrap();
+    }
+    let factors = factors.display().to_string();
+    (dir, lake, factors)
+}
+
 fn factor<'a>(report: &'a Value, name: &str) -> &'a Value {
     report["factors"].as_array().unwrap().iter().find(|f| f["factor"] == name).unwrap_or_else(|| panic!("{name}: {report:#}"))
 }
@@ -109,17 +122,10 @@ fn the_risk_model_ranks_held_out_failures_and_names_unflagged_risky_sessions() {
 /// Where nothing but chance tells the failed sessions apart, the table says so.
 #[test]
 fn a_table_of_values_none_of_which_stands_out_says_so() {
-    let dir = tempfile::tempdir().unwrap();
-    let lake = planted_lake(dir.path(), Told::ByFile);
-    let factors = dir.path().join("factors");
-    std::fs::create_dir(&factors).unwrap();
-    std::fs::write(
-        factors.join("coin.sql"),
-        "SELECT DISTINCT session, 'even' AS factor, 'yes' AS value FROM events WHERE CAST(substr(session, 2) AS INT) % 2 = 0",
-    )
-    .unwrap();
+    let coin = "SELECT DISTINCT session, 'even' AS factor, 'yes' AS value FROM events WHERE CAST(substr(session, 2) AS INT) % 2 = 0";
+    let (_dir, lake, factors) = lake_with_factor_files(&[("coin", coin)]);
     // The planted tool is called in fewer than 130 sessions, so it is not tested.
-    let args = ["factors", "--lake", &lake, "--factors", factors.to_str().unwrap(), "--min-support", "130"];
+    let args = ["factors", "--lake", &lake, "--factors", &factors, "--min-support", "130"];
     let table = tracelake_ok(&args);
     let lines: Vec<&str> = table.lines().filter(|l| l.contains(" = ")).collect();
     assert!(!lines.is_empty() && lines.iter().all(|l| !l.starts_with("tool:planted")), "{table}");
@@ -146,16 +152,9 @@ fn a_planted_factor_ranks_first_on_inferred_outcomes() {
 
 #[test]
 fn factor_files_add_factors_and_a_broken_one_is_named() {
-    let dir = tempfile::tempdir().unwrap();
-    let lake = planted_lake(dir.path(), Told::ByFile);
-    let factors = dir.path().join("factors");
-    std::fs::create_dir(&factors).unwrap();
-    std::fs::write(
-        factors.join("planted.sql"),
-        "SELECT DISTINCT session, 'calls_planted' AS factor, 'yes' AS value FROM events WHERE tool_name = 'planted';\n",
-    )
-    .unwrap();
-    let dir_arg = factors.to_str().unwrap();
+    let planted = "SELECT DISTINCT session, 'calls_planted' AS factor, 'yes' AS value FROM events WHERE tool_name = 'planted';\n";
+    let (_dir, lake, factors) = lake_with_factor_files(&[("planted", planted)]);
+    let dir_arg = factors.as_str();
     let report: Value =
         serde_json::from_str(&tracelake_ok(&["factors", "--lake", &lake, "--factors", dir_arg, "--format", "json"])).unwrap();
     let (copy, planted) = (factor(&report, "calls_planted"), factor(&report, "tool:planted"));
@@ -163,7 +162,7 @@ fn factor_files_add_factors_and_a_broken_one_is_named() {
     let listed = tracelake_ok(&["factors", "--lake", &lake, "--factors", dir_arg, "--list"]);
     assert!(listed.contains("calls_planted") && listed.contains("tool:null_tool") && listed.contains("user_turns"), "{listed}");
 
-    std::fs::write(factors.join("broken.sql"), "SELECT session FROM events").unwrap();
+    std::fs::write(std::path::Path::new(dir_arg).join("broken.sql"), "SELECT session FROM events").unwrap();
     let out = tracelake(&["factors", "--lake", &lake, "--factors", dir_arg]);
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
@@ -174,21 +173,18 @@ fn factor_files_add_factors_and_a_broken_one_is_named() {
 /// few rests on its holders: both need `--min-support` sessions.
 #[test]
 fn a_value_lacked_by_fewer_sessions_than_the_support_is_not_tested() {
-    let dir = tempfile::tempdir().unwrap();
-    let lake = planted_lake(dir.path(), Told::ByFile);
-    let factors = dir.path().join("factors");
-    std::fs::create_dir(&factors).unwrap();
-    for (name, lacking) in [("all_but_four", "'s0', 's1', 's2', 's3'"), ("all_but_five", "'s0', 's1', 's2', 's3', 's4'")] {
-        let query = format!("SELECT DISTINCT session, '{name}' AS factor, 'yes' AS value FROM events WHERE session NOT IN ({lacking})");
-        std::fs::write(factors.join(format!("{name}.sql")), query).unwrap();
-    }
-    let args = ["factors", "--lake", &lake, "--factors", factors.to_str().unwrap(), "--min-support", "5", "--format", "json"];
+    let all_but = |name: &str, lacking: &str| {
+        format!("SELECT DISTINCT session, '{name}' AS factor, 'yes' AS value FROM events WHERE session NOT IN ({lacking})")
+    };
+    let (four, five) = (all_but("all_but_four", "'s0', 's1', 's2', 's3'"), all_but("all_but_five", "'s0', 's1', 's2', 's3', 's4'"));
+    let (_dir, lake, factors) = lake_with_factor_files(&[("all_but_four", &four), ("all_but_five", &five)]);
+    let args = ["factors", "--lake", &lake, "--factors", &factors, "--min-support", "5", "--format", "json"];
     let report: Value = serde_json::from_str(&tracelake_ok(&args)).unwrap();
     assert_eq!(factor(&report, "all_but_five")["sessions"], 395);
     let tested: Vec<&str> = report["factors"].as_array().unwrap().iter().filter_map(|f| f["factor"].as_str()).collect();
     assert!(!tested.contains(&"all_but_four"), "{tested:?}");
     let risk: Value = serde_json::from_str(&tracelake_ok(&["risk", "--lake", &lake, "--format", "json"])).unwrap();
-    let with_files = ["risk", "--lake", &lake, "--factors", factors.to_str().unwrap(), "--format", "json"];
+    let with_files = ["risk", "--lake", &lake, "--factors", &factors, "--format", "json"];
     let risk_with_files: Value = serde_json::from_str(&tracelake_ok(&with_files)).unwrap();
     assert_eq!(risk_with_files["features"].as_u64(), risk["features"].as_u64().map(|n| n + 1), "only all_but_five is weighed");
 }
@@ -229,20 +225,13 @@ fn risk_writes_each_sessions_risk_into_the_lake_and_a_new_fit_replaces_it() {
 /// The model weighs the factors of the user's factor files too.
 #[test]
 fn risk_weighs_the_factors_of_factor_files() {
-    let dir = tempfile::tempdir().unwrap();
-    let lake = planted_lake(dir.path(), Told::ByFile);
-    let factors = dir.path().join("factors");
-    std::fs::create_dir(&factors).unwrap();
-    std::fs::write(
-        factors.join("long.sql"),
-        "SELECT session, 'long_session' AS factor, 'yes' AS value FROM events GROUP BY session HAVING count(*) > 4",
-    )
-    .unwrap();
+    let long = "SELECT session, 'long_session' AS factor, 'yes' AS value FROM events GROUP BY session HAVING count(*) > 4";
+    let (_dir, lake, factors) = lake_with_factor_files(&[("long", long)]);
     let features = |extra: &[&str]| -> u64 {
         let args = [&["risk", "--lake", &lake, "--format", "json"], extra].concat();
         serde_json::from_str::<Value>(&tracelake_ok(&args)).unwrap()["features"].as_u64().unwrap()
     };
-    assert_eq!(features(&["--factors", factors.to_str().unwrap()]), features(&[]) + 1);
+    assert_eq!(features(&["--factors", &factors]), features(&[]) + 1);
 }
 
 /// The size buckets' edges come from the config's `factors`; edges out of order are refused.
