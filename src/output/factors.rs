@@ -91,8 +91,7 @@ pub fn standing_out_sentence(standing_out: usize, failed: u64) -> String {
 }
 
 /// Scores every factor value held by at least `min_support` scored sessions and lacked by
-/// as many; `extra` are
-/// the user's factor queries (each `session, factor, value`).
+/// as many; `extra` are the user's factor queries (each `session, factor, value`).
 pub async fn factor_scores(ctx: &SessionContext, extra: &[String], min_support: u64) -> Result<FactorReport, ScoreError> {
     let totals = query_json(ctx, "SELECT count(*) AS n, count(*) FILTER (WHERE failed) AS failed FROM scored_sessions").await?;
     let total = |key: &str| totals.first().and_then(|r| r[key].as_u64()).unwrap_or(0);

@@ -15,8 +15,7 @@ use serde::Serialize;
 use super::factors::factors_query;
 use super::logistic;
 use super::score::{DEFAULT_TASK, ScoreError, task_folds};
-use super::stats::roc_auc;
-use super::stats::supported;
+use super::stats::{roc_auc, supported};
 use crate::engine::query_json;
 use crate::lake::risk::SessionRisk;
 
