@@ -80,13 +80,14 @@ const FALSE_DISCOVERY_RATE: f64 = 0.05;
 /// Whether any tested value stands out, in a sentence: a table of the most telling values
 /// reads as findings even when none is more than chance.
 pub fn standing_out_sentence(standing_out: usize, failed: u64) -> String {
+    let (percent, q) = (FALSE_DISCOVERY_RATE * 100.0, FALSE_DISCOVERY_RATE);
     match standing_out {
         0 => format!(
-            "None of them stands out at a false discovery rate of 5 % (every q is 0.05 or more): with {failed} failed sessions, \
+            "None of them stands out at a false discovery rate of {percent} % (every q is {q} or more): with {failed} failed sessions, \
              their differences may be chance."
         ),
-        1 => "One of them stands out at a false discovery rate of 5 % (q under 0.05).".to_owned(),
-        n => format!("{n} of them stand out at a false discovery rate of 5 % (q under 0.05)."),
+        1 => format!("One of them stands out at a false discovery rate of {percent} % (q under {q})."),
+        n => format!("{n} of them stand out at a false discovery rate of {percent} % (q under {q})."),
     }
 }
 
@@ -153,7 +154,7 @@ pub async fn factor_scores(ctx: &SessionContext, extra: &[String], min_support: 
 }
 
 impl FactorReport {
-    /// How many values stand out at a false discovery rate of 5 %.
+    /// How many values stand out at the [`FALSE_DISCOVERY_RATE`].
     pub fn standing_out(&self) -> usize {
         self.factors.iter().filter(|f| f.q_value < FALSE_DISCOVERY_RATE).count()
     }

@@ -81,7 +81,7 @@ impl FactorSection {
     }
 
     /// Whether any value stands out, in a sentence.
-    pub fn standing_out(&self) -> String {
+    pub fn standing_out_text(&self) -> String {
         standing_out_sentence(self.standing_out, self.failed)
     }
 
@@ -98,7 +98,7 @@ impl FactorSection {
             self.factors.len(),
             self.tested,
             self.min_support,
-            self.standing_out()
+            self.standing_out_text()
         );
         for f in &self.factors {
             md.push_str(&format!(

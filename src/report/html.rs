@@ -137,7 +137,7 @@ fn factors_section(page: &mut String, report: &LakeReport) {
         section.factors.len(),
         section.tested,
         section.min_support,
-        escape(&section.standing_out())
+        escape(&section.standing_out_text())
     );
     page.push_str("<figure class=\"forest\"><figcaption>Failure-rate lift by factor value (log scale)</figcaption><div class=\"chart\" id=\"chart-factors\"></div></figure>\n");
     page.push_str("<table class=\"factors\"><thead><tr><th>factor = value</th><th>sessions</th><th>failure rate (95 % CI)</th><th>lift</th><th>q</th></tr></thead><tbody>\n");
