@@ -643,6 +643,18 @@ mod tests {
             "はい、お願いします。",
             "네, 진행해 주세요.",
             "Да, давайте.",
+            // Approving the details the agent laid out.
+            "Everything looks good! I'd like to use the travel certificate for this booking.",
+            "That seems right to me.",
+            "All is correct.",
+            "Sieht alles gut aus.",
+            "Ça me semble correct.",
+            "Todo se ve bien.",
+            "Mi sembra tutto a posto.",
+            "Está tudo ótimo.",
+            "看起来没问题。",
+            "よさそう！",
+            "문제없어요.",
         ];
         for text in confirmations {
             assert!(p.is(Category::Confirmation, text), "should confirm: {text}");
@@ -668,6 +680,9 @@ mod tests {
             "ちょっと待って。",
             "잠깐만요.",
             "Нет, подождите.",
+            "That doesn't look right.",
+            "Does everything look correct to you?",
+            "Everything looks good, but hold on, I changed my mind.",
         ];
         for text in not_confirmations {
             assert!(!p.is(Category::Confirmation, text), "should not confirm: {text}");
