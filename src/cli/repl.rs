@@ -311,12 +311,21 @@ impl Repl {
 }
 
 /// `e` with what to do about it, where the error alone misleads: `->>` binds more loosely
-/// than `=` and `IS`, so `tool_params->>'id' IS NULL` hands a Boolean to `json_as_text`.
+/// than `=` and `IS`, so `tool_params->>'id' IS NULL` hands a Boolean to `json_as_text`;
+/// and DataFusion cannot run a scalar subquery correlated by anything but `=`, which it
+/// reports as an unsupported expression or a failed optimizer rule.
 fn with_hint(e: tracelake::engine::EngineError) -> anyhow::Error {
     let text = e.to_string();
     if text.contains("Boolean") && (text.contains("json_as_text") || text.contains("json_get")) {
         return anyhow::anyhow!(
             "{text}\nhint: `->` and `->>` bind more loosely than `=`, `IS` and `AND`: put them in parentheses, as in (tool_params->>'order_id') IS NOT NULL"
+        );
+    }
+    if text.contains("logical expression ScalarSubquery") || text.contains("'scalar_subquery_to_join' failed") {
+        return anyhow::anyhow!(
+            "{text}\nhint: a subquery in the select list or WHERE that compares the outer query's columns other than by `=` \
+             (as `WHERE c.idx < u.idx`) cannot be run; join and aggregate instead, as in \
+             SELECT u.id, count(c.id) FROM events u LEFT JOIN events c ON c.session = u.session AND c.ts < u.ts GROUP BY u.id"
         );
     }
     e.into()

@@ -127,6 +127,24 @@ fn errors_are_clear_and_exit_1() {
         (vec!["sql", "--lake", &lake, "SELECT * FROM sessions"], "no table or view named sessions; `SHOW TABLES` lists them"),
         (vec!["sql", "--lake", &lake, "SELECT * FROM 'no/such/traces.parquet'"], "no table, view or file named no/such/traces.parquet"),
         (vec!["sql", "--lake", &lake, "SELECT nonexistent FROM events"], "Valid fields are"),
+        (
+            vec![
+                "sql",
+                "--lake",
+                &lake,
+                "SELECT (SELECT count(*) FROM events c WHERE c.session = u.session AND c.ts < u.ts) FROM events u",
+            ],
+            "hint: a subquery in the select list or WHERE that compares the outer query's columns other than by `=`",
+        ),
+        (
+            vec![
+                "sql",
+                "--lake",
+                &lake,
+                "SELECT (SELECT count(*) FROM chain_events c WHERE c.chain_no = u.chain_no AND c.idx < u.idx) FROM chain_events u",
+            ],
+            "join and aggregate instead",
+        ),
         (vec!["import", "--lake", &lake, "/nonexistent.jsonl"], "No such file or directory"),
         (vec!["status", "--lake", &lake, "--config", "/nonexistent.json"], "No such file or directory"),
     ] {
@@ -135,6 +153,17 @@ fn errors_are_clear_and_exit_1() {
         assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
         assert_eq!(stderr.matches(said).count(), 1, "{args:?} says it once: {stderr}");
     }
+
+    // The rewrite the subquery hint shows runs.
+    let rewritten = tracelake_ok(&[
+        "sql",
+        "--lake",
+        &lake,
+        "--format",
+        "csv",
+        "SELECT count(*) AS n FROM (SELECT u.id, count(c.id) FROM events u LEFT JOIN events c ON c.session = u.session AND c.ts < u.ts GROUP BY u.id)",
+    ]);
+    assert_eq!(rewritten, "n\n3160\n");
 
     let usage = tracelake(&["sql", "--lake", &lake, "--format", "xml", "SELECT 1"]);
     assert_eq!(usage.status.code(), Some(2), "usage errors exit 2");
