@@ -17,6 +17,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement};
 
 use super::EngineError;
+use super::chains::shared::{ChainViewsSql, build_once_if_read_often};
 use super::committed::CommittedFiles;
 use super::cortex::cortex_messages_sql;
 use super::distributed::{distribute, explain_distributed, worker_urls};
@@ -138,6 +139,11 @@ pub async fn open_session(lake: &Lake, redactor: Redactor, opts: &EngineOptions)
     }
     register_runs(&ctx, opts.as_of.as_ref().map_or(&manifest.analyses, |then| &then.analyses))?;
     define_chain_views(&ctx, &opts.sql_params, CortexMessages::Table).await?;
+    // The workers cannot read a file of this process.
+    if opts.workers.is_empty() {
+        let views = ChainViewsSql(opts.sql_params.over_lake().fill(CHAIN_VIEWS));
+        ctx.state_ref().write().config_mut().set_extension(Arc::new(views));
+    }
     Ok(ctx)
 }
 
@@ -371,7 +377,12 @@ pub async fn print_statements(
     out: &mut dyn std::io::Write,
 ) -> Result<(), EngineError> {
     for statement in parse_statements(sql)? {
-        let plan = ctx.state().statement_to_plan(statement).await.map_err(|e| planning_error(ctx, e))?;
+        let mut plan = ctx.state().statement_to_plan(statement.clone()).await.map_err(|e| planning_error(ctx, e))?;
+        // EXPLAIN shows the chains built as the statement reads them; a view reads nothing yet.
+        let reads_now = !matches!(plan, LogicalPlan::Explain(_) | LogicalPlan::Analyze(_) | LogicalPlan::Ddl(DdlStatement::CreateView(_)));
+        if reads_now && build_once_if_read_often(ctx, &plan).await? {
+            plan = ctx.state().statement_to_plan(statement).await.map_err(|e| planning_error(ctx, e))?;
+        }
         if let Some(lake) = lake {
             refuse_lake_writes(&plan, lake)?;
         }

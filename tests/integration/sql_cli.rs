@@ -172,6 +172,45 @@ fn errors_are_clear_and_exit_1() {
     assert!(String::from_utf8_lossy(&no_lake.stderr).contains("or set TRACELAKE_LAKE"), "{no_lake:?}");
 }
 
+/// A statement that reads the chains three times or more builds them once, into a file
+/// the session reads from then on: the same rows as the views over the lake, and a
+/// detector's file run by hand finds what `analyze` found.
+#[test]
+fn a_statement_that_reads_the_chains_often_builds_them_once() {
+    let (_dir, lake) = imported_lake();
+    let csv = |sql_args: &[&str]| tracelake_ok(&[&["sql", "--lake", &lake, "--format", "csv", "--maxrows", "inf"], sql_args].concat());
+    let once = csv(&["EXPLAIN SELECT count(*) FROM chains"]);
+    assert!(!once.contains("chain_events.parquet"), "one reading builds the chains in its plan: {once}");
+
+    // The view binds the chains as they are before the statement after it builds them.
+    let compared = csv(&["CREATE VIEW over_the_lake AS SELECT session, idx, why FROM consequential_calls; \
+         SELECT (SELECT count(*) FROM over_the_lake) AS n, \
+             (SELECT count(*) FROM (SELECT session, idx, why FROM consequential_calls EXCEPT SELECT * FROM over_the_lake)) AS new_only, \
+             (SELECT count(*) FROM (SELECT * FROM over_the_lake EXCEPT SELECT session, idx, why FROM consequential_calls)) AS old_only; \
+         EXPLAIN SELECT count(*) FROM chains"]);
+    let counts = compared.lines().skip_while(|l| *l != "n,new_only,old_only").nth(1).expect("the counts");
+    let counts: Vec<u64> = counts.split(',').map(|n| n.parse().unwrap()).collect();
+    assert!(counts[0] > 10, "calls to compare: {compared}");
+    assert_eq!(counts[1..], [0, 0], "the same calls: {compared}");
+    assert!(compared.contains("chain_events.parquet"), "read from the file once built: {compared}");
+
+    tracelake_ok(&["analyze", "--lake", &lake]);
+    let detector = env!("CARGO_MANIFEST_DIR").to_owned() + "/sql/detectors/sig_terms_changed.sql";
+    let by_hand = csv(&["-f", &detector]);
+    let found =
+        csv(&["SELECT session, start_idx, end_idx, summary FROM findings WHERE signal = 'SIG-TERMS-CHANGED' ORDER BY session, start_idx"]);
+    let rows = |csv: &str, columns: &[usize]| -> Vec<String> {
+        let mut reader = csv::Reader::from_reader(csv.as_bytes());
+        let mut rows: Vec<String> =
+            reader.records().map(|r| r.unwrap()).map(|r| columns.iter().map(|&i| r[i].to_owned()).collect::<Vec<_>>().join("|")).collect();
+        rows.sort();
+        rows
+    };
+    let by_hand = rows(&by_hand, &[4, 5, 6, 10]);
+    assert!(!by_hand.is_empty(), "the retail traces have terms that changed");
+    assert_eq!(by_hand, rows(&found, &[0, 1, 2, 3]));
+}
+
 #[test]
 fn the_lake_can_come_from_the_environment() {
     let (_dir, lake) = imported_lake();

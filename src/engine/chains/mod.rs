@@ -2,10 +2,12 @@
 //! three modes that share that SQL. The views of `tracelake sql` build chains lazily on
 //! every query; [`build_chains`] materializes a session's chains in memory (watch,
 //! transcripts); [`Buckets`] and [`BucketPlans`] plan the build once and run it per bucket
-//! of sessions (analyze).
+//! of sessions (analyze); [`shared`] builds them once for the statements of `tracelake sql`
+//! that read them more than once.
 
 pub mod bucket_plans;
 pub mod buckets;
+pub mod shared;
 mod slot;
 
 use std::sync::Arc;

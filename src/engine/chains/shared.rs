@@ -1,0 +1,76 @@
+//! `chain_events` built once for `tracelake sql`: the views over it rebuild the chains of
+//! the whole lake at every reading, and a detector's SQL reads them several times
+//! (SIG-TERMS-CHANGED thirteen times, `consequential_calls` three). The first statement
+//! that reads them [`READINGS_WORTH_A_FILE`] times or more has their rows written to a Parquet file of
+//! this process, which the session reads from then on (the lake it reads does not change),
+//! with the views over it made again over that file. A file rather than memory, so that
+//! the rows stay out of the heap and the queries over them still spill under the pool.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{Field, Schema};
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::dataframe::DataFrameWriteOptions;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::{ParquetReadOptions, SessionContext};
+
+use crate::engine::EngineError;
+use crate::temp_dirs::ProcessTempDir;
+
+const CHAIN_EVENTS: &str = "chain_events";
+
+/// From how many readings in one statement writing the chains to a file pays: at 1M
+/// events, writing them costs about a build, so two readings run as fast each (BENCHMARKS,
+/// "Chains built once for `tracelake sql`").
+const READINGS_WORTH_A_FILE: usize = 3;
+
+/// The statements that make the views over `chain_events` (`sql/chain_views.sql`, filled
+/// in), kept in a session whose chains may be built once: one over a lake, run here.
+pub struct ChainViewsSql(pub String);
+
+/// The file the session reads `chain_events` from, kept as long as the session.
+struct BuiltOnce {
+    _dir: ProcessTempDir,
+}
+
+/// Builds `chain_events` once if `plan` reads it [`READINGS_WORTH_A_FILE`] times or more
+/// and the session has not yet; says whether it did, after which the statement must be
+/// planned again.
+pub async fn build_once_if_read_often(ctx: &SessionContext, plan: &LogicalPlan) -> Result<bool, EngineError> {
+    let config = ctx.state().config().clone();
+    let Some(views) = config.get_extension::<ChainViewsSql>() else {
+        return Ok(false);
+    };
+    if config.get_extension::<BuiltOnce>().is_some() || chain_event_reads(plan) < READINGS_WORTH_A_FILE {
+        return Ok(false);
+    }
+    let chains = ctx.table(CHAIN_EVENTS).await?;
+    // Nullable as execution may make any column; the types as planned (a Parquet file's
+    // strings would otherwise be read as views, which not every function takes).
+    let schema = Schema::new(chains.schema().as_arrow().fields().iter().map(|f| Field::clone(f).with_nullable(true)).collect::<Vec<_>>());
+    let dir = ProcessTempDir::new("chains")?;
+    let path = dir.path().join("chain_events.parquet");
+    let path = path.to_string_lossy();
+    chains.write_parquet(&path, DataFrameWriteOptions::new().with_single_file_output(true), None).await?;
+    ctx.deregister_table(CHAIN_EVENTS)?;
+    ctx.register_parquet(CHAIN_EVENTS, &*path, ParquetReadOptions::default().schema(&schema)).await?;
+    crate::engine::run_statements(ctx, &views.0, |_, _| Ok(())).await?;
+    ctx.state_ref().write().config_mut().set_extension(Arc::new(BuiltOnce { _dir: dir }));
+    Ok(true)
+}
+
+/// How many times `plan` reads `chain_events`, through the views it reads as well (the
+/// planner puts a view's plan in its place, under an alias of the view's name).
+fn chain_event_reads(plan: &LogicalPlan) -> usize {
+    let mut reads = 0;
+    let _ = plan.apply_with_subqueries(|node| {
+        match node {
+            LogicalPlan::SubqueryAlias(view) if view.alias.table() == CHAIN_EVENTS => reads += 1,
+            LogicalPlan::TableScan(scan) if scan.table_name.table() == CHAIN_EVENTS => reads += 1,
+            LogicalPlan::TableScan(scan) => reads += scan.source.get_logical_plan().map_or(0, |view| chain_event_reads(&view)),
+            _ => {}
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    reads
+}
