@@ -378,13 +378,13 @@ pub async fn print_statements(
 ) -> Result<(), EngineError> {
     for statement in parse_statements(sql)? {
         let mut plan = ctx.state().statement_to_plan(statement.clone()).await.map_err(|e| planning_error(ctx, e))?;
+        if let Some(lake) = lake {
+            refuse_lake_writes(&plan, lake)?;
+        }
         // EXPLAIN shows the chains built as the statement reads them; a view reads nothing yet.
         let reads_now = !matches!(plan, LogicalPlan::Explain(_) | LogicalPlan::Analyze(_) | LogicalPlan::Ddl(DdlStatement::CreateView(_)));
         if reads_now && build_once_if_read_often(ctx, &plan).await? {
             plan = ctx.state().statement_to_plan(statement).await.map_err(|e| planning_error(ctx, e))?;
-        }
-        if let Some(lake) = lake {
-            refuse_lake_writes(&plan, lake)?;
         }
         let done = confirmation(&plan);
         let distributed_explain = match &plan {

@@ -2,8 +2,8 @@
 //! three modes that share that SQL. The views of `tracelake sql` build chains lazily on
 //! every query; [`build_chains`] materializes a session's chains in memory (watch,
 //! transcripts); [`Buckets`] and [`BucketPlans`] plan the build once and run it per bucket
-//! of sessions (analyze); [`shared`] builds them once for the statements of `tracelake sql`
-//! that read them more than once.
+//! of sessions (analyze); [`shared`] builds them once for a statement of `tracelake sql`
+//! that reads them three times or more.
 
 pub mod bucket_plans;
 pub mod buckets;

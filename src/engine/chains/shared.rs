@@ -1,10 +1,11 @@
 //! `chain_events` built once for `tracelake sql`: the views over it rebuild the chains of
 //! the whole lake at every reading, and a detector's SQL reads them several times
 //! (SIG-TERMS-CHANGED thirteen times, `consequential_calls` three). The first statement
-//! that reads them [`READINGS_WORTH_A_FILE`] times or more has their rows written to a Parquet file of
-//! this process, which the session reads from then on (the lake it reads does not change),
-//! with the views over it made again over that file. A file rather than memory, so that
-//! the rows stay out of the heap and the queries over them still spill under the pool.
+//! that reads them [`READINGS_WORTH_A_FILE`] times or more has their rows written to a
+//! Parquet file of this process, which the session reads from then on (the lake it reads
+//! does not change), with the views over it made again over that file. A file rather than
+//! memory, so that the rows stay out of the heap and the queries over them still spill
+//! under the pool.
 
 use std::sync::Arc;
 
@@ -52,10 +53,13 @@ pub async fn build_once_if_read_often(ctx: &SessionContext, plan: &LogicalPlan) 
     let path = dir.path().join("chain_events.parquet");
     let path = path.to_string_lossy();
     chains.write_parquet(&path, DataFrameWriteOptions::new().with_single_file_output(true), None).await?;
+    let built = ctx.read_parquet(&*path, ParquetReadOptions::default().schema(&schema)).await?.into_view();
+    // Swapped with no await between, so that a statement cancelled here (Ctrl-C at the
+    // prompt) leaves the session whole; views not yet made again still read the lake.
     ctx.deregister_table(CHAIN_EVENTS)?;
-    ctx.register_parquet(CHAIN_EVENTS, &*path, ParquetReadOptions::default().schema(&schema)).await?;
-    crate::engine::run_statements(ctx, &views.0, |_, _| Ok(())).await?;
+    ctx.register_table(CHAIN_EVENTS, built)?;
     ctx.state_ref().write().config_mut().set_extension(Arc::new(BuiltOnce { _dir: dir }));
+    crate::engine::run_statements(ctx, &views.0, |_, _| Ok(())).await?;
     Ok(true)
 }
 
