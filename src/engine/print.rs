@@ -71,7 +71,7 @@ impl PrintFormat {
     /// Writes `batches` (with `schema`, for headers when there are no rows).
     pub fn write(self, out: &mut dyn Write, schema: &SchemaRef, batches: &[RecordBatch]) -> Result<(), EngineError> {
         let options = PrintOptions { format: self, ..PrintOptions::default() };
-        let mut printer = options.printer(out, schema);
+        let mut printer = options.printer(out, schema, Instant::now());
         for batch in batches {
             printer.write(batch)?;
         }
@@ -81,8 +81,9 @@ impl PrintFormat {
 
 impl PrintOptions {
     /// A printer of one result with `schema`, fed batch by batch; a query's time counts
-    /// from here.
-    pub fn printer<'a>(&self, out: &'a mut dyn Write, schema: &SchemaRef) -> Printer<'a> {
+    /// from `started`, before its planning, as in datafusion-cli (planning a statement over
+    /// the chain views can take longer than running it).
+    pub fn printer<'a>(&self, out: &'a mut dyn Write, schema: &SchemaRef, started: Instant) -> Printer<'a> {
         let sink = match self.format {
             PrintFormat::Table => Sink::Table { out, shown: Vec::new(), shown_rows: 0 },
             PrintFormat::Csv => Sink::Csv(Box::new(datafusion::arrow::csv::WriterBuilder::new().with_header(true).build(out)), false),
@@ -90,7 +91,7 @@ impl PrintOptions {
             PrintFormat::Ndjson => Sink::Ndjson(LineDelimitedWriter::new(out)),
         };
         let max_rows = if self.max_rows == 0 { usize::MAX } else { self.max_rows };
-        let started = self.timing.then(Instant::now);
+        let started = self.timing.then_some(started);
         Printer { schema: schema.clone(), rows: 0, max_rows, started, sink }
     }
 }
@@ -170,7 +171,22 @@ impl Printer<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::PrintFormat;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use datafusion::arrow::datatypes::Schema;
+
+    use super::{PrintFormat, PrintOptions};
+
+    #[test]
+    fn a_query_is_timed_from_when_it_started_not_from_its_first_row() {
+        let options = PrintOptions { timing: true, ..PrintOptions::default() };
+        let mut out = Vec::new();
+        let started = Instant::now() - Duration::from_secs(5);
+        options.printer(&mut out, &Arc::new(Schema::empty()), started).finish().unwrap();
+        let said = String::from_utf8(out).unwrap();
+        assert!(said.contains("0 rows in 5.0"), "{said}");
+    }
 
     #[test]
     fn formats_read_back_by_name() {

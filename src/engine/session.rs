@@ -377,6 +377,7 @@ pub async fn print_statements(
     out: &mut dyn std::io::Write,
 ) -> Result<(), EngineError> {
     for statement in parse_statements(sql)? {
+        let started = std::time::Instant::now();
         let mut plan = ctx.state().statement_to_plan(statement.clone()).await.map_err(|e| planning_error(ctx, e))?;
         if let Some(lake) = lake {
             refuse_lake_writes(&plan, lake)?;
@@ -404,7 +405,7 @@ pub async fn print_statements(
         }
         let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
         let mut batches = df.execute_stream().await?;
-        let mut printer = options.printer(out, &schema);
+        let mut printer = options.printer(out, &schema, started);
         while let Some(batch) = batches.next().await {
             printer.write(&batch?)?;
         }
