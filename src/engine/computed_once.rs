@@ -1,12 +1,13 @@
 //! A view that several queries read, computed once: its rows written to a Parquet file of
-//! this process, which the session reads in the view's place until the value is dropped.
+//! this process ([`write_rows`]), which the session reads in the view's place until the
+//! value is dropped.
 //! A file rather than memory, so that what the view holds stays out of the heap and the
 //! queries over it still spill under the memory pool.
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{AsArray, RecordBatch};
-use datafusion::arrow::datatypes::UInt64Type;
+use datafusion::arrow::datatypes::{Field, Schema, UInt64Type};
 use datafusion::catalog::TableProvider;
 use datafusion::dataframe::DataFrameWriteOptions;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
@@ -30,13 +31,26 @@ impl ComputedOnce {
     pub async fn new(ctx: &SessionContext, view: &str) -> Result<Self, EngineError> {
         let original = ctx.table_provider(view).await?;
         let dir = ProcessTempDir::new("view")?;
-        let path = dir.path().join("rows.parquet");
-        let path = path.to_string_lossy();
-        let written = ctx.table(view).await?.write_parquet(&path, DataFrameWriteOptions::new().with_single_file_output(true), None).await?;
+        let (computed, rows) = write_rows(ctx, view, &dir).await?;
         ctx.deregister_table(view)?;
-        ctx.register_parquet(view, &*path, ParquetReadOptions::default()).await?;
-        Ok(Self { ctx: ctx.clone(), view: view.to_owned(), original, rows: written_rows(&written), _dir: dir })
+        ctx.register_table(view, computed)?;
+        Ok(Self { ctx: ctx.clone(), view: view.to_owned(), original, rows, _dir: dir })
     }
+}
+
+/// `view`'s rows written to a Parquet file in `dir`: a table that reads them, and how many
+/// there are. The table has the view's column types (a Parquet file's strings would
+/// otherwise be read as string views, which not every function takes), every column
+/// nullable, as execution may make any. Nothing is registered, so that the caller can put
+/// the table in the view's place with no await between.
+pub async fn write_rows(ctx: &SessionContext, view: &str, dir: &ProcessTempDir) -> Result<(Arc<dyn TableProvider>, u64), EngineError> {
+    let rows = ctx.table(view).await?;
+    let schema = Schema::new(rows.schema().as_arrow().fields().iter().map(|f| Field::clone(f).with_nullable(true)).collect::<Vec<_>>());
+    let path = dir.path().join(format!("{view}.parquet"));
+    let path = path.to_string_lossy();
+    let written = rows.write_parquet(&path, DataFrameWriteOptions::new().with_single_file_output(true), None).await?;
+    let table = ctx.read_parquet(&*path, ParquetReadOptions::default().schema(&schema)).await?.into_view();
+    Ok((table, written_rows(&written)))
 }
 
 impl Drop for ComputedOnce {

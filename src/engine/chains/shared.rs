@@ -9,13 +9,12 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::{Field, Schema};
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::dataframe::DataFrameWriteOptions;
 use datafusion::logical_expr::LogicalPlan;
-use datafusion::prelude::{ParquetReadOptions, SessionContext};
+use datafusion::prelude::SessionContext;
 
 use crate::engine::EngineError;
+use crate::engine::computed_once::write_rows;
 use crate::temp_dirs::ProcessTempDir;
 
 const CHAIN_EVENTS: &str = "chain_events";
@@ -38,26 +37,23 @@ struct BuiltOnce {
 /// and the session has not yet; says whether it did, after which the statement must be
 /// planned again.
 pub async fn build_once_if_read_often(ctx: &SessionContext, plan: &LogicalPlan) -> Result<bool, EngineError> {
-    let config = ctx.state().config().clone();
-    let Some(views) = config.get_extension::<ChainViewsSql>() else {
+    let (views, built) = {
+        let state = ctx.state_ref();
+        let state = state.read();
+        (state.config().get_extension::<ChainViewsSql>(), state.config().get_extension::<BuiltOnce>().is_some())
+    };
+    let Some(views) = views else {
         return Ok(false);
     };
-    if config.get_extension::<BuiltOnce>().is_some() || chain_event_reads(plan) < READINGS_WORTH_A_FILE {
+    if built || chain_event_reads(plan) < READINGS_WORTH_A_FILE {
         return Ok(false);
     }
-    let chains = ctx.table(CHAIN_EVENTS).await?;
-    // Nullable as execution may make any column; the types as planned (a Parquet file's
-    // strings would otherwise be read as views, which not every function takes).
-    let schema = Schema::new(chains.schema().as_arrow().fields().iter().map(|f| Field::clone(f).with_nullable(true)).collect::<Vec<_>>());
     let dir = ProcessTempDir::new("chains")?;
-    let path = dir.path().join("chain_events.parquet");
-    let path = path.to_string_lossy();
-    chains.write_parquet(&path, DataFrameWriteOptions::new().with_single_file_output(true), None).await?;
-    let built = ctx.read_parquet(&*path, ParquetReadOptions::default().schema(&schema)).await?.into_view();
+    let (chains, _) = write_rows(ctx, CHAIN_EVENTS, &dir).await?;
     // Swapped with no await between, so that a statement cancelled here (Ctrl-C at the
     // prompt) leaves the session whole; views not yet made again still read the lake.
     ctx.deregister_table(CHAIN_EVENTS)?;
-    ctx.register_table(CHAIN_EVENTS, built)?;
+    ctx.register_table(CHAIN_EVENTS, chains)?;
     ctx.state_ref().write().config_mut().set_extension(Arc::new(BuiltOnce { _dir: dir }));
     crate::engine::run_statements(ctx, &views.0, |_, _| Ok(())).await?;
     Ok(true)
