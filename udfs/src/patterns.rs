@@ -655,6 +655,19 @@ mod tests {
             "看起来没问题。",
             "よさそう！",
             "문제없어요.",
+            // Agreeing reluctantly.
+            "Ugh, fine, just put it on the gift card then. Let’s get this done.",
+            "Fine.",
+            "Fine by me.",
+            "Let's just get it over with.",
+            "Von mir aus.",
+            "Meinetwegen, machen Sie das.",
+            // Telling the agent to go on with what it proposed.
+            "Continue with the upgrades for the other orders for now.",
+            "Please carry on.",
+            "Continúe con las otras.",
+            "Continue com os outros pedidos.",
+            "他の注文を続けてください。",
         ];
         for text in confirmations {
             assert!(p.is(Category::Confirmation, text), "should confirm: {text}");
@@ -683,6 +696,11 @@ mod tests {
             "That doesn't look right.",
             "Does everything look correct to you?",
             "Everything looks good, but hold on, I changed my mind.",
+            "I'm fine, thanks.",
+            "Is that fine?",
+            "Fine, but wait, what would it cost?",
+            "I want to continue shopping later.",
+            "Should I continue?",
         ];
         for text in not_confirmations {
             assert!(!p.is(Category::Confirmation, text), "should not confirm: {text}");
