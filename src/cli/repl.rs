@@ -1,5 +1,6 @@
 //! The interactive prompt of `tracelake sql`: statements end with `;`; backslash commands
-//! as in psql and datafusion-cli (`\d`, `\d NAME`, `\timing`, `\?`); the history kept
+//! as in psql and datafusion-cli (`\d`, `\d NAME`, `\timing`, `\?`), and DuckDB's dot
+//! commands that do the same (`.tables`, `.schema NAME`, `.timer`, `.quit`); the history kept
 //! between sessions in `~/.tracelake_history`; tab completion of tables, views, columns,
 //! functions and keywords.
 
@@ -27,6 +28,7 @@ const HELP: &str = "\
 \\maxrows N|inf   rows a table shows at most
 \\?               this help
 \\q               quit (or Ctrl-D)
+DuckDB's .tables, .schema [NAME], .timer on|off, .maxrows N, .help and .quit do the same.
 End SQL statements with `;`. A file path reads the file: SELECT * FROM 'traces.jsonl'.
 JSON columns: tool_params->>'order_id', json_get_int(evidence, 'loopSize'); put `->>` in parentheses
 before `=` or `IS`: (tool_params->>'order_id') IS NOT NULL. `tracelake functions` lists tracelake's own functions.";
@@ -192,7 +194,10 @@ impl Repl {
     pub async fn run_script(&mut self, script: &str, out: &mut dyn Write) -> anyhow::Result<()> {
         let mut sql = String::new();
         for line in script.lines() {
-            if !line.trim_start().starts_with('\\') {
+            // A dot command only where no statement waits for its end: `e\n.session` is SQL.
+            let between_statements = sql.trim().is_empty() || sql.trim_end().ends_with(';');
+            let command = line.trim_start().starts_with('\\') || (between_statements && is_dot_command(line.trim_start()));
+            if !command {
                 sql.push_str(line);
                 sql.push('\n');
                 continue;
@@ -212,14 +217,18 @@ impl Repl {
 
     /// Runs one complete input: a backslash command, or statements ending with `;`.
     pub async fn handle(&mut self, input: &str, out: &mut dyn Write) -> anyhow::Result<Flow> {
-        let Some(command) = input.strip_prefix('\\') else {
-            if matches!(input, "quit" | "exit") {
-                return Ok(Flow::Quit);
+        let command = match input.strip_prefix('\\') {
+            Some(command) => command.to_owned(),
+            None if is_dot_command(input) => as_backslash_command(input)?,
+            None => {
+                if matches!(input, "quit" | "exit") {
+                    return Ok(Flow::Quit);
+                }
+                print_statements(&self.session, self.lake.as_ref(), input, &self.options, out).await.map_err(with_hint)?;
+                return Ok(Flow::Continue);
             }
-            print_statements(&self.session, self.lake.as_ref(), input, &self.options, out).await.map_err(with_hint)?;
-            return Ok(Flow::Continue);
         };
-        let (name, argument) = command.split_once(char::is_whitespace).map_or((command, ""), |(n, a)| (n, a.trim()));
+        let (name, argument) = split_command(&command);
         match (name, argument) {
             ("q", _) => return Ok(Flow::Quit),
             ("?", _) => writeln!(out, "{HELP}")?,
@@ -313,7 +322,8 @@ impl Repl {
 /// `e` with what to do about it, where the error alone misleads: `->>` binds more loosely
 /// than `=` and `IS`, so `tool_params->>'id' IS NULL` hands a Boolean to `json_as_text`;
 /// and DataFusion cannot run a scalar subquery correlated by anything but `=`, which it
-/// reports as an unsupported expression or a failed optimizer rule.
+/// reports as an unsupported expression or a failed optimizer rule; DuckDB's `SUMMARIZE`
+/// is no statement of DataFusion's.
 fn with_hint(e: tracelake::engine::EngineError) -> anyhow::Error {
     let text = e.to_string();
     if text.contains("Boolean") && (text.contains("json_as_text") || text.contains("json_get")) {
@@ -328,13 +338,46 @@ fn with_hint(e: tracelake::engine::EngineError) -> anyhow::Error {
              SELECT u.id, count(c.id) FROM events u LEFT JOIN events c ON c.session = u.session AND c.ts < u.ts GROUP BY u.id"
         );
     }
+    if text.to_ascii_lowercase().contains("found: summarize") {
+        return anyhow::anyhow!("{text}\nhint: {SUMMARIZE_HERE}");
+    }
     e.into()
 }
 
-/// Whether the lines typed so far make an input to run: a backslash command, `quit`, or
-/// SQL ending with `;`.
+/// What DuckDB's `SUMMARIZE` is here.
+const SUMMARIZE_HERE: &str = "SUMMARIZE is DuckDB's: `\\d NAME` lists a table's columns and types, and a query summarizes \
+     columns, as in SELECT min(ts), max(ts), approx_distinct(session), count(*) - count(tool_name) AS no_tool FROM events";
+
+/// Whether the lines typed so far make an input to run: a backslash or dot command,
+/// `quit`, or SQL ending with `;`.
 fn is_complete(input: &str) -> bool {
-    input.starts_with('\\') || matches!(input, "quit" | "exit") || input.ends_with(';')
+    input.starts_with('\\') || is_dot_command(input) || matches!(input, "quit" | "exit") || input.ends_with(';')
+}
+
+/// A command's name and its argument, trimmed.
+fn split_command(command: &str) -> (&str, &str) {
+    command.split_once(char::is_whitespace).map_or((command, ""), |(name, argument)| (name, argument.trim()))
+}
+
+/// Whether `input` is one of DuckDB's and sqlite3's dot commands (`.tables`); no SQL
+/// statement starts with a dot.
+fn is_dot_command(input: &str) -> bool {
+    input.strip_prefix('.').is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_alphabetic()))
+}
+
+/// The backslash command that does what the dot command `input` does in DuckDB.
+fn as_backslash_command(input: &str) -> anyhow::Result<String> {
+    let (name, argument) = split_command(&input[1..]);
+    Ok(match name {
+        // DuckDB's `.tables` takes a pattern, not a table to describe.
+        "tables" => "d".to_owned(),
+        "schema" => format!("d {argument}"),
+        "timer" => format!("timing {argument}"),
+        "maxrows" => format!("maxrows {argument}"),
+        "help" => "?".to_owned(),
+        "quit" | "exit" => "q".to_owned(),
+        _ => anyhow::bail!("unknown command `.{name}`: `\\?` lists the commands"),
+    })
 }
 
 struct Completion {

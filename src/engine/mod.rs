@@ -6,7 +6,9 @@ pub mod committed;
 pub mod computed_once;
 pub mod cortex;
 pub mod distributed;
+pub mod duckdb_names;
 pub mod files;
+pub mod from_first;
 pub mod functions;
 pub mod print;
 pub mod session;
@@ -33,6 +35,8 @@ pub enum EngineError {
     NoSuchTable { name: String, nearest: Option<String> },
     #[error("{0} is a window function: call it with OVER (…) (`tracelake functions {0}` shows how)")]
     WindowWithoutOver(String),
+    #[error("{name} is DuckDB's; here write {}", .instead.join(" or "))]
+    DuckDbFunction { name: String, instead: &'static [&'static str] },
     #[error("writing results: {0}")]
     Output(#[from] std::io::Error),
     #[error(transparent)]

@@ -21,6 +21,7 @@ use super::chains::shared::{ChainViewsSql, build_once_if_read_often};
 use super::committed::CommittedFiles;
 use super::cortex::cortex_messages_sql;
 use super::distributed::{distribute, explain_distributed, worker_urls};
+use super::from_first::select_all_where_from_first;
 use super::print::{PrintFormat, PrintOptions};
 use super::session_job::{SessionFunctions, SessionJobDecoder, with_physical_rules};
 use super::sql::{
@@ -319,22 +320,24 @@ enum CortexMessages {
     FromEvents,
 }
 
-/// Parses `sql` (one or more `;`-separated statements).
+/// Parses `sql` (one or more `;`-separated statements), `FROM t` read as DuckDB reads it.
 pub fn parse_statements(sql: &str) -> Result<VecDeque<Statement>, EngineError> {
     use datafusion::sql::sqlparser::parser::ParserError;
-    DFParser::parse_sql(sql).map_err(|e| match e {
+    let mut statements = DFParser::parse_sql(sql).map_err(|e| match e {
         DataFusionError::SQL(error, _) => EngineError::Syntax(match *error {
             ParserError::ParserError(text) | ParserError::TokenizerError(text) => text,
             ParserError::RecursionLimitExceeded => "the statement nests too deeply".to_owned(),
         }),
         other => other.into(),
-    })
+    })?;
+    statements.iter_mut().for_each(select_all_where_from_first);
+    Ok(statements)
 }
 
 /// A statement's planning error, said in terms of what went wrong for the user where
 /// DataFusion's words mislead: a missing file, a misspelt table (with the name nearest
-/// to it), or a window function called without `OVER` (DataFusion then reports an
-/// unknown function and suggests another).
+/// to it), a window function called without `OVER` (DataFusion then reports an unknown
+/// function and suggests another), or a function of DuckDB's that DataFusion names otherwise.
 fn planning_error(ctx: &SessionContext, error: DataFusionError) -> EngineError {
     if let Some(name) = super::files::unknown_table(&error) {
         if super::files::is_missing_file(name) {
@@ -344,9 +347,13 @@ fn planning_error(ctx: &SessionContext, error: DataFusionError) -> EngineError {
     }
     if let DataFusionError::Plan(message) = error.find_root()
         && let Some(name) = message.strip_prefix("Invalid function '").and_then(|rest| rest.split('\'').next())
-        && ctx.state().window_functions().contains_key(name)
     {
-        return EngineError::WindowWithoutOver(name.to_owned());
+        if ctx.state().window_functions().contains_key(name) {
+            return EngineError::WindowWithoutOver(name.to_owned());
+        }
+        if let Some(instead) = super::duckdb_names::written_here(name) {
+            return EngineError::DuckDbFunction { name: name.to_owned(), instead };
+        }
     }
     error.into()
 }

@@ -96,6 +96,17 @@ fn meta_commands_work_outside_the_prompt() {
     let (tables, views) = (shown.find("| events ").unwrap(), shown.rfind("| chain_events ").unwrap());
     let answer = shown.find("| 42 ").expect("the SQL between the commands ran");
     assert!(tables < answer && answer < views, "in the order given: {shown}");
+
+    // DuckDB's dot commands do the same; a dot that continues a statement is SQL.
+    assert_eq!(tracelake_ok(&["sql", "--lake", &lake, ".schema events"]), columns);
+    let script = b".tables\nSELECT count(*) AS n FROM events e WHERE e\n.session IS NOT NULL;\n.quit\nSELECT 1;\n";
+    let out = with_input(&["sql", "--lake", &lake, "--format", "csv"], script);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(shown.contains("| events ") && shown.ends_with("n\n3160\n"), "listed, ran, quit before the last: {shown}");
+    let unknown = tracelake(&["sql", "--lake", &lake, ".mode csv"]);
+    let said = String::from_utf8_lossy(&unknown.stderr);
+    assert!(said.contains("unknown command `.mode`: `\\?` lists the commands"), "{said}");
 }
 
 #[test]
@@ -106,6 +117,13 @@ fn errors_are_clear_and_exit_1() {
     let said = String::from_utf8_lossy(&bad.stderr);
     assert!(said.starts_with("error: SQL syntax error: ") && said.contains("Line: 1, Column: 1"), "{said}");
     assert_eq!((said.lines().count(), said.matches("SELEC").count()), (1, 1), "one line, the text once: {said}");
+
+    let summarize = tracelake(&["sql", "--lake", &lake, "summarize events"]);
+    let said = String::from_utf8_lossy(&summarize.stderr);
+    let example = said.split(", as in ").nth(1).expect("an example").trim();
+    assert!(said.contains("hint: SUMMARIZE is DuckDB's: `\\d NAME` lists"), "{said}");
+    let summary = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", example]);
+    assert_eq!(summary.lines().count(), 2, "the example runs: {summary}");
 
     let precedence = tracelake(&["sql", "--lake", &lake, "SELECT count(*) FROM events WHERE tool_params->>'order_id' IS NOT NULL"]);
     let said = String::from_utf8_lossy(&precedence.stderr);
