@@ -26,9 +26,10 @@ const HELP: &str = "\
 \\d NAME          the columns of a table or view
 \\timing [on|off] say how long each query took (on at the start)
 \\maxrows N|inf   rows a table shows at most
+\\pset format F  print results as table, csv, json or ndjson
 \\?               this help
 \\q               quit (or Ctrl-D)
-DuckDB's .tables, .schema [NAME], .timer on|off, .maxrows N, .help and .quit do the same.
+DuckDB's .tables, .schema [NAME], .timer on|off, .maxrows N, .mode F, .help and .quit do the same.
 End SQL statements with `;`. A file path reads the file: SELECT * FROM 'traces.jsonl'.
 JSON columns: tool_params->>'order_id', json_get_int(evidence, 'loopSize'); put `->>` in parentheses
 before `=` or `IS`: (tool_params->>'order_id') IS NOT NULL. `tracelake functions` lists tracelake's own functions.";
@@ -245,6 +246,13 @@ impl Repl {
                 };
                 writeln!(out, "Timing is {}.", if self.options.timing { "on" } else { "off" })?;
             }
+            ("pset", setting) => match split_command(setting) {
+                ("format", name) => {
+                    self.options.format = name.parse().map_err(anyhow::Error::msg)?;
+                    writeln!(out, "Output format is {name}.")?;
+                }
+                _ => anyhow::bail!("\\pset takes format table|csv|json|ndjson, not `{setting}`"),
+            },
             ("maxrows", rows) => {
                 self.options.max_rows = super::sql::max_rows(rows).map_err(anyhow::Error::msg)?;
                 writeln!(out, "Tables show at most {} rows.", if self.options.max_rows == 0 { "all".to_owned() } else { rows.to_owned() })?;
@@ -323,7 +331,7 @@ impl Repl {
 /// than `=` and `IS`, so `tool_params->>'id' IS NULL` hands a Boolean to `json_as_text`;
 /// and DataFusion cannot run a scalar subquery correlated by anything but `=`, which it
 /// reports as an unsupported expression or a failed optimizer rule; DuckDB's `SUMMARIZE`
-/// is no statement of DataFusion's.
+/// is no statement of DataFusion's, and its `FROM events WHERE …` no query.
 fn with_hint(e: tracelake::engine::EngineError) -> anyhow::Error {
     let text = e.to_string();
     if text.contains("Boolean") && (text.contains("json_as_text") || text.contains("json_get")) {
@@ -340,6 +348,15 @@ fn with_hint(e: tracelake::engine::EngineError) -> anyhow::Error {
     }
     if text.to_ascii_lowercase().contains("found: summarize") {
         return anyhow::anyhow!("{text}\nhint: {SUMMARIZE_HERE}");
+    }
+    if ["WHERE", "GROUP", "HAVING", "QUALIFY"]
+        .iter()
+        .any(|clause| text.to_ascii_uppercase().contains(&format!("END OF STATEMENT, FOUND: {clause}")))
+    {
+        return anyhow::anyhow!(
+            "{text}\nhint: a query that starts with FROM takes no other clause before SELECT here: write \
+             FROM events SELECT * WHERE type = 'tool.call', or SELECT * FROM events WHERE type = 'tool.call'"
+        );
     }
     e.into()
 }
@@ -374,6 +391,14 @@ fn as_backslash_command(input: &str) -> anyhow::Result<String> {
         "schema" => format!("d {argument}"),
         "timer" => format!("timing {argument}"),
         "maxrows" => format!("maxrows {argument}"),
+        "mode" => format!(
+            "pset format {}",
+            match argument {
+                "jsonlines" => "ndjson",
+                "box" | "duckbox" => "table",
+                other => other,
+            }
+        ),
         "help" => "?".to_owned(),
         "quit" | "exit" => "q".to_owned(),
         _ => anyhow::bail!("unknown command `.{name}`: `\\?` lists the commands"),

@@ -104,9 +104,16 @@ fn meta_commands_work_outside_the_prompt() {
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(shown.contains("| events ") && shown.ends_with("n\n3160\n"), "listed, ran, quit before the last: {shown}");
-    let unknown = tracelake(&["sql", "--lake", &lake, ".mode csv"]);
+    let out = with_input(&["sql", "--lake", &lake], b".mode csv\nSELECT 42 AS answer;\n\\pset format jsonx\n");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(shown, "Output format is csv.\nanswer\n42\n");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("format `jsonx` is not one of table, csv, json, ndjson"), "{said}");
+    let out = with_input(&["sql", "--lake", &lake], b"\\pset format ndjson\n.mode jsonlines\nSELECT 42 AS answer;\n");
+    assert!(String::from_utf8_lossy(&out.stdout).ends_with("\n{\"answer\":42}\n"));
+    let unknown = tracelake(&["sql", "--lake", &lake, ".open other.db"]);
     let said = String::from_utf8_lossy(&unknown.stderr);
-    assert!(said.contains("unknown command `.mode`: `\\?` lists the commands"), "{said}");
+    assert!(said.contains("unknown command `.open`: `\\?` lists the commands"), "{said}");
 }
 
 #[test]
@@ -124,6 +131,13 @@ fn errors_are_clear_and_exit_1() {
     assert!(said.contains("hint: SUMMARIZE is DuckDB's: `\\d NAME` lists"), "{said}");
     let summary = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", example]);
     assert_eq!(summary.lines().count(), 2, "the example runs: {summary}");
+    let from_where = tracelake(&["sql", "--lake", &lake, "FROM events WHERE type = 'tool.call'"]);
+    let said = String::from_utf8_lossy(&from_where.stderr);
+    assert!(said.contains("hint: a query that starts with FROM takes no other clause before SELECT"), "{said}");
+    for example in said.split("write ").nth(1).expect("examples").trim().split(", or ") {
+        let calls = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", &format!("SELECT count(*) AS n FROM ({example})")]);
+        assert_ne!(calls, "n\n0\n", "{example} runs and finds the calls");
+    }
 
     let precedence = tracelake(&["sql", "--lake", &lake, "SELECT count(*) FROM events WHERE tool_params->>'order_id' IS NOT NULL"]);
     let said = String::from_utf8_lossy(&precedence.stderr);
