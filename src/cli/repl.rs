@@ -331,7 +331,7 @@ impl Repl {
 /// than `=` and `IS`, so `tool_params->>'id' IS NULL` hands a Boolean to `json_as_text`;
 /// and DataFusion cannot run a scalar subquery correlated by anything but `=`, which it
 /// reports as an unsupported expression or a failed optimizer rule; DuckDB's `SUMMARIZE`
-/// is no statement of DataFusion's, and its `FROM events WHERE …` no query.
+/// runs only on its own, and its `FROM events WHERE …` is no query here.
 fn with_hint(e: tracelake::engine::EngineError) -> anyhow::Error {
     let text = e.to_string();
     if text.contains("Boolean") && (text.contains("json_as_text") || text.contains("json_get")) {
@@ -361,9 +361,9 @@ fn with_hint(e: tracelake::engine::EngineError) -> anyhow::Error {
     e.into()
 }
 
-/// What DuckDB's `SUMMARIZE` is here.
-const SUMMARIZE_HERE: &str = "SUMMARIZE is DuckDB's: `\\d NAME` lists a table's columns and types, and a query summarizes \
-     columns, as in SELECT min(ts), max(ts), approx_distinct(session), count(*) - count(tool_name) AS no_tool FROM events";
+/// Where DuckDB's `SUMMARIZE` runs here.
+const SUMMARIZE_HERE: &str =
+    "SUMMARIZE runs as an input of its own (`SUMMARIZE events`, or `SUMMARIZE SELECT …`), not among other statements";
 
 /// Whether the lines typed so far make an input to run: a backslash or dot command,
 /// `quit`, or SQL ending with `;`.

@@ -14,6 +14,7 @@ pub mod print;
 pub mod session;
 pub mod session_job;
 pub mod sql;
+pub mod summarize;
 pub mod text_tests_last;
 pub mod window_memory;
 

@@ -13,7 +13,7 @@ use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
 use datafusion::execution::memory_pool::{FairSpillPool, MemoryLimit};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::session_state::SessionStateBuilder;
-use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement};
 
 use super::EngineError;
@@ -27,6 +27,7 @@ use super::session_job::{SessionFunctions, SessionJobDecoder, with_physical_rule
 use super::sql::{
     CHAIN_VIEWS, CHAINS, CORTEX, INFERRED_OUTCOMES, RULE_EFFECTIVENESS, SESSION_FACTORS, SESSION_OUTCOMES, SIGNAL_SCORES, SqlParams,
 };
+use super::summarize::{summarize, summarize_target};
 use crate::lake::history::LakeAsOf;
 use crate::lake::schema::{PARTITION_COLUMN, file_schema};
 use crate::lake::state::AnalysisRecord;
@@ -374,8 +375,9 @@ pub fn did_you_mean(nearest: Option<&str>) -> String {
     nearest.map(|n| format!(" (did you mean {n}?)")).unwrap_or_default()
 }
 
-/// Runs every statement in `sql` in order and prints each result to `out` as it comes.
-/// Statements that would write into `lake` are refused.
+/// Runs every statement in `sql` in order and prints each result to `out` as it comes;
+/// a `SUMMARIZE` of its own prints the summary. Statements that would write into `lake`
+/// are refused.
 pub async fn print_statements(
     ctx: &SessionContext,
     lake: Option<&Lake>,
@@ -383,6 +385,11 @@ pub async fn print_statements(
     options: &PrintOptions,
     out: &mut dyn std::io::Write,
 ) -> Result<(), EngineError> {
+    if let Some(target) = summarize_target(sql) {
+        let started = std::time::Instant::now();
+        let summary = summarize(ctx, target).await.map_err(|e| planning_error(ctx, e))?;
+        return print_rows(summary, options, out, started).await;
+    }
     for statement in parse_statements(sql)? {
         let started = std::time::Instant::now();
         let mut plan = ctx.state().statement_to_plan(statement.clone()).await.map_err(|e| planning_error(ctx, e))?;
@@ -410,14 +417,25 @@ pub async fn print_statements(
             }
             continue;
         }
-        let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
-        let mut batches = df.execute_stream().await?;
-        let mut printer = options.printer(out, &schema, started);
-        while let Some(batch) = batches.next().await {
-            printer.write(&batch?)?;
-        }
-        printer.finish()?;
+        print_rows(df, options, out, started).await?;
     }
+    Ok(())
+}
+
+/// Prints the rows of `df` to `out` as they come.
+async fn print_rows(
+    df: DataFrame,
+    options: &PrintOptions,
+    out: &mut dyn std::io::Write,
+    started: std::time::Instant,
+) -> Result<(), EngineError> {
+    let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
+    let mut batches = df.execute_stream().await?;
+    let mut printer = options.printer(out, &schema, started);
+    while let Some(batch) = batches.next().await {
+        printer.write(&batch?)?;
+    }
+    printer.finish()?;
     Ok(())
 }
 

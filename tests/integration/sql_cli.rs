@@ -125,12 +125,9 @@ fn errors_are_clear_and_exit_1() {
     assert!(said.starts_with("error: SQL syntax error: ") && said.contains("Line: 1, Column: 1"), "{said}");
     assert_eq!((said.lines().count(), said.matches("SELEC").count()), (1, 1), "one line, the text once: {said}");
 
-    let summarize = tracelake(&["sql", "--lake", &lake, "summarize events"]);
-    let said = String::from_utf8_lossy(&summarize.stderr);
-    let example = said.split(", as in ").nth(1).expect("an example").trim();
-    assert!(said.contains("hint: SUMMARIZE is DuckDB's: `\\d NAME` lists"), "{said}");
-    let summary = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", example]);
-    assert_eq!(summary.lines().count(), 2, "the example runs: {summary}");
+    let among_others = tracelake(&["sql", "--lake", &lake, "SELECT 1; summarize events"]);
+    let said = String::from_utf8_lossy(&among_others.stderr);
+    assert!(said.contains("hint: SUMMARIZE runs as an input of its own"), "{said}");
     let from_where = tracelake(&["sql", "--lake", &lake, "FROM events WHERE type = 'tool.call'"]);
     let said = String::from_utf8_lossy(&from_where.stderr);
     assert!(said.contains("hint: a query that starts with FROM takes no other clause before SELECT"), "{said}");
@@ -274,6 +271,40 @@ fn chains_that_no_file_can_hold_are_built_as_read() {
     assert_eq!(sorted(&String::from_utf8_lossy(&out.stdout)), sorted(&expected), "the same rows, from chains built as read");
     assert_eq!(stderr.matches("warning: the chains could not be kept in a file").count(), 1, "said once: {stderr}");
     assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "the partial file removed");
+}
+
+#[test]
+fn summarize_describes_each_column_as_duckdb_does() {
+    let (_dir, lake) = imported_lake();
+    let csv = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", "SUMMARIZE events"]);
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let header: Vec<String> = reader.headers().unwrap().iter().map(str::to_owned).collect();
+    assert_eq!(header, ["column_name", "column_type", "min", "max", "approx_unique", "avg", "count", "null_percentage"]);
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    let columns = tracelake_ok(&[
+        "sql",
+        "--lake",
+        &lake,
+        "--format",
+        "csv",
+        "SELECT count(*) AS n FROM information_schema.columns WHERE table_name = 'events'",
+    ]);
+    assert_eq!(format!("n\n{}\n", rows.len()), columns, "a row per column");
+    let row = |name: &str| rows.iter().find(|r| &r[0] == name).unwrap_or_else(|| panic!("{name}: {csv}")).clone();
+    let types = row("type");
+    assert_eq!((&types[2], &types[3], &types[6], &types[7]), ("msg.in", "tool.result", "3160", "0.0"));
+    let tool = row("tool_name");
+    assert!(tool[7].parse::<f64>().unwrap() > 0.0, "most events name no tool: {csv}");
+
+    let query = tracelake_ok(&[
+        "sql",
+        "--lake",
+        &lake,
+        "--format",
+        "csv",
+        "summarize SELECT tool_duration_ms FROM events WHERE type = 'tool.result';",
+    ]);
+    assert_eq!(query.lines().count(), 2, "{query}");
 }
 
 #[test]
