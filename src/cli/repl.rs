@@ -26,10 +26,11 @@ const HELP: &str = "\
 \\d NAME          the columns of a table or view
 \\timing [on|off] say how long each query took (on at the start)
 \\maxrows N|inf   rows a table shows at most
-\\pset format F  print results as table, csv, json or ndjson
+\\pset format F   print results as table, csv, json or ndjson
 \\?               this help
 \\q               quit (or Ctrl-D)
-DuckDB's .tables, .schema [NAME], .timer on|off, .maxrows N, .mode F, .help and .quit do the same.
+DuckDB's .tables, .schema [NAME], .timer on|off, .maxrows N, .mode F, .help and .quit do the same,
+and as in DuckDB, FROM events LIMIT 5 reads every column and SUMMARIZE events describes each one.
 End SQL statements with `;`. A file path reads the file: SELECT * FROM 'traces.jsonl'.
 JSON columns: tool_params->>'order_id', json_get_int(evidence, 'loopSize'); put `->>` in parentheses
 before `=` or `IS`: (tool_params->>'order_id') IS NOT NULL. `tracelake functions` lists tracelake's own functions.";

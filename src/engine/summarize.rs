@@ -36,8 +36,10 @@ pub async fn summarize(ctx: &SessionContext, target: &str) -> Result<DataFrame> 
     }
     // Named by position: two NULLs of one type would otherwise share a name.
     let aggregates: Vec<String> = aggregates.iter().enumerate().map(|(i, aggregate)| format!("{aggregate} AS a{i}")).collect();
-    let row = ctx.sql(&format!("SELECT {} FROM {relation}", aggregates.join(", "))).await?.collect().await?;
-    let row = datafusion::arrow::compute::concat_batches(&row[0].schema(), &row)?;
+    let aggregated = ctx.sql(&format!("SELECT {} FROM {relation}", aggregates.join(", "))).await?;
+    let schema = Arc::new(aggregated.schema().as_arrow().clone());
+    // One row: an aggregate with no GROUP BY has one, over no rows too.
+    let row = datafusion::arrow::compute::concat_batches(&schema, &aggregated.collect().await?)?;
     let value = |i: usize| -> Result<Option<String>> {
         let column = row.column(i);
         Ok(if column.is_null(0) { None } else { Some(array_value_to_string(column, 0)?) })
@@ -151,5 +153,11 @@ mod tests {
 
         let query = summarize(&ctx, "SELECT word FROM t WHERE n > 1").await.unwrap().collect().await.unwrap();
         assert_eq!((query[0].num_rows(), array_value_to_string(query[0].column(6), 0).unwrap()), (1, "1".to_owned()));
+        let nothing = summarize(&ctx, "SELECT * FROM t WHERE false").await.unwrap().collect().await.unwrap();
+        assert_eq!(nothing[0].num_rows(), 3, "a row per column of no rows");
+        assert_eq!(
+            (array_value_to_string(nothing[0].column(6), 0).unwrap(), array_value_to_string(nothing[0].column(7), 0).unwrap()),
+            ("0".to_owned(), "0.0".to_owned())
+        );
     }
 }
