@@ -27,9 +27,10 @@ const HELP: &str = "\
 \\timing [on|off] say how long each query took (on at the start)
 \\maxrows N|inf   rows a table shows at most
 \\pset format F   print results as table, csv, json or ndjson
+\\i FILE          run the statements and commands of a file
 \\?               this help
 \\q               quit (or Ctrl-D)
-DuckDB's .tables, .schema [NAME], .timer on|off, .maxrows N, .mode F, .help and .quit do the same,
+DuckDB's .tables, .schema [NAME], .timer on|off, .maxrows N, .mode F, .read FILE, .help and .quit do the same,
 and as in DuckDB, FROM events LIMIT 5 reads every column and SUMMARIZE events describes each one.
 End SQL statements with `;`. A file path reads the file: SELECT * FROM 'traces.jsonl'.
 JSON columns: tool_params->>'order_id', json_get_int(evidence, 'loopSize'); put `->>` in parentheses
@@ -254,6 +255,12 @@ impl Repl {
                 }
                 _ => anyhow::bail!("\\pset takes format table|csv|json|ndjson, not `{setting}`"),
             },
+            ("i", "") => anyhow::bail!("\\i takes a file: \\i FILE (DuckDB's .read FILE)"),
+            ("i", path) => {
+                let script = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+                // Boxed: a file's commands may include another file.
+                Box::pin(self.run_script(&script, out)).await?;
+            }
             ("maxrows", rows) => {
                 self.options.max_rows = super::sql::max_rows(rows).map_err(anyhow::Error::msg)?;
                 writeln!(out, "Tables show at most {} rows.", if self.options.max_rows == 0 { "all".to_owned() } else { rows.to_owned() })?;
@@ -400,6 +407,7 @@ fn as_backslash_command(input: &str) -> anyhow::Result<String> {
                 other => other,
             }
         ),
+        "read" => format!("i {argument}"),
         "help" => "?".to_owned(),
         "quit" | "exit" => "q".to_owned(),
         _ => anyhow::bail!("unknown command `.{name}`: `\\?` lists the commands"),

@@ -111,6 +111,17 @@ fn meta_commands_work_outside_the_prompt() {
     assert!(said.contains("format `jsonx` is not one of table, csv, json, ndjson"), "{said}");
     let out = with_input(&["sql", "--lake", &lake], b"\\pset format ndjson\n.mode jsonlines\nSELECT 42 AS answer;\n");
     assert!(String::from_utf8_lossy(&out.stdout).ends_with("\n{\"answer\":42}\n"));
+    let dir = tempfile::tempdir().unwrap();
+    let inner = dir.path().join("inner.sql");
+    std::fs::write(&inner, "\\d events\n").unwrap();
+    let outer = dir.path().join("outer.sql");
+    std::fs::write(&outer, format!("SELECT 42 AS answer;\n.read {}\n", inner.display())).unwrap();
+    let included = tracelake_ok(&["sql", "--lake", &lake, &format!("\\i {}", outer.display())]);
+    assert!(included.contains("| 42 ") && included.contains("| tool_params "), "both files ran: {included}");
+    let missing = tracelake(&["sql", "--lake", &lake, "\\i /nonexistent/x.sql"]);
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("reading /nonexistent/x.sql"));
+    let no_file = tracelake(&["sql", "--lake", &lake, ".read"]);
+    assert!(String::from_utf8_lossy(&no_file.stderr).contains("\\i takes a file: \\i FILE"));
     let unknown = tracelake(&["sql", "--lake", &lake, ".open other.db"]);
     let said = String::from_utf8_lossy(&unknown.stderr);
     assert!(said.contains("unknown command `.open`: `\\?` lists the commands"), "{said}");
