@@ -1,7 +1,8 @@
 //! DuckDB's `SUMMARIZE events` (or `SUMMARIZE SELECT …`): a row per column with its type,
-//! least and greatest value, approximate number of distinct values, average (of numbers),
-//! count of values and share of nulls, from one aggregate over the relation, so one scan
-//! whatever its width.
+//! least and greatest value, approximate number of distinct values, average, standard
+//! deviation and approximate quartiles (of numbers), count of values and share of nulls,
+//! in DuckDB's columns, from one aggregate over the relation, so one scan whatever its
+//! width.
 
 use std::sync::Arc;
 
@@ -15,7 +16,7 @@ use datafusion::prelude::{DataFrame, SessionContext};
 const VALUE_CHARS: usize = 60;
 
 /// The aggregates computed per column, in this order, after the relation's `count(*)`.
-const PER_COLUMN: usize = 5;
+const PER_COLUMN: usize = 9;
 
 /// What `sql` summarizes, when it is one `SUMMARIZE` statement.
 pub fn summarize_target(sql: &str) -> Option<&str> {
@@ -55,6 +56,10 @@ pub async fn summarize(ctx: &SessionContext, target: &str) -> Result<DataFrame> 
         summary.max.push(value(at + 2)?.map(|v| clipped(&v)));
         summary.approx_unique.push(value(at + 3)?.and_then(|n| n.parse().ok()));
         summary.avg.push(value(at + 4)?.and_then(|n| n.parse().ok()));
+        summary.std.push(value(at + 5)?.and_then(|n| n.parse().ok()));
+        summary.q25.push(value(at + 6)?.and_then(|n| n.parse().ok()));
+        summary.q50.push(value(at + 7)?.and_then(|n| n.parse().ok()));
+        summary.q75.push(value(at + 8)?.and_then(|n| n.parse().ok()));
         summary.count.push(Some(count));
         let nulls = if rows == 0 { 0.0 } else { 100.0 * (rows - count) as f64 / rows as f64 };
         summary.null_percentage.push(Some((nulls * 100.0).round() / 100.0));
@@ -62,20 +67,28 @@ pub async fn summarize(ctx: &SessionContext, target: &str) -> Result<DataFrame> 
     ctx.read_batch(summary.into_batch()?)
 }
 
-/// Count, least, greatest, approximate distinct values and average of one column; NULL
-/// where the type has none (no order for lists and structs, no average for texts).
+/// Count, least, greatest, approximate distinct values, average, standard deviation and
+/// approximate quartiles of one column; NULL where the type has none (no order for lists
+/// and structs, no average for texts, no quartiles for decimals).
 fn column_aggregates(name: &str, data_type: &DataType) -> [String; PER_COLUMN] {
     let column = format!("\"{}\"", name.replace('"', "\"\""));
     let ordered = data_type.is_numeric()
         || data_type.is_temporal()
         || matches!(data_type, DataType::Boolean | DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
+    let numbers = data_type.is_integer() || data_type.is_floating();
     let when = |yes: bool, aggregate: String, none: &str| if yes { aggregate } else { format!("CAST(NULL AS {none})") };
+    let quartile =
+        |q: f64| when(numbers, format!("CAST(approx_percentile_cont({q}) WITHIN GROUP (ORDER BY {column}) AS DOUBLE)"), "DOUBLE");
     [
         format!("count({column})"),
         when(ordered, format!("CAST(min({column}) AS VARCHAR)"), "VARCHAR"),
         when(ordered, format!("CAST(max({column}) AS VARCHAR)"), "VARCHAR"),
         when(ordered, format!("approx_distinct({column})"), "BIGINT"),
         when(data_type.is_numeric(), format!("CAST(avg({column}) AS DOUBLE)"), "DOUBLE"),
+        when(numbers, format!("CAST(stddev({column}) AS DOUBLE)"), "DOUBLE"),
+        quartile(0.25),
+        quartile(0.5),
+        quartile(0.75),
     ]
 }
 
@@ -95,6 +108,10 @@ struct Summary {
     max: Vec<Option<String>>,
     approx_unique: Vec<Option<u64>>,
     avg: Vec<Option<f64>>,
+    std: Vec<Option<f64>>,
+    q25: Vec<Option<f64>>,
+    q50: Vec<Option<f64>>,
+    q75: Vec<Option<f64>>,
     count: Vec<Option<i64>>,
     null_percentage: Vec<Option<f64>>,
 }
@@ -108,6 +125,10 @@ impl Summary {
             ("max", Arc::new(StringArray::from(self.max))),
             ("approx_unique", Arc::new(UInt64Array::from(self.approx_unique))),
             ("avg", Arc::new(Float64Array::from(self.avg))),
+            ("std", Arc::new(Float64Array::from(self.std))),
+            ("q25", Arc::new(Float64Array::from(self.q25))),
+            ("q50", Arc::new(Float64Array::from(self.q50))),
+            ("q75", Arc::new(Float64Array::from(self.q75))),
             ("count", Arc::new(Int64Array::from(self.count))),
             ("null_percentage", Arc::new(Float64Array::from(self.null_percentage))),
         ];
@@ -141,9 +162,14 @@ mod tests {
         ctx.sql(table).await.unwrap().collect().await.unwrap();
         ctx.register_table("summary", summarize(&ctx, "t").await.unwrap().into_view()).unwrap();
         let rows = query_json(&ctx, "SELECT * FROM summary").await.unwrap();
+        let mut n = rows[0].clone();
+        let (q25, q75) = (n["q25"].as_f64().unwrap(), n["q75"].as_f64().unwrap());
+        assert!((1.0..=2.0).contains(&q25) && (2.0..=3.0).contains(&q75), "quartiles of 1, 2, 3: {n}");
+        n.as_object_mut().unwrap().retain(|key, _| key != "q25" && key != "q75");
         assert_eq!(
-            rows[0],
-            json!({"column_name": "n", "column_type": "Int32", "min": "1", "max": "3", "approx_unique": 3, "avg": 2.0, "count": 3, "null_percentage": 25.0})
+            n,
+            json!({"column_name": "n", "column_type": "Int32", "min": "1", "max": "3", "approx_unique": 3, "avg": 2.0, "std": 1.0,
+                "q50": 2.0, "count": 3, "null_percentage": 25.0})
         );
         assert_eq!(
             (&rows[1]["min"], &rows[1]["count"], &rows[1]["avg"]),
@@ -152,11 +178,11 @@ mod tests {
         assert_eq!((&rows[2]["min"], &rows[2]["count"], &rows[2]["null_percentage"]), (&serde_json::Value::Null, &json!(2), &json!(50.0)));
 
         let query = summarize(&ctx, "SELECT word FROM t WHERE n > 1").await.unwrap().collect().await.unwrap();
-        assert_eq!((query[0].num_rows(), array_value_to_string(query[0].column(6), 0).unwrap()), (1, "1".to_owned()));
+        assert_eq!((query[0].num_rows(), array_value_to_string(query[0].column(10), 0).unwrap()), (1, "1".to_owned()));
         let nothing = summarize(&ctx, "SELECT * FROM t WHERE false").await.unwrap().collect().await.unwrap();
         assert_eq!(nothing[0].num_rows(), 3, "a row per column of no rows");
         assert_eq!(
-            (array_value_to_string(nothing[0].column(6), 0).unwrap(), array_value_to_string(nothing[0].column(7), 0).unwrap()),
+            (array_value_to_string(nothing[0].column(10), 0).unwrap(), array_value_to_string(nothing[0].column(11), 0).unwrap()),
             ("0".to_owned(), "0.0".to_owned())
         );
     }

@@ -290,7 +290,9 @@ fn summarize_describes_each_column_as_duckdb_does() {
     let csv = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", "SUMMARIZE events"]);
     let mut reader = csv::Reader::from_reader(csv.as_bytes());
     let header: Vec<String> = reader.headers().unwrap().iter().map(str::to_owned).collect();
-    assert_eq!(header, ["column_name", "column_type", "min", "max", "approx_unique", "avg", "count", "null_percentage"]);
+    let duckdb =
+        ["column_name", "column_type", "min", "max", "approx_unique", "avg", "std", "q25", "q50", "q75", "count", "null_percentage"];
+    assert_eq!(header, duckdb);
     let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
     let columns = tracelake_ok(&[
         "sql",
@@ -303,9 +305,12 @@ fn summarize_describes_each_column_as_duckdb_does() {
     assert_eq!(format!("n\n{}\n", rows.len()), columns, "a row per column");
     let row = |name: &str| rows.iter().find(|r| &r[0] == name).unwrap_or_else(|| panic!("{name}: {csv}")).clone();
     let types = row("type");
-    assert_eq!((&types[2], &types[3], &types[6], &types[7]), ("msg.in", "tool.result", "3160", "0.0"));
+    assert_eq!((&types[2], &types[3], &types[10], &types[11]), ("msg.in", "tool.result", "3160", "0.0"));
     let tool = row("tool_name");
-    assert!(tool[7].parse::<f64>().unwrap() > 0.0, "most events name no tool: {csv}");
+    assert!(tool[11].parse::<f64>().unwrap() > 0.0, "most events name no tool: {csv}");
+    let seq = row("stream_seq");
+    let quartiles: Vec<f64> = (7..10).map(|i| seq[i].parse().unwrap()).collect();
+    assert!(quartiles[0] < quartiles[1] && quartiles[1] < quartiles[2] && quartiles[2] <= 3160.0, "{csv}");
 
     let query = tracelake_ok(&[
         "sql",
