@@ -18,9 +18,14 @@ const VALUE_CHARS: usize = 60;
 /// The aggregates computed per column, in this order, after the relation's `count(*)`.
 const PER_COLUMN: usize = 9;
 
-/// What `sql` summarizes, when it is one `SUMMARIZE` statement.
+/// What `sql` summarizes, when it is one `SUMMARIZE` statement (after `--` comments, as a
+/// file may begin).
 pub fn summarize_target(sql: &str) -> Option<&str> {
-    let statement = sql.trim().trim_end_matches(';').trim_end();
+    let mut statement = sql.trim();
+    while let Some(comment) = statement.strip_prefix("--") {
+        statement = comment.split_once('\n').map_or("", |(_, rest)| rest).trim_start();
+    }
+    let statement = statement.trim_end_matches(';').trim_end();
     let (keyword, target) = statement.split_once(char::is_whitespace)?;
     (keyword.eq_ignore_ascii_case("summarize") && !target.contains(';')).then(|| target.trim())
 }
@@ -152,6 +157,8 @@ mod tests {
         assert_eq!(summarize_target("SUMMARIZE events; SELECT 1"), None);
         assert_eq!(summarize_target("SELECT 1"), None);
         assert_eq!(summarize_target("summarize"), None);
+        assert_eq!(summarize_target("-- what the lake holds\n-- per column\nSUMMARIZE events;\n"), Some("events"));
+        assert_eq!(summarize_target("-- SUMMARIZE events"), None);
     }
 
     #[tokio::test]
