@@ -105,13 +105,41 @@ fn every_pack_tells_a_charge_from_a_refund() {
     assert_each_pack_tells_apart(Category::Charge, &CHARGE);
 }
 
-/// In each row's language pack, the first text is of `category` and the second is not.
+/// In each row's language pack, and with every pack chosen, the first text is of
+/// `category` and the second is not.
 fn assert_each_pack_tells_apart(category: Category, rows: &[(&str, &str, &str)]) {
+    let every = every_pack();
     for (code, is, is_not) in rows {
         let p = Patterns::new(&[(*code).to_owned()]).unwrap();
-        assert!(p.is(category, is), "{code}: {is:?} is {category:?}");
-        assert!(!p.is(category, is_not), "{code}: {is_not:?} is not {category:?}");
+        for (packs, p) in [(*code, &p), ("all", &every)] {
+            assert!(p.is(category, is), "{packs}: {is:?} is {category:?}");
+            assert!(!p.is(category, is_not), "{packs}: {is_not:?} is not {category:?}");
+        }
     }
+}
+
+fn every_pack() -> Patterns {
+    Patterns::new(&SAMPLES.iter().map(|s| s.0.to_owned()).collect::<Vec<_>>()).unwrap()
+}
+
+#[test]
+fn a_pattern_of_one_language_does_not_count_in_a_text_of_another() {
+    let every = every_pack();
+    let default = Patterns::default_languages();
+    // Spanish and Italian open a correction with "no"; German waits a "Moment".
+    assert!(!every.is(Category::Correction, "No, I don't want to be transferred to another agent."));
+    assert!(!every.is(Category::Correction, "No, I meant the flight on the 15th, not the 14th."));
+    for p in [&default, &every] {
+        assert!(p.is(Category::Confirmation, "Yes, at the moment that works for me."));
+        assert!(p.is(Category::Refusal, "Hold on a moment, let me check with my wife."), "English holds off in its own words");
+    }
+    // Texts of those languages keep their patterns among every pack.
+    assert!(every.is(Category::Correction, "No, eso no es lo que pedí, quiero otro vuelo."));
+    assert!(every.is(Category::Correction, "No, non è quello che ho chiesto, voglio un altro volo."));
+    assert!(every.is(Category::Refusal, "Moment, lass mich das mit meiner Frau besprechen."));
+    // Texts too short to tell keep every pack's reading.
+    assert!(every.is(Category::ShortNegative, "No.") && every.is(Category::ShortNegative, "Nein!"));
+    assert!(every.is(Category::Correction, "No, that one."), "too short to tell: the Spanish pattern counts");
 }
 
 #[test]

@@ -6,11 +6,17 @@
 //! `patterns.language` (default en + de, as upstream). The config's `toolPatterns` can
 //! replace a tool-name category's patterns.
 //!
+//! With packs of several languages chosen, a pattern of one language does not count in a
+//! text told by its function words to be in another ([`TextLanguage`]): the Spanish
+//! `^no\b` correction does not read "No, I don't want to be transferred", nor the German
+//! `moment` refusal "Yes, at the moment that works".
+//!
 //! Texts are matched with markers and compound words joined into one word
 //! (`###STOP###`, `one-stop`, `/usr/bin/stop` hold no word `stop`), and tool names as
 //! lower-case words joined by `_` (`cancelOrder`, `cancel-order` → `cancel_order`).
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 
@@ -134,6 +140,76 @@ impl Category {
 
 pub const LANGUAGES: [&str; 10] = ["en", "de", "fr", "es", "pt", "it", "zh", "ja", "ko", "ru"];
 
+/// The chosen packs' function words ("the", "und", "vous"; a pack's `function_words`),
+/// each of one pack only, by which the language of a text is told ([`TextLanguage`]).
+#[derive(Debug, Clone, Default)]
+struct FunctionWords {
+    /// Word → the index of its pack in [`LANGUAGES`].
+    pack_of: HashMap<String, usize>,
+    /// By index in [`LANGUAGES`]: whether a text can be told to be in that pack's language.
+    has_words: [bool; LANGUAGES.len()],
+}
+
+impl FunctionWords {
+    /// `packs`: each pack's index in [`LANGUAGES`] and its function words. A word of more
+    /// than one chosen pack tells nothing, and is left out.
+    fn new(packs: &[(usize, Vec<String>)]) -> Self {
+        let mut pack_of: HashMap<String, Option<usize>> = HashMap::new();
+        for (pack, words) in packs {
+            for word in words {
+                pack_of.entry(word.to_lowercase()).and_modify(|p| *p = p.filter(|p| p == pack)).or_insert(Some(*pack));
+            }
+        }
+        let pack_of: HashMap<String, usize> = pack_of.into_iter().filter_map(|(word, pack)| Some((word, pack?))).collect();
+        let mut has_words = [false; LANGUAGES.len()];
+        pack_of.values().for_each(|p| has_words[*p] = true);
+        Self { pack_of, has_words }
+    }
+
+    /// Whether packs of more than one language can be told apart.
+    fn tells_apart(&self) -> bool {
+        self.has_words.iter().filter(|h| **h).count() > 1
+    }
+}
+
+/// The language of a text among those of the chosen packs that have function words: told
+/// once per text, and only when a pattern of one of those packs matched it. A text is in a
+/// pack's language when at least [`Self::MIN_WORDS`] of its words are that pack's function
+/// words and at least twice as many as any other pack's. Short texts ("No.", "Nein!") and
+/// mixed ones are in none, and every pack's patterns count there.
+struct TextLanguage<'a> {
+    text: &'a str,
+    words: Option<&'a FunctionWords>,
+    told: OnceCell<Option<usize>>,
+}
+
+impl<'a> TextLanguage<'a> {
+    const MIN_WORDS: usize = 2;
+    /// How many words of a long text are read.
+    const READ_WORDS: usize = 200;
+
+    fn new(text: &'a str, words: Option<&'a FunctionWords>) -> Self {
+        Self { text, words, told: OnceCell::new() }
+    }
+
+    /// The index in [`LANGUAGES`] of the text's language, when told.
+    fn get(&self) -> Option<usize> {
+        *self.told.get_or_init(|| {
+            let function_words = self.words?;
+            let mut counts = [0usize; LANGUAGES.len()];
+            let words = self.text.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()).take(Self::READ_WORDS);
+            for word in words {
+                if let Some(&pack) = function_words.pack_of.get(word.to_lowercase().as_str()) {
+                    counts[pack] += 1;
+                }
+            }
+            let (best, most) = counts.iter().copied().enumerate().max_by_key(|(_, n)| *n)?;
+            let others = counts.iter().enumerate().filter(|(i, _)| *i != best).map(|(_, n)| *n).max().unwrap_or(0);
+            (most >= Self::MIN_WORDS && most >= 2 * others).then_some(best)
+        })
+    }
+}
+
 fn pack_source(code: &str) -> Option<&'static str> {
     Some(match code {
         "common" => include_str!("../lang/common.json"),
@@ -182,6 +258,8 @@ pub struct Patterns {
     tool_patterns: BTreeMap<String, Vec<String>>,
     /// Indexed by `Category as usize`.
     sets: Vec<CategorySet>,
+    /// Tells a text's language among those of the chosen packs, when there are several.
+    function_words: Option<FunctionWords>,
     /// The chosen packs' cortex patterns (`cortex_*`, `mood_*`), compiled on first use as
     /// the categories are: most commands read no message through them.
     cortex_packs: Vec<HashMap<String, Vec<String>>>,
@@ -198,13 +276,22 @@ pub struct Patterns {
 #[derive(Debug, Clone)]
 struct CategorySet {
     sources: Vec<String>,
+    /// The index in [`LANGUAGES`] of each source's pack; `None` for `common` and the
+    /// config's patterns, which hold in every language.
+    packs: Vec<Option<usize>>,
+    /// Whether the sources come from packs of more than one language.
+    multilingual: bool,
     exact: OnceLock<RegexSet>,
     loose: OnceLock<Option<RegexSet>>,
 }
 
 impl CategorySet {
-    fn new(sources: Vec<String>) -> Self {
-        Self { sources, exact: OnceLock::new(), loose: OnceLock::new() }
+    /// `patterns`: each with the code of its pack.
+    fn new(patterns: &[(&str, String)]) -> Self {
+        let sources = patterns.iter().map(|(_, p)| p.clone()).collect();
+        let packs: Vec<Option<usize>> = patterns.iter().map(|(code, _)| LANGUAGES.iter().position(|l| l == code)).collect();
+        let multilingual = packs.iter().flatten().any(|p| Some(p) != packs.iter().flatten().next());
+        Self { sources, packs, multilingual, exact: OnceLock::new(), loose: OnceLock::new() }
     }
 
     /// The compiled set; `Err` names the first pattern that does not compile.
@@ -232,14 +319,23 @@ impl CategorySet {
             .as_ref()
     }
 
-    fn is_match(&self, text: &str) -> bool {
+    fn is_match(&self, text: &str, language: &TextLanguage) -> bool {
         if !text.is_ascii()
             && let Some(loose) = self.loose()
             && !loose.is_match(text)
         {
             return false;
         }
-        self.exact().is_match(text)
+        let exact = self.exact();
+        if !exact.is_match(text) {
+            return false;
+        }
+        if !self.multilingual {
+            return true;
+        }
+        let Some(told) = language.get() else { return true };
+        let told_apart = |pack: usize| language.words.is_some_and(|w| w.has_words[pack]);
+        exact.matches(text).iter().any(|i| self.packs[i].is_none_or(|pack| pack == told || !told_apart(pack)))
     }
 }
 
@@ -279,11 +375,15 @@ impl Patterns {
         let mut sources: HashMap<Category, Vec<(&str, String)>> = HashMap::new();
         let codes = std::iter::once("common").chain(languages.iter().map(String::as_str));
         let mut cortex_packs = Vec::new();
+        let mut function_words = Vec::new();
         for code in codes {
             let text = pack_source(code).ok_or_else(|| PatternError::UnknownLanguage(code.to_owned()))?;
             let pack: HashMap<String, Vec<String>> =
                 serde_json::from_str(text).map_err(|e| PatternError::BadPack { code: code.to_owned(), message: e.to_string() })?;
             cortex_packs.push(pack.iter().filter(|(key, _)| Cortex::reads(key)).map(|(k, v)| (k.clone(), v.clone())).collect());
+            if let (Some(index), Some(words)) = (LANGUAGES.iter().position(|l| *l == code), pack.get("function_words")) {
+                function_words.push((index, words.clone()));
+            }
             for category in Category::ALL {
                 for pattern in pack.get(category.key()).into_iter().flatten() {
                     // Texts are matched with compound words joined (`dois-je` → `dois_je`).
@@ -300,14 +400,22 @@ impl Patterns {
         let mut sets = Vec::with_capacity(Category::ALL.len());
         for category in Category::ALL {
             let patterns = sources.remove(&category).unwrap_or_default();
-            let set = CategorySet::new(patterns.iter().map(|(_, p)| p.clone()).collect());
+            let set = CategorySet::new(&patterns);
             let from_config = patterns.iter().any(|(code, _)| *code == "toolPatterns");
             if from_config {
                 set.try_exact().map_err(|_| bad_pattern(category, &patterns))?;
             }
             sets.push(set);
         }
-        Ok(Self { languages: languages.to_vec(), tool_patterns: tool_patterns.clone(), sets, cortex_packs, cortex: OnceLock::new() })
+        let function_words = Some(FunctionWords::new(&function_words)).filter(FunctionWords::tells_apart);
+        Ok(Self {
+            languages: languages.to_vec(),
+            tool_patterns: tool_patterns.clone(),
+            sets,
+            function_words,
+            cortex_packs,
+            cortex: OnceLock::new(),
+        })
     }
 
     /// The default: English and German.
@@ -331,7 +439,7 @@ impl Patterns {
 
     /// Whether `text` matches any pattern of `category`.
     pub fn matches(&self, category: Category, text: &str) -> bool {
-        self.sets[category as usize].is_match(text)
+        self.sets[category as usize].is_match(text, &TextLanguage::new(text, self.function_words.as_ref()))
     }
 
     /// The detectors' view of a text (or of a tool name, for the tool categories), with the
@@ -339,39 +447,40 @@ impl Patterns {
     pub fn is(&self, category: Category, text: &str) -> bool {
         if category.is_tool_name() {
             let name = tool_words(text);
+            let no_language = TextLanguage::new(&name, None);
+            let matches = |category: Category| self.sets[category as usize].is_match(&name, &no_language);
             return match category {
-                Category::ConsequentialTool => {
-                    self.matches(category, &name) && !self.matches(Category::ReadTool, &name) && !self.matches(Category::HandoffTool, &name)
-                }
-                _ => self.matches(category, &name),
+                Category::ConsequentialTool => matches(category) && !matches(Category::ReadTool) && !matches(Category::HandoffTool),
+                _ => matches(category),
             };
         }
         let text = joined_words(text);
         let text = text.as_ref();
+        // Sentences are matched in the language of their whole text.
+        let language = TextLanguage::new(text, self.function_words.as_ref());
+        let matches = |category: Category, s: &str| self.sets[category as usize].is_match(s, &language);
         match category {
             // "Nein." and "no!" are as short an answer as "nein".
             Category::ShortNegative => {
                 let trimmed = text.trim().trim_end_matches(|c: char| c.is_ascii_punctuation() || matches!(c, '。' | '！' | '？' | '…'));
-                trimmed.chars().count() <= 10 && self.matches(category, trimmed)
+                trimmed.chars().count() <= 10 && matches(category, trimmed)
             }
             // A claim only counts in a sentence that is not a question ("Is it done?"), and
             // not in a message that owns up to a failure ("X worked. However, Y failed").
             Category::CompletionClaim => {
-                sentences(text).any(|s| self.matches(category, s) && !self.matches(Category::Question, s))
-                    && !self.matches(Category::FailureAdmission, text)
+                sentences(text).any(|s| matches(category, s) && !matches(Category::Question, s))
+                    && !matches(Category::FailureAdmission, text)
             }
             // System-state claims outside code blocks, in sentences that are not opinions.
-            Category::SystemStateClaim => {
-                sentences(&strip_code(text)).any(|s| self.matches(category, s) && !self.matches(Category::Opinion, s))
-            }
+            Category::SystemStateClaim => sentences(&strip_code(text)).any(|s| matches(category, s) && !matches(Category::Opinion, s)),
             // "No, don't go ahead" and "yes, but let me think" agree to nothing, nor does a
             // question ("is that ok?"), unless it asks the agent to go on.
             Category::Confirmation => {
-                !self.matches(Category::Refusal, text)
-                    && (sentences(text).any(|s| self.matches(category, s) && !self.matches(Category::Question, s))
-                        || self.matches(Category::ProceedRequest, text))
+                !matches(Category::Refusal, text)
+                    && (sentences(text).any(|s| matches(category, s) && !matches(Category::Question, s))
+                        || matches(Category::ProceedRequest, text))
             }
-            _ => self.matches(category, text),
+            _ => matches(category, text),
         }
     }
 }
@@ -492,6 +601,21 @@ mod tests {
     }
 
     #[test]
+    fn a_text_is_told_by_the_function_words_of_one_pack() {
+        let words = |list: &str| list.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        let function_words = FunctionWords::new(&[(0, words("the you die")), (1, words("und ich die"))]);
+        assert!(function_words.tells_apart());
+        let told = |text| TextLanguage::new(text, Some(&function_words)).get();
+        assert_eq!(told("The book you ordered"), Some(0));
+        assert_eq!(told("Ich und du"), Some(1));
+        assert_eq!(told("die die die"), None, "a word of both packs tells nothing");
+        assert_eq!(told("The one"), None, "one word is too few");
+        assert_eq!(told("the you und ich"), None, "mixed");
+        assert_eq!(told("the you you und"), Some(0), "three against one");
+        assert!(!FunctionWords::new(&[(0, words("the you"))]).tells_apart());
+    }
+
+    #[test]
     fn word_boundaries_are_loosened_and_other_escapes_kept() {
         assert_eq!(without_word_boundaries(r"\b(?:nein|\\b|\B\d)\b"), r"(?:nein|\\b|\B\d)");
         assert!(matches!(without_word_boundaries(r"^(?:no|stop)$"), Cow::Borrowed(_)));
@@ -512,7 +636,8 @@ mod tests {
         for category in Category::ALL {
             let set = &patterns.sets[category as usize];
             for text in texts {
-                assert_eq!(set.is_match(text), set.exact().is_match(text), "{category:?} on {text:?}");
+                let language = TextLanguage::new(text, None);
+                assert_eq!(set.is_match(text, &language), set.exact().is_match(text), "{category:?} on {text:?}");
             }
         }
         assert!(patterns.matches(Category::Correction, "Das ist falsch, Jürgen"));
