@@ -162,7 +162,9 @@ impl FunctionWords {
         }
         let pack_of: HashMap<String, usize> = pack_of.into_iter().filter_map(|(word, pack)| Some((word, pack?))).collect();
         let mut has_words = [false; LANGUAGES.len()];
-        pack_of.values().for_each(|p| has_words[*p] = true);
+        for pack in pack_of.values() {
+            has_words[*pack] = true;
+        }
         Self { pack_of, has_words }
     }
 
