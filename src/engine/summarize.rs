@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array};
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::util::display::array_value_to_string;
 use datafusion::error::Result;
 use datafusion::prelude::{DataFrame, SessionContext};
@@ -137,9 +137,7 @@ impl Summary {
             ("count", Arc::new(Int64Array::from(self.count))),
             ("null_percentage", Arc::new(Float64Array::from(self.null_percentage))),
         ];
-        let schema =
-            Schema::new(columns.iter().map(|(name, array)| Field::new(*name, array.data_type().clone(), true)).collect::<Vec<_>>());
-        Ok(RecordBatch::try_new(Arc::new(schema), columns.into_iter().map(|(_, array)| array).collect())?)
+        Ok(RecordBatch::try_from_iter_with_nullable(columns.into_iter().map(|(name, array)| (name, array, true)))?)
     }
 }
 
