@@ -227,7 +227,7 @@ impl Repl {
                 if matches!(input, "quit" | "exit") {
                     return Ok(Flow::Quit);
                 }
-                print_statements(&self.session, self.lake.as_ref(), input, &self.options, out).await.map_err(with_hint)?;
+                print_statements(&self.session, self.lake.as_ref(), input, &self.options, out).await.map_err(|e| with_hint(e, input))?;
                 return Ok(Flow::Continue);
             }
         };
@@ -339,8 +339,9 @@ impl Repl {
 /// than `=` and `IS`, so `tool_params->>'id' IS NULL` hands a Boolean to `json_as_text`;
 /// and DataFusion cannot run a scalar subquery correlated by anything but `=`, which it
 /// reports as an unsupported expression or a failed optimizer rule; DuckDB's `SUMMARIZE`
-/// runs only on its own, and its `FROM events WHERE …` is no query here.
-fn with_hint(e: tracelake::engine::EngineError) -> anyhow::Error {
+/// runs only on its own, and a query that starts with `FROM` takes its `SELECT` before
+/// any other clause, as in DuckDB.
+fn with_hint(e: tracelake::engine::EngineError, input: &str) -> anyhow::Error {
     let text = e.to_string();
     if text.contains("Boolean") && (text.contains("json_as_text") || text.contains("json_get")) {
         return anyhow::anyhow!(
@@ -357,13 +358,15 @@ fn with_hint(e: tracelake::engine::EngineError) -> anyhow::Error {
     if text.to_ascii_lowercase().contains("found: summarize") {
         return anyhow::anyhow!("{text}\nhint: {SUMMARIZE_HERE}");
     }
-    if ["WHERE", "GROUP", "HAVING", "QUALIFY"]
-        .iter()
-        .any(|clause| text.to_ascii_uppercase().contains(&format!("END OF STATEMENT, FOUND: {clause}")))
+    let from_first = input.split(';').any(|statement| statement.split_whitespace().next().is_some_and(|w| w.eq_ignore_ascii_case("FROM")));
+    if from_first
+        && ["WHERE", "GROUP", "HAVING", "QUALIFY", "ORDER", "LIMIT"]
+            .iter()
+            .any(|clause| text.to_ascii_uppercase().contains(&format!("END OF STATEMENT, FOUND: {clause}")))
     {
         return anyhow::anyhow!(
-            "{text}\nhint: a query that starts with FROM takes no other clause before SELECT here: write \
-             FROM events SELECT * WHERE type = 'tool.call', or SELECT * FROM events WHERE type = 'tool.call'"
+            "{text}\nhint: a query that starts with FROM takes its SELECT before any other clause, as in DuckDB: write \
+             FROM events SELECT id WHERE type = 'tool.call', or FROM events WHERE type = 'tool.call' for every column"
         );
     }
     e.into()

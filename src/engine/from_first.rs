@@ -2,12 +2,95 @@
 //! such a query (with `ORDER BY` and `LIMIT`, not `WHERE`) and marks it, but DataFusion
 //! plans its empty select list as `SELECT FROM events`: rows of no columns, printed as an
 //! empty table. The list is filled in before planning, for that form alone (`SELECT FROM
-//! events` keeps its meaning).
+//! events` keeps its meaning). A statement sqlparser cannot read, such as `FROM events
+//! WHERE …`, is given its `SELECT *` in the text and read again ([`with_select_all`]).
 
 use std::ops::ControlFlow;
 
 use datafusion::sql::parser::{CopyToSource, Statement};
 use datafusion::sql::sqlparser::ast::{Query, SelectFlavor, SelectItem, SetExpr, VisitMut, VisitorMut, WildcardAdditionalOptions};
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use datafusion::sql::sqlparser::keywords::Keyword;
+use datafusion::sql::sqlparser::tokenizer::{Location, Token, Tokenizer};
+
+/// `sql` with `SELECT * ` put before each query that starts with `FROM` and has no `SELECT`
+/// of its own (`FROM events WHERE type = 'tool.call'`): a statement, a subquery in
+/// parentheses or a branch of a `UNION`. `None` when there is none or `sql` does not
+/// tokenize.
+pub fn with_select_all(sql: &str) -> Option<String> {
+    let tokens = Tokenizer::new(&GenericDialect {}, sql).tokenize_with_location().ok()?;
+    let mut inserts = Vec::new();
+    // The query being read in each open parenthesis, the statement's first.
+    let mut queries = vec![QueryStart::default()];
+    for token in tokens.iter().filter(|t| !matches!(t.token, Token::Whitespace(_))) {
+        let query = queries.last_mut().expect("the statement's query stays");
+        match &token.token {
+            Token::LParen => {
+                query.begun = true;
+                queries.push(QueryStart::default());
+                continue;
+            }
+            Token::RParen if queries.len() > 1 => {
+                inserts.extend(queries.pop().and_then(QueryStart::without_select));
+                continue;
+            }
+            Token::SemiColon if queries.len() == 1 => {
+                inserts.extend(std::mem::take(query).without_select());
+                continue;
+            }
+            Token::Word(w) if matches!(w.keyword, Keyword::UNION | Keyword::EXCEPT | Keyword::INTERSECT) => {
+                inserts.extend(std::mem::take(query).without_select());
+                query.after_set_operator = true;
+                continue;
+            }
+            Token::Word(w) if query.after_set_operator && matches!(w.keyword, Keyword::ALL | Keyword::DISTINCT) => continue,
+            Token::Word(w) if !query.begun && w.keyword == Keyword::FROM => query.from = Some(token.span.start),
+            Token::Word(w) if w.keyword == Keyword::SELECT => query.selects = true,
+            _ => {}
+        }
+        query.begun = true;
+        query.after_set_operator = false;
+    }
+    inserts.extend(queries.into_iter().filter_map(QueryStart::without_select));
+    if inserts.is_empty() {
+        return None;
+    }
+    let mut offsets: Vec<usize> = inserts.iter().map(|at| byte_offset(sql, *at)).collect();
+    offsets.sort_unstable();
+    let mut rewritten = String::with_capacity(sql.len() + 9 * offsets.len());
+    let mut from = 0;
+    for offset in offsets {
+        rewritten.push_str(&sql[from..offset]);
+        rewritten.push_str("SELECT * ");
+        from = offset;
+    }
+    rewritten.push_str(&sql[from..]);
+    Some(rewritten)
+}
+
+/// How a query read so far began.
+#[derive(Debug, Default)]
+struct QueryStart {
+    begun: bool,
+    after_set_operator: bool,
+    /// Where it starts with `FROM`.
+    from: Option<Location>,
+    selects: bool,
+}
+
+impl QueryStart {
+    /// Where a query that starts with `FROM` and has no `SELECT` needs one.
+    fn without_select(self) -> Option<Location> {
+        self.from.filter(|_| !self.selects)
+    }
+}
+
+/// The byte offset of a tokenizer location (a line and a column of characters, from 1).
+fn byte_offset(sql: &str, at: Location) -> usize {
+    let line_start: usize = sql.split_inclusive('\n').take(at.line.saturating_sub(1) as usize).map(str::len).sum();
+    let column = sql[line_start..].char_indices().nth(at.column.saturating_sub(1) as usize).map_or(sql.len() - line_start, |(i, _)| i);
+    line_start + column
+}
 
 /// Gives every `FROM …` query without `SELECT` in `statement` the select list `*`.
 pub fn select_all_where_from_first(statement: &mut Statement) {
@@ -78,6 +161,26 @@ mod tests {
         assert_eq!(rows("SELECT count(*) FROM (FROM t) s").await, json!({"columns": 1, "rows": 1}));
         assert_eq!(rows("FROM t UNION ALL FROM t").await, json!({"columns": 2, "rows": 4}));
         assert_eq!(rows("FROM t SELECT b WHERE a > 1").await, json!({"columns": 1, "rows": 1}), "its list when it has one");
+    }
+
+    #[test]
+    fn a_statement_that_starts_with_from_and_has_no_select_gets_one() {
+        assert_eq!(with_select_all("FROM t WHERE a > 1").as_deref(), Some("SELECT * FROM t WHERE a > 1"));
+        assert_eq!(
+            with_select_all("SELECT 'é';\n  -- ü\n  from t WHERE b = 'FROM' ; FROM t SELECT a WHERE a > 1").as_deref(),
+            Some("SELECT 'é';\n  -- ü\n  SELECT * from t WHERE b = 'FROM' ; FROM t SELECT a WHERE a > 1"),
+            "at the FROM of its line, after characters of two bytes, and not where a SELECT follows"
+        );
+        assert_eq!(with_select_all("SELECT 'é'; FROM t WHERE a > 1").as_deref(), Some("SELECT 'é'; SELECT * FROM t WHERE a > 1"));
+        assert_eq!(with_select_all("FROM t WHERE a IN (SELECT 1)").as_deref(), Some("SELECT * FROM t WHERE a IN (SELECT 1)"));
+        assert_eq!(
+            with_select_all("SELECT count(*) FROM (FROM t WHERE a > 1) s UNION ALL FROM t WHERE a = 1").as_deref(),
+            Some("SELECT count(*) FROM (SELECT * FROM t WHERE a > 1) s UNION ALL SELECT * FROM t WHERE a = 1"),
+            "a subquery and a branch of a union"
+        );
+        assert_eq!(with_select_all("SELECT extract(year FROM a) FROM t WHERE"), None, "a FROM inside a call starts no query");
+        assert_eq!(with_select_all("SELECT * FROM t WHERE"), None);
+        assert_eq!(with_select_all("FROM t WHERE b = 'unterminated"), None);
     }
 
     #[tokio::test]

@@ -21,7 +21,7 @@ use super::chains::shared::{ChainViewsSql, build_once_if_read_often};
 use super::committed::CommittedFiles;
 use super::cortex::cortex_messages_sql;
 use super::distributed::{distribute, explain_distributed, worker_urls};
-use super::from_first::select_all_where_from_first;
+use super::from_first::{select_all_where_from_first, with_select_all};
 use super::print::{PrintFormat, PrintOptions};
 use super::session_job::{SessionFunctions, SessionJobDecoder, with_physical_rules};
 use super::sql::{
@@ -323,16 +323,27 @@ enum CortexMessages {
 
 /// Parses `sql` (one or more `;`-separated statements), `FROM t` read as DuckDB reads it.
 pub fn parse_statements(sql: &str) -> Result<VecDeque<Statement>, EngineError> {
+    let parsed = DFParser::parse_sql(sql).or_else(|error| match with_select_all(sql) {
+        Some(rewritten) => DFParser::parse_sql(&rewritten).map_err(|_| error),
+        None => Err(error),
+    });
+    let mut statements = parsed.map_err(syntax_error)?;
+    statements.iter_mut().for_each(select_all_where_from_first);
+    Ok(statements)
+}
+
+/// A parser's error as one line; DataFusion wraps some ("Expected: end of statement") in a
+/// diagnostic that says the same.
+fn syntax_error(error: DataFusionError) -> EngineError {
     use datafusion::sql::sqlparser::parser::ParserError;
-    let mut statements = DFParser::parse_sql(sql).map_err(|e| match e {
+    match error {
         DataFusionError::SQL(error, _) => EngineError::Syntax(match *error {
             ParserError::ParserError(text) | ParserError::TokenizerError(text) => text,
             ParserError::RecursionLimitExceeded => "the statement nests too deeply".to_owned(),
         }),
+        DataFusionError::Diagnostic(_, inner) => syntax_error(*inner),
         other => other.into(),
-    })?;
-    statements.iter_mut().for_each(select_all_where_from_first);
-    Ok(statements)
+    }
 }
 
 /// A statement's planning error, said in terms of what went wrong for the user where

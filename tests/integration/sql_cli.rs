@@ -139,13 +139,17 @@ fn errors_are_clear_and_exit_1() {
     let among_others = tracelake(&["sql", "--lake", &lake, "SELECT 1; summarize events"]);
     let said = String::from_utf8_lossy(&among_others.stderr);
     assert!(said.contains("hint: SUMMARIZE runs as an input of its own"), "{said}");
-    let from_where = tracelake(&["sql", "--lake", &lake, "FROM events WHERE type = 'tool.call'"]);
-    let said = String::from_utf8_lossy(&from_where.stderr);
-    assert!(said.contains("hint: a query that starts with FROM takes no other clause before SELECT"), "{said}");
-    for example in said.split("write ").nth(1).expect("examples").trim().split(", or ") {
+    let where_then_select = tracelake(&["sql", "--lake", &lake, "FROM events WHERE type = 'tool.call' SELECT id"]);
+    let said = String::from_utf8_lossy(&where_then_select.stderr);
+    assert!(said.starts_with("error: SQL syntax error: Expected: end of statement, found: WHERE"), "one line, no debug form: {said}");
+    assert!(said.contains("hint: a query that starts with FROM takes its SELECT before any other clause"), "{said}");
+    let examples = said.split("write ").nth(1).expect("examples").trim().trim_end_matches(" for every column");
+    for example in examples.split(", or ") {
         let calls = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", &format!("SELECT count(*) AS n FROM ({example})")]);
         assert_ne!(calls, "n\n0\n", "{example} runs and finds the calls");
     }
+    let not_from_first = tracelake(&["sql", "--lake", &lake, "SELECT id FROM events LIMIT 1 WHERE type = 'tool.call'"]);
+    assert!(!String::from_utf8_lossy(&not_from_first.stderr).contains("hint"), "{not_from_first:?}");
 
     let precedence = tracelake(&["sql", "--lake", &lake, "SELECT count(*) FROM events WHERE tool_params->>'order_id' IS NOT NULL"]);
     let said = String::from_utf8_lossy(&precedence.stderr);
