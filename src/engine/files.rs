@@ -12,9 +12,11 @@ use datafusion::datasource::file_format::{FileFormat, FileFormatFactory};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::SessionContext;
 
-/// `ctx`, with a file path accepted wherever a table name is.
+/// `ctx`, with a file path accepted wherever a table name is, and DuckDB's functions
+/// that read files (`read_parquet`, …).
 pub fn with_file_tables(ctx: SessionContext) -> Result<SessionContext> {
     let ctx = ctx.enable_url_table();
+    super::read_functions::register_read_functions(&ctx);
     {
         let state = ctx.state_ref();
         let mut state = state.write();

@@ -11,6 +11,7 @@ pub mod files;
 pub mod from_first;
 pub mod functions;
 pub mod print;
+pub mod read_functions;
 pub mod session;
 pub mod session_job;
 pub mod sql;
@@ -34,6 +35,8 @@ pub enum EngineError {
     NoSuchFile(String),
     #[error("no table or view named {name}{}; `SHOW TABLES` lists them", did_you_mean(nearest.as_deref()))]
     NoSuchTable { name: String, nearest: Option<String> },
+    #[error("no column named {name}{}", column_hint(nearest, columns))]
+    NoSuchColumn { name: String, nearest: Vec<String>, columns: Vec<String> },
     #[error("{0} is a window function: call it with OVER (…) (`tracelake functions {0}` shows how)")]
     WindowWithoutOver(String),
     #[error("{name} is DuckDB's; here write {}", .instead.join(" or "))]
@@ -84,6 +87,17 @@ pub enum EngineError {
         #[source]
         source: serde_json::Error,
     },
+}
+
+/// What follows an unknown column's name: the columns it likely meant (` (did you mean a
+/// or b?)`), or else every column there is.
+fn column_hint(nearest: &[String], columns: &[String]) -> String {
+    match nearest {
+        [] if columns.is_empty() => String::new(),
+        [] => format!("; the columns here are {}", columns.join(", ")),
+        [one] => format!(" (did you mean {one}?)"),
+        [some @ .., last] => format!(" (did you mean {} or {last}?)", some.join(", ")),
+    }
 }
 
 /// Whether `error`, under whatever context, is the memory pool's refusal.

@@ -5,6 +5,7 @@ use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray, TimestampMillisecondArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::common::SchemaError;
 use datafusion::datasource::MemTable;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
@@ -357,6 +358,16 @@ fn planning_error(ctx: &SessionContext, error: DataFusionError) -> EngineError {
         }
         return EngineError::NoSuchTable { name: name.to_owned(), nearest: nearest_table(ctx, name) };
     }
+    if let DataFusionError::SchemaError(schema_error, _) = error.find_root()
+        && let SchemaError::FieldNotFound { field, valid_fields } = schema_error.as_ref()
+    {
+        let mut named = std::collections::HashSet::new();
+        let columns: Vec<String> = valid_fields.iter().map(|c| c.name().to_owned()).filter(|c| named.insert(c.clone())).collect();
+        let known: Vec<&str> = columns.iter().map(String::as_str).collect();
+        let nearest = nearest_columns(field.name(), &known);
+        let columns = if nearest.is_empty() { columns } else { Vec::new() };
+        return EngineError::NoSuchColumn { name: field.name().to_owned(), nearest, columns };
+    }
     if let DataFusionError::Plan(message) = error.find_root()
         && let Some(name) = message.strip_prefix("Invalid function '").and_then(|rest| rest.split('\'').next())
     {
@@ -379,6 +390,17 @@ pub fn nearest_table(ctx: &SessionContext, name: &str) -> Option<String> {
     let known: Vec<&str> = tables.iter().map(String::as_str).collect();
     // Two edits at most: further, the nearest name is another table (sessions → decisions).
     crate::config::nearest_within(name, &known, 2).map(str::to_owned)
+}
+
+/// The columns a misspelt `name` most likely meant: the nearest by two edits at most, or
+/// else up to eight that start with it (`tool` → `tool_name`, `tool_params`, …).
+fn nearest_columns(name: &str, columns: &[&str]) -> Vec<String> {
+    if let Some(nearest) = crate::config::nearest_within(name, columns, 2) {
+        return vec![nearest.to_owned()];
+    }
+    let lower = name.to_lowercase();
+    let starting: Vec<String> = columns.iter().filter(|c| c.to_lowercase().starts_with(&lower)).map(|c| (*c).to_owned()).collect();
+    if starting.len() <= 8 { starting } else { Vec::new() }
 }
 
 /// How an error names the nearest name: ` (did you mean NAME?)`, or nothing.

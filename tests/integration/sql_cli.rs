@@ -170,7 +170,20 @@ fn errors_are_clear_and_exit_1() {
         (vec!["sql", "--lake", &lake, "SELECT * FROM chain_event"], "(did you mean chain_events?)"),
         (vec!["sql", "--lake", &lake, "SELECT * FROM sessions"], "no table or view named sessions; `SHOW TABLES` lists them"),
         (vec!["sql", "--lake", &lake, "SELECT * FROM 'no/such/traces.parquet'"], "no table, view or file named no/such/traces.parquet"),
-        (vec!["sql", "--lake", &lake, "SELECT nonexistent FROM events"], "Valid fields are"),
+        (
+            vec!["sql", "--lake", &lake, "SELECT nonexistent FROM events"],
+            "no column named nonexistent; the columns here are stream_seq, id, ts,",
+        ),
+        (
+            vec!["sql", "--lake", &lake, "SELECT count(*) FROM events WHERE sesion = 'x'"],
+            "no column named sesion (did you mean session?)\n",
+        ),
+        (
+            vec!["sql", "--lake", &lake, "SELECT e.waiting FROM cortex_messages e JOIN events USING (session)"],
+            "no column named waiting (did you mean waiting_for?)\n",
+        ),
+        (vec!["sql", "--lake", &lake, "SELECT tool_res FROM events"], "(did you mean tool_result?)"),
+        (vec!["sql", "--lake", &lake, "SELECT tool FROM events"], "(did you mean tool_name, tool_params"),
         (
             vec![
                 "sql",
@@ -460,7 +473,7 @@ fn a_file_is_queried_by_its_path() {
     let calls = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", "SELECT count(*) AS n FROM events WHERE type = 'tool.call'"]);
     for (file, expected) in [
         (jsonl.display().to_string(), format!("n\n{lines}\n")),
-        (parquet.display().to_string(), calls),
+        (parquet.display().to_string(), calls.clone()),
         (csv.display().to_string(), "n\n5\n".to_owned()),
     ] {
         let out = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", &format!("SELECT count(*) AS n FROM '{file}'")]);
@@ -469,6 +482,16 @@ fn a_file_is_queried_by_its_path() {
     // Without a lake, files are the tables, as in datafusion-cli.
     let lakeless = tracelake_ok(&["sql", "--format", "csv", &format!("SELECT count(*) AS n FROM '{}'", jsonl.display())]);
     assert_eq!(lakeless, format!("n\n{lines}\n"));
+    // DuckDB's functions read in their format whatever the extension.
+    let log = dir.path().join("agent.log");
+    std::fs::copy(&jsonl, &log).unwrap();
+    for (call, expected) in [
+        (format!("read_json('{}')", log.display()), format!("n\n{lines}\n")),
+        (format!("read_parquet('{}')", dir.path().join("*.parquet").display()), calls.clone()),
+        (format!("read_csv_auto('{}')", csv.display()), "n\n5\n".to_owned()),
+    ] {
+        assert_eq!(tracelake_ok(&["sql", "--format", "csv", &format!("SELECT count(*) AS n FROM {call}")]), expected, "{call}");
+    }
     let no_table = tracelake(&["sql", "SELECT count(*) FROM events"]);
     let said = String::from_utf8_lossy(&no_table.stderr);
     assert!(

@@ -1,0 +1,151 @@
+//! DuckDB's table functions that read files: `read_parquet('x.parquet')`, `read_csv(…)`,
+//! `read_json(…)` and their `_auto` names. The argument is a file, a directory or a glob
+//! (`'traces/*.jsonl'`); the format is the function's, whatever the files' extensions
+//! (`read_json('agent.log')`), where a path alone (`FROM 'x.jsonl'`) goes by extension.
+
+use std::sync::Arc;
+
+use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::common::{ScalarValue, plan_datafusion_err, plan_err};
+use datafusion::datasource::file_format::FileFormat;
+use datafusion::datasource::file_format::csv::CsvFormat;
+use datafusion::datasource::file_format::json::JsonFormat;
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
+use datafusion::error::Result;
+use datafusion::logical_expr::Expr;
+use datafusion::prelude::SessionContext;
+
+/// The functions by DuckDB's names, each with the extension its files have in a directory.
+const READ_FUNCTIONS: [(&str, Format); 9] = [
+    ("read_parquet", Format::Parquet),
+    ("parquet_scan", Format::Parquet),
+    ("read_csv", Format::Csv),
+    ("read_csv_auto", Format::Csv),
+    ("read_json", Format::Json),
+    ("read_json_auto", Format::Json),
+    ("read_ndjson", Format::Json),
+    ("read_ndjson_auto", Format::Json),
+    ("read_json_objects", Format::Json),
+];
+
+#[derive(Debug, Clone, Copy)]
+enum Format {
+    Parquet,
+    Csv,
+    Json,
+}
+
+impl Format {
+    fn file_format(self) -> Arc<dyn FileFormat> {
+        match self {
+            Format::Parquet => Arc::new(ParquetFormat::default()),
+            Format::Csv => Arc::new(CsvFormat::default().with_has_header(true)),
+            Format::Json => Arc::new(JsonFormat::default()),
+        }
+    }
+
+    /// The extension of the files read from a directory.
+    fn extension(self) -> &'static str {
+        match self {
+            Format::Parquet => ".parquet",
+            Format::Csv => ".csv",
+            Format::Json => ".json",
+        }
+    }
+}
+
+/// Registers DuckDB's file-reading table functions with `ctx`.
+pub fn register_read_functions(ctx: &SessionContext) {
+    for (name, format) in READ_FUNCTIONS {
+        ctx.register_udtf(name, Arc::new(ReadFiles { name, format }));
+    }
+}
+
+#[derive(Debug)]
+struct ReadFiles {
+    name: &'static str,
+    format: Format,
+}
+
+impl TableFunctionImpl for ReadFiles {
+    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
+        let path = match args.exprs() {
+            [Expr::Literal(ScalarValue::Utf8(Some(path)) | ScalarValue::LargeUtf8(Some(path)) | ScalarValue::Utf8View(Some(path)), _)] => {
+                path
+            }
+            _ => {
+                return plan_err!(
+                    "{} takes one path here, in quotes: a file, a directory or a glob ({}('traces/*{}')); for other options, \
+                     CREATE EXTERNAL TABLE",
+                    self.name,
+                    self.name,
+                    self.format.extension()
+                );
+            }
+        };
+        let is_glob = path.contains(['*', '?', '[']);
+        if !is_glob && !path.contains("://") && !std::path::Path::new(path).exists() {
+            return plan_err!("{}('{path}'): no such file or directory", self.name);
+        }
+        let url = ListingTableUrl::parse(path)?;
+        // A file or a glob names its files; a directory's are those of the format.
+        let extension = if url.is_collection() && !is_glob { self.format.extension() } else { "" };
+        let options = ListingOptions::new(self.format.file_format()).with_file_extension(extension);
+        let schema = infer_schema(args.session(), &options, &url)
+            .map_err(|e| plan_datafusion_err!("{}('{path}'): {}", self.name, e.find_root().message()))?;
+        let config = ListingTableConfig::new(url).with_listing_options(options).with_schema(schema);
+        Ok(Arc::new(ListingTable::try_new(config)?))
+    }
+}
+
+/// The files' schema, read while the query is planned: planning is not async, so the
+/// files are read on a thread of its own.
+fn infer_schema(session: &dyn Session, options: &ListingOptions, url: &ListingTableUrl) -> Result<datafusion::arrow::datatypes::SchemaRef> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+                runtime.block_on(options.infer_schema(session, url))
+            })
+            .join()
+            .unwrap_or_else(|_| plan_err!("reading the files' schema failed"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::{Array, Int64Array};
+
+    use super::*;
+
+    async fn count(ctx: &SessionContext, sql: &str) -> Result<i64> {
+        let batches = ctx.sql(sql).await?.collect().await?;
+        let column = batches[0].column(0);
+        Ok(column.as_any().downcast_ref::<Int64Array>().expect("a count").value(0))
+    }
+
+    #[tokio::test]
+    async fn files_are_read_in_the_format_of_the_function_whatever_their_extension() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.log"), "{\"n\": 1}\n{\"n\": 2}\n").unwrap();
+        std::fs::write(dir.path().join("b.json"), "{\"n\": 3}\n").unwrap();
+        std::fs::write(dir.path().join("c.csv"), "n,word\n4,x\n5,y\n").unwrap();
+        let ctx = SessionContext::new();
+        register_read_functions(&ctx);
+        let at = |name: &str| dir.path().join(name).display().to_string();
+        assert_eq!(count(&ctx, &format!("SELECT sum(n) FROM read_json('{}')", at("a.log"))).await.unwrap(), 3);
+        assert_eq!(count(&ctx, &format!("SELECT count(*) FROM read_json_auto('{}')", at("*.json"))).await.unwrap(), 1);
+        assert_eq!(count(&ctx, &format!("SELECT sum(n) FROM read_csv('{}') WHERE word = 'y'", at("c.csv"))).await.unwrap(), 5);
+        let dir_path = dir.path().display();
+        assert_eq!(count(&ctx, &format!("SELECT count(*) FROM read_ndjson('{dir_path}')")).await.unwrap(), 1, "a directory's .json files");
+
+        let missing = count(&ctx, &format!("SELECT count(*) FROM read_parquet('{}')", at("none.parquet"))).await.unwrap_err();
+        assert!(missing.to_string().ends_with("none.parquet'): no such file or directory"), "{missing}");
+        let empty = tempfile::tempdir().unwrap();
+        let nothing = count(&ctx, &format!("SELECT count(*) FROM read_csv('{}')", empty.path().display())).await.unwrap_err();
+        assert!(nothing.to_string().contains("No files found"), "{nothing}");
+        let no_path = count(&ctx, "SELECT count(*) FROM read_csv(1)").await.unwrap_err();
+        assert!(no_path.to_string().contains("read_csv takes one path here, in quotes"), "{no_path}");
+    }
+}
