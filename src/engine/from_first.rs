@@ -23,6 +23,7 @@ pub fn with_select_all(sql: &str) -> Option<String> {
     // The query being read in each open parenthesis, the statement's first.
     let mut queries = vec![QueryStart::default()];
     for token in tokens.iter().filter(|t| !matches!(t.token, Token::Whitespace(_))) {
+        let depth = queries.len();
         let query = queries.last_mut().expect("the statement's query stays");
         match &token.token {
             Token::LParen => {
@@ -30,11 +31,11 @@ pub fn with_select_all(sql: &str) -> Option<String> {
                 queries.push(QueryStart::default());
                 continue;
             }
-            Token::RParen if queries.len() > 1 => {
+            Token::RParen if depth > 1 => {
                 inserts.extend(queries.pop().and_then(QueryStart::without_select));
                 continue;
             }
-            Token::SemiColon if queries.len() == 1 => {
+            Token::SemiColon if depth == 1 => {
                 inserts.extend(std::mem::take(query).without_select());
                 continue;
             }

@@ -17,7 +17,7 @@ use datafusion::logical_expr::Expr;
 use datafusion::prelude::SessionContext;
 
 /// The functions by DuckDB's names, each with the extension its files have in a directory.
-const READ_FUNCTIONS: [(&str, Format); 9] = [
+const READ_FUNCTIONS: [(&str, Format); 8] = [
     ("read_parquet", Format::Parquet),
     ("parquet_scan", Format::Parquet),
     ("read_csv", Format::Csv),
@@ -26,7 +26,6 @@ const READ_FUNCTIONS: [(&str, Format); 9] = [
     ("read_json_auto", Format::Json),
     ("read_ndjson", Format::Json),
     ("read_ndjson_auto", Format::Json),
-    ("read_json_objects", Format::Json),
 ];
 
 #[derive(Debug, Clone, Copy)]
