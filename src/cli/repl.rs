@@ -22,15 +22,16 @@ use tracelake::lake::Lake;
 use super::interrupt::{Cancel, Statement};
 
 const HELP: &str = "\
-\\d               list tables and views (\\dt tables, \\dv views)
-\\d NAME          the columns of a table or view
-\\timing [on|off] say how long each query took (on at the start)
-\\maxrows N|inf   rows a table shows at most
-\\pset format F   print results as table, csv, json or ndjson
-\\i FILE          run the statements and commands of a file
-\\?               this help
-\\q               quit (or Ctrl-D)
-DuckDB's .tables, .schema [NAME], .timer on|off, .maxrows N, .mode F, .read FILE, .help and .quit do the same,
+\\d                list tables and views (\\dt tables, \\dv views)
+\\d NAME           the columns of a table or view
+\\timing [on|off]  say how long each query took (on at the start)
+\\maxrows N|inf    rows a table shows at most
+\\maxwidth [N|inf] characters a table's lines take at most, values cut to fit (none: the terminal's width; inf: values whole)
+\\pset format F    print results as table, csv, json or ndjson
+\\i FILE           run the statements and commands of a file
+\\?                this help
+\\q                quit (or Ctrl-D)
+DuckDB's .tables, .schema [NAME], .timer on|off, .maxrows N, .maxwidth N, .mode F, .read FILE, .help and .quit do the same,
 and as in DuckDB, FROM events LIMIT 5 reads every column and SUMMARIZE events describes each one.
 End SQL statements with `;`. A file path reads the file: SELECT * FROM 'traces.jsonl'.
 JSON columns: tool_params->>'order_id', json_get_int(evidence, 'loopSize'); put `->>` in parentheses
@@ -265,6 +266,17 @@ impl Repl {
                 self.options.max_rows = super::sql::max_rows(rows).map_err(anyhow::Error::msg)?;
                 writeln!(out, "Tables show at most {} rows.", if self.options.max_rows == 0 { "all".to_owned() } else { rows.to_owned() })?;
             }
+            ("maxwidth", "") => {
+                self.options.max_width = super::sql::terminal_width();
+                writeln!(out, "Tables fit the terminal's width.")?;
+            }
+            ("maxwidth", width) => {
+                self.options.max_width = super::sql::max_width(width).map_err(anyhow::Error::msg)?;
+                match self.options.max_width {
+                    0 => writeln!(out, "Tables show values whole.")?,
+                    n => writeln!(out, "Tables take at most {n} characters a line.")?,
+                }
+            }
             _ => anyhow::bail!("unknown command `\\{name}`: `\\?` lists the commands"),
         }
         Ok(Flow::Continue)
@@ -296,7 +308,7 @@ impl Repl {
     }
 
     async fn print_listing(&self, sql: &str, out: &mut dyn Write) -> anyhow::Result<()> {
-        let options = PrintOptions { format: PrintFormat::Table, max_rows: 0, timing: false };
+        let options = PrintOptions { format: PrintFormat::Table, max_rows: 0, timing: false, max_width: self.options.max_width };
         print_statements(&self.session, self.lake.as_ref(), sql, &options, out).await?;
         Ok(())
     }
@@ -402,6 +414,9 @@ fn as_backslash_command(input: &str) -> anyhow::Result<String> {
         "schema" => format!("d {argument}"),
         "timer" => format!("timing {argument}"),
         "maxrows" => format!("maxrows {argument}"),
+        // DuckDB's `.maxwidth 0` is the terminal's width.
+        "maxwidth" if argument == "0" => "maxwidth".to_owned(),
+        "maxwidth" => format!("maxwidth {argument}"),
         "mode" => format!(
             "pset format {}",
             match argument {

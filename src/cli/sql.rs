@@ -38,6 +38,11 @@ pub struct SqlArgs {
     /// printed below the table.
     #[arg(long, env = "TRACELAKE_SQL_MAXROWS", default_value_t = MAX_TABLE_ROWS, value_parser = max_rows)]
     maxrows: usize,
+    /// Characters a table's lines take at most, long values cut (`…`) and middle columns
+    /// left out to fit, as DuckDB prints; `inf` (or 0) prints values whole. Default: the
+    /// terminal's width when printing to one, else `inf`.
+    #[arg(long, env = "TRACELAKE_SQL_MAXWIDTH", value_parser = max_width)]
+    maxwidth: Option<usize>,
     /// Read the lake as it was: at a revision (as `status` prints it) or a time
     /// (`2026-11-27T10:00:00Z`, `2026-11-27`, `2h` ago).
     #[arg(long, value_parser = parse_as_of)]
@@ -50,6 +55,23 @@ pub fn max_rows(text: &str) -> Result<usize, String> {
         "inf" => Ok(0),
         n => n.parse().map_err(|_| format!("`{n}` is not a number of rows (or `inf` for all)")),
     }
+}
+
+/// `inf` or a number of characters (0 for values whole).
+pub fn max_width(text: &str) -> Result<usize, String> {
+    match text.trim() {
+        "inf" => Ok(0),
+        n => n.parse().map_err(|_| format!("`{n}` is not a number of characters (or `inf` for values whole)")),
+    }
+}
+
+/// The terminal's width when standard output is one, else 0 (values whole).
+pub fn terminal_width() -> usize {
+    let term = console::Term::stdout();
+    if !term.is_term() {
+        return 0;
+    }
+    term.size_checked().map_or(0, |(_, columns)| usize::from(columns))
 }
 
 pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
@@ -73,7 +95,8 @@ pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
         None => lakeless_session(ctx.redactor()?, &ctx.engine()?)?,
     };
     let session = with_file_tables(session)?;
-    let options = PrintOptions { format: args.format, max_rows: args.maxrows, timing: false };
+    let max_width = args.maxwidth.unwrap_or_else(terminal_width);
+    let options = PrintOptions { format: args.format, max_rows: args.maxrows, timing: false, max_width };
     let sql = match (&args.query, &args.file) {
         (Some(q), _) => q.clone(),
         (None, Some(path)) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,

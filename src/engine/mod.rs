@@ -8,6 +8,7 @@ pub mod cortex;
 pub mod distributed;
 pub mod duckdb_names;
 pub mod files;
+pub mod fit_table;
 pub mod from_first;
 pub mod functions;
 pub mod print;

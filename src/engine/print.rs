@@ -8,9 +8,11 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::csv::Writer as CsvWriter;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::json::{ArrayWriter, LineDelimitedWriter};
+use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::arrow::util::pretty::pretty_format_batches;
 
 use super::EngineError;
+use super::fit_table::{Fitted, fit_table};
 
 /// Rows a table shows at most unless told otherwise; the rest are counted (as
 /// datafusion-cli's `--maxrows`).
@@ -24,11 +26,13 @@ pub struct PrintOptions {
     pub max_rows: usize,
     /// Whether a table's row count says how long the query took.
     pub timing: bool,
+    /// Characters a table's lines take at most, its values cut to fit (`0`: values whole).
+    pub max_width: usize,
 }
 
 impl Default for PrintOptions {
     fn default() -> Self {
-        Self { format: PrintFormat::Table, max_rows: MAX_TABLE_ROWS, timing: false }
+        Self { format: PrintFormat::Table, max_rows: MAX_TABLE_ROWS, timing: false, max_width: 0 }
     }
 }
 
@@ -85,7 +89,7 @@ impl PrintOptions {
     /// the chain views can take longer than running it).
     pub fn printer<'a>(&self, out: &'a mut dyn Write, schema: &SchemaRef, started: Instant) -> Printer<'a> {
         let sink = match self.format {
-            PrintFormat::Table => Sink::Table { out, shown: Vec::new(), shown_rows: 0 },
+            PrintFormat::Table => Sink::Table { out, shown: Vec::new(), shown_rows: 0, max_width: self.max_width },
             PrintFormat::Csv => Sink::Csv(Box::new(datafusion::arrow::csv::WriterBuilder::new().with_header(true).build(out)), false),
             PrintFormat::Json => Sink::Json(ArrayWriter::new(out)),
             PrintFormat::Ndjson => Sink::Ndjson(LineDelimitedWriter::new(out)),
@@ -109,6 +113,7 @@ enum Sink<'a> {
         out: &'a mut dyn Write,
         shown: Vec<RecordBatch>,
         shown_rows: usize,
+        max_width: usize,
     },
     /// The writer, and whether it has written anything (the header comes with the first batch).
     Csv(Box<CsvWriter<&'a mut dyn Write>>, bool),
@@ -141,17 +146,28 @@ impl Printer<'_> {
     pub fn finish(self) -> Result<(), EngineError> {
         let rows = self.rows;
         match self.sink {
-            Sink::Table { out, mut shown, shown_rows } => {
+            Sink::Table { out, mut shown, shown_rows, max_width } => {
                 if shown.is_empty() {
                     shown.push(RecordBatch::new_empty(self.schema.clone()));
                 }
-                writeln!(out, "{}", pretty_format_batches(&shown)?)?;
+                let mut left_out = String::new();
+                if max_width == 0 {
+                    writeln!(out, "{}", pretty_format_batches(&shown)?)?;
+                } else {
+                    let (header, values) = table_values(&self.schema, &shown)?;
+                    let fitted = fit_table(&header, &values, max_width);
+                    writeln!(out, "{}", fitted.text)?;
+                    left_out = what_fitting_left_out(&fitted, header.len());
+                }
                 let plural = if rows == 1 { "" } else { "s" };
                 let time = self.started.map(|t| format!(" in {:.3} s", t.elapsed().as_secs_f64())).unwrap_or_default();
                 if rows > shown_rows {
-                    writeln!(out, "{rows} row{plural}{time} ({shown_rows} shown; --maxrows, --format csv or a LIMIT for the rest)")?;
+                    writeln!(
+                        out,
+                        "{rows} row{plural}{time} ({shown_rows} shown; --maxrows, --format csv or a LIMIT for the rest){left_out}"
+                    )?;
                 } else {
-                    writeln!(out, "{rows} row{plural}{time}")?;
+                    writeln!(out, "{rows} row{plural}{time}{left_out}")?;
                 }
             }
             Sink::Csv(mut writer, written) => {
@@ -167,6 +183,34 @@ impl Printer<'_> {
         }
         Ok(())
     }
+}
+
+/// The column names, and each shown row's values as text (as arrow's pretty tables print them).
+fn table_values(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<(Vec<String>, Vec<Vec<String>>), EngineError> {
+    let header = schema.fields().iter().map(|f| f.name().clone()).collect();
+    let options = FormatOptions::default().with_display_error(true);
+    let mut values = Vec::new();
+    for batch in batches {
+        let formatters = batch.columns().iter().map(|c| ArrayFormatter::try_new(c.as_ref(), &options)).collect::<Result<Vec<_>, _>>()?;
+        values.extend((0..batch.num_rows()).map(|row| formatters.iter().map(|f| f.value(row).to_string()).collect()));
+    }
+    Ok((header, values))
+}
+
+/// What a fitted table's row count adds: the columns left out and values cut, and how to see them.
+fn what_fitting_left_out(fitted: &Fitted, columns: usize) -> String {
+    let mut parts = Vec::new();
+    if fitted.hidden_columns > 0 {
+        parts.push(format!("{} of {columns} columns left out", fitted.hidden_columns));
+    }
+    if fitted.cut_values > 0 {
+        let plural = if fitted.cut_values == 1 { "" } else { "s" };
+        parts.push(format!("{} value{plural} cut", fitted.cut_values));
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!(" ({} to fit the terminal; \\maxwidth inf or --format csv for all)", parts.join(", "))
 }
 
 #[cfg(test)]

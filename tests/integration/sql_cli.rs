@@ -537,6 +537,23 @@ fn maxrows_limits_the_rows_a_table_shows() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("`many` is not a number of rows"));
 }
 
+#[test]
+fn maxwidth_fits_a_table_to_the_terminal_as_duckdb_does() {
+    let (_dir, lake) = imported_lake();
+    let sql = "SELECT id, content FROM events WHERE length(content) > 200 ORDER BY id LIMIT 3";
+    let whole = tracelake_ok(&["sql", "--lake", &lake, sql]);
+    assert!(whole.lines().any(|l| l.chars().count() > 200), "printed to no terminal, values are whole: {whole}");
+    let fitted = tracelake_ok(&["sql", "--lake", &lake, "--maxwidth", "80", sql]);
+    let lines: Vec<&str> = fitted.lines().collect();
+    assert!(lines.iter().all(|l| l.chars().count() <= 80), "{fitted}");
+    assert_eq!(lines.iter().filter(|l| l.starts_with("| evt-") && l.contains("…")).count(), 3, "{fitted}");
+    assert!(fitted.trim_end().ends_with("3 rows (3 values cut to fit the terminal; \\maxwidth inf or --format csv for all)"), "{fitted}");
+    let narrow = tracelake_ok(&["sql", "--lake", &lake, "--maxwidth", "60", "SELECT * FROM events LIMIT 1"]);
+    assert!(narrow.contains("| … |") && narrow.contains("columns left out"), "{narrow}");
+    let bad = tracelake(&["sql", "--lake", &lake, "--maxwidth", "wide", sql]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("`wide` is not a number of characters"));
+}
+
 /// Each error is one line that says each of its causes once: a missing lake, a SQL file
 /// with a bad statement, a detector file with a bad header.
 #[test]

@@ -1,0 +1,147 @@
+//! A result table fitted to the terminal, as DuckDB prints one: every value on one line,
+//! the widest columns cut (`…`) until the table fits, and when even narrow columns do not,
+//! the middle ones left out for a `…` column. Borders as arrow's pretty tables draw them.
+
+use console::{measure_text_width, truncate_str};
+
+/// Columns are not cut narrower than this (unless their values are).
+const NARROWEST: usize = 8;
+
+/// What fitting left out.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Fitted {
+    pub text: String,
+    pub hidden_columns: usize,
+    pub cut_values: usize,
+}
+
+/// `header` and `rows` (a value per column each) as a table at most `width` characters wide.
+pub fn fit_table(header: &[String], rows: &[Vec<String>], width: usize) -> Fitted {
+    // Line breaks and escape sequences would break the table's lines.
+    let one_line = |value: &str| value.chars().map(|c| if c.is_control() { ' ' } else { c }).collect::<String>();
+    let rows: Vec<Vec<String>> = rows.iter().map(|row| row.iter().map(|v| one_line(v)).collect()).collect();
+    let natural: Vec<usize> = (0..header.len())
+        .map(|c| rows.iter().map(|row| measure_text_width(&row[c])).chain([measure_text_width(&header[c])]).max().unwrap_or(0))
+        .collect();
+    let shown = shown_columns(&natural, width);
+    let hidden_columns = header.len() - shown.iter().flatten().count();
+    let shown_natural: Vec<usize> = shown.iter().map(|c| c.map_or(1, |c| natural[c])).collect();
+    let widths = capped(&shown_natural, width);
+
+    let cells = |values: &[String]| -> (Vec<String>, usize) {
+        let mut cut = 0;
+        let cells = shown
+            .iter()
+            .zip(&widths)
+            .map(|(column, &w)| match column {
+                None => "…".to_owned(),
+                Some(c) if measure_text_width(&values[*c]) > w => {
+                    cut += 1;
+                    format!("{}…", truncate_str(&values[*c], w - 1, "").trim_end())
+                }
+                Some(c) => values[*c].clone(),
+            })
+            .collect();
+        (cells, cut)
+    };
+    let border: String = widths.iter().map(|w| format!("+{}", "-".repeat(w + 2))).chain(["+".to_owned()]).collect();
+    let line = |cells: Vec<String>| -> String {
+        let padded = cells.iter().zip(&widths).map(|(cell, &w)| format!("| {cell}{} ", " ".repeat(w - measure_text_width(cell))));
+        padded.chain(["|".to_owned()]).collect()
+    };
+    let mut lines = vec![border.clone(), line(cells(header).0), border.clone()];
+    let mut cut_values = 0;
+    for row in &rows {
+        let (row, cut) = cells(row);
+        cut_values += cut;
+        lines.push(line(row));
+    }
+    lines.push(border);
+    Fitted { text: lines.join("\n"), hidden_columns, cut_values }
+}
+
+/// The table's width with columns of `widths`: `| a | b |`.
+fn table_width(widths: impl Iterator<Item = usize>) -> usize {
+    let (sum, n) = widths.fold((0, 0), |(sum, n), w| (sum + w, n + 1));
+    sum + 3 * n + 1
+}
+
+/// The columns shown, in order, `None` standing for those left out: all of them when they
+/// fit at [`NARROWEST`], else as many from both ends as fit beside a `…` column.
+fn shown_columns(natural: &[usize], width: usize) -> Vec<Option<usize>> {
+    let narrow = |c: usize| natural[c].min(NARROWEST);
+    if table_width((0..natural.len()).map(narrow)) <= width {
+        return (0..natural.len()).map(Some).collect();
+    }
+    let (mut left, mut right) = (Vec::new(), Vec::new());
+    let (mut from_left, mut from_right) = (0, natural.len());
+    while from_left < from_right {
+        let next = if left.len() <= right.len() { from_left } else { from_right - 1 };
+        let kept = left.iter().chain(&right).copied().chain([next]);
+        if table_width(kept.map(narrow).chain([1])) > width {
+            break;
+        }
+        if next == from_left {
+            left.push(next);
+            from_left += 1;
+        } else {
+            right.push(next);
+            from_right -= 1;
+        }
+    }
+    left.iter().map(|c| Some(*c)).chain([None]).chain(right.iter().rev().map(|c| Some(*c))).collect()
+}
+
+/// Each column's width: its natural one, the widest capped at the largest width that lets
+/// the table fit (never under [`NARROWEST`]).
+fn capped(natural: &[usize], width: usize) -> Vec<usize> {
+    let fits = |cap: usize| table_width(natural.iter().map(|w| (*w).min(cap))) <= width;
+    let widest = natural.iter().copied().max().unwrap_or(0);
+    if fits(widest) {
+        return natural.to_vec();
+    }
+    let (mut low, mut high) = (NARROWEST, widest);
+    while low < high {
+        let mid = (low + high).div_ceil(2);
+        if fits(mid) { low = mid } else { high = mid - 1 }
+    }
+    natural.iter().map(|w| (*w).min(low)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(values: &[&str]) -> Vec<String> {
+        values.iter().map(|v| (*v).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_table_that_fits_is_printed_whole() {
+        let fitted = fit_table(&strings(&["id", "word"]), &[strings(&["1", "héllo"])], 80);
+        assert_eq!(fitted.text, "+----+-------+\n| id | word  |\n+----+-------+\n| 1  | héllo |\n+----+-------+");
+        assert_eq!((fitted.hidden_columns, fitted.cut_values), (0, 0));
+    }
+
+    #[test]
+    fn the_widest_column_is_cut_to_fit_and_lines_are_joined() {
+        let long = "a long message\nthat goes on and on about the reservation";
+        let fitted = fit_table(&strings(&["id", "content"]), &[strings(&["e1", long]), strings(&["e2", "short"])], 30);
+        let lines: Vec<&str> = fitted.text.lines().collect();
+        assert!(lines.iter().all(|l| measure_text_width(l) <= 30), "{}", fitted.text);
+        assert_eq!(lines[3], "| e1 | a long message that…  |");
+        assert_eq!(lines[4], "| e2 | short                 |");
+        assert_eq!((fitted.hidden_columns, fitted.cut_values), (0, 1));
+    }
+
+    #[test]
+    fn columns_that_do_not_fit_even_narrow_are_left_out_from_the_middle() {
+        let header: Vec<String> = (0..20).map(|i| format!("column_{i}")).collect();
+        let row: Vec<String> = (0..20).map(|i| format!("value number {i}")).collect();
+        let fitted = fit_table(&header, &[row], 60);
+        assert!(fitted.text.lines().all(|l| measure_text_width(l) <= 60), "{}", fitted.text);
+        let head = fitted.text.lines().nth(1).unwrap();
+        assert!(head.starts_with("| column_0") && head.contains("| … |") && head.trim_end().ends_with("column_… |"), "{head}");
+        assert!(fitted.hidden_columns > 10 && fitted.hidden_columns < 20, "{}", fitted.hidden_columns);
+    }
+}
