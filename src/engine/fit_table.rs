@@ -6,6 +6,9 @@ use console::{measure_text_width, truncate_str};
 
 /// Columns are not cut narrower than this (unless their values are).
 const NARROWEST: usize = 8;
+/// Columns this narrow (ids, times, names) are cut only when cutting the wider ones to
+/// [`NARROWEST`] is not enough, and columns are left out rather than cut below it.
+const SHORT: usize = 24;
 
 /// What fitting left out.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -67,9 +70,9 @@ fn table_width(widths: impl Iterator<Item = usize>) -> usize {
 }
 
 /// The columns shown, in order, `None` standing for those left out: all of them when they
-/// fit at [`NARROWEST`], else as many from both ends as fit beside a `…` column.
+/// fit at [`SHORT`], else as many from both ends as fit so beside a `…` column.
 fn shown_columns(natural: &[usize], width: usize) -> Vec<Option<usize>> {
-    let narrow = |c: usize| natural[c].min(NARROWEST);
+    let narrow = |c: usize| natural[c].min(SHORT);
     if table_width((0..natural.len()).map(narrow)) <= width {
         return (0..natural.len()).map(Some).collect();
     }
@@ -92,20 +95,23 @@ fn shown_columns(natural: &[usize], width: usize) -> Vec<Option<usize>> {
     left.iter().map(|c| Some(*c)).chain([None]).chain(right.iter().rev().map(|c| Some(*c))).collect()
 }
 
-/// Each column's width: its natural one, the widest capped at the largest width that lets
-/// the table fit (never under [`NARROWEST`]).
+/// Each column's width: its natural one, or capped where the table would not fit: the
+/// columns wider than [`SHORT`] alone where that is enough, else every column.
 fn capped(natural: &[usize], width: usize) -> Vec<usize> {
-    let fits = |cap: usize| table_width(natural.iter().map(|w| (*w).min(cap))) <= width;
-    let widest = natural.iter().copied().max().unwrap_or(0);
-    if fits(widest) {
-        return natural.to_vec();
-    }
-    let (mut low, mut high) = (NARROWEST, widest);
+    let short_whole = cap_wider_than(SHORT, natural, width);
+    if table_width(short_whole.iter().copied()) <= width { short_whole } else { cap_wider_than(0, natural, width) }
+}
+
+/// `natural`, the columns wider than `longer_than` capped at the largest width (not under
+/// [`NARROWEST`]) that lets the table fit.
+fn cap_wider_than(longer_than: usize, natural: &[usize], width: usize) -> Vec<usize> {
+    let at = |cap: usize| natural.iter().map(move |&w| if w > longer_than { w.min(cap) } else { w });
+    let (mut low, mut high) = (NARROWEST, natural.iter().copied().max().unwrap_or(0));
     while low < high {
         let mid = (low + high).div_ceil(2);
-        if fits(mid) { low = mid } else { high = mid - 1 }
+        if table_width(at(mid)) <= width { low = mid } else { high = mid - 1 }
     }
-    natural.iter().map(|w| (*w).min(low)).collect()
+    at(low).collect()
 }
 
 #[cfg(test)]
@@ -135,13 +141,24 @@ mod tests {
     }
 
     #[test]
-    fn columns_that_do_not_fit_even_narrow_are_left_out_from_the_middle() {
+    fn short_columns_stay_whole_while_the_long_ones_are_cut() {
+        let header = strings(&["id", "type", "content", "result"]);
+        let row = strings(&["evt-358b5846c6e42f00", "tool.result", &"x".repeat(300), &"y".repeat(300)]);
+        let fitted = fit_table(&header, &[row], 100);
+        let line = fitted.text.lines().nth(3).unwrap();
+        assert!(line.starts_with("| evt-358b5846c6e42f00 | tool.result | xxx"), "{line}");
+        assert_eq!(measure_text_width(line), 100, "{line}");
+        assert_eq!(fitted.cut_values, 2);
+    }
+
+    #[test]
+    fn columns_that_do_not_fit_are_left_out_from_the_middle() {
         let header: Vec<String> = (0..20).map(|i| format!("column_{i}")).collect();
         let row: Vec<String> = (0..20).map(|i| format!("value number {i}")).collect();
         let fitted = fit_table(&header, &[row], 60);
         assert!(fitted.text.lines().all(|l| measure_text_width(l) <= 60), "{}", fitted.text);
         let head = fitted.text.lines().nth(1).unwrap();
-        assert!(head.starts_with("| column_0") && head.contains("| … |") && head.trim_end().ends_with("column_… |"), "{head}");
-        assert!(fitted.hidden_columns > 10 && fitted.hidden_columns < 20, "{}", fitted.hidden_columns);
+        assert!(head.starts_with("| column_0 ") && head.contains(" | … | column_19 "), "whole, from both ends: {head}");
+        assert_eq!((fitted.hidden_columns, fitted.cut_values), (17, 0));
     }
 }
