@@ -7,8 +7,10 @@ use console::{measure_text_width, truncate_str};
 /// Columns are not cut narrower than this (unless their values are).
 const NARROWEST: usize = 8;
 /// Columns this narrow (ids, times, names) are cut only when cutting the wider ones to
-/// [`NARROWEST`] is not enough, and columns are left out rather than cut below it.
+/// [`NARROWEST`] is not enough.
 const SHORT: usize = 24;
+/// Columns are left out rather than the wider ones cut below this.
+const LONG_SHOWN: usize = 16;
 
 /// What fitting left out.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -70,9 +72,10 @@ fn table_width(widths: impl Iterator<Item = usize>) -> usize {
 }
 
 /// The columns shown, in order, `None` standing for those left out: all of them when they
-/// fit at [`SHORT`], else as many from both ends as fit so beside a `…` column.
+/// fit with those wider than [`SHORT`] at [`LONG_SHOWN`], else as many from both ends as
+/// fit so beside a `…` column.
 fn shown_columns(natural: &[usize], width: usize) -> Vec<Option<usize>> {
-    let narrow = |c: usize| natural[c].min(SHORT);
+    let narrow = |c: usize| if natural[c] <= SHORT { natural[c] } else { LONG_SHOWN };
     if table_width((0..natural.len()).map(narrow)) <= width {
         return (0..natural.len()).map(Some).collect();
     }
