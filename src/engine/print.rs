@@ -157,7 +157,7 @@ impl Printer<'_> {
                     let (header, values) = table_values(&self.schema, &shown)?;
                     let fitted = fit_table(&header, &values, max_width);
                     writeln!(out, "{}", fitted.text)?;
-                    left_out = what_fitting_left_out(&fitted, header.len());
+                    left_out = what_fitting_left_out(&fitted, header.len(), max_width);
                 }
                 let plural = if rows == 1 { "" } else { "s" };
                 let time = self.started.map(|t| format!(" in {:.3} s", t.elapsed().as_secs_f64())).unwrap_or_default();
@@ -198,7 +198,7 @@ fn table_values(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<(Vec<Stri
 }
 
 /// What a fitted table's row count adds: the columns left out and values cut, and how to see them.
-fn what_fitting_left_out(fitted: &Fitted, columns: usize) -> String {
+fn what_fitting_left_out(fitted: &Fitted, columns: usize, width: usize) -> String {
     let mut parts = Vec::new();
     if fitted.hidden_columns > 0 {
         parts.push(format!("{} of {columns} columns left out", fitted.hidden_columns));
@@ -210,7 +210,7 @@ fn what_fitting_left_out(fitted: &Fitted, columns: usize) -> String {
     if parts.is_empty() {
         return String::new();
     }
-    format!(" ({} to fit the terminal; \\maxwidth inf or --format csv for all)", parts.join(", "))
+    format!(" ({} to fit {width} characters; \\maxwidth inf or --format csv for all)", parts.join(", "))
 }
 
 #[cfg(test)]
