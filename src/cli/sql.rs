@@ -118,7 +118,13 @@ pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
     let mut out = stdout.lock();
     let lakeless = lake.is_none();
     Repl::new(session, lake, options).run_script(&sql, &mut out).await.map_err(|e| {
-        if lakeless { anyhow::anyhow!("{} (no lake was given: --lake DIR or TRACELAKE_LAKE)", super::message(&e)) } else { e }
+        // A table the query names may be the lake's.
+        let message = super::message(&e);
+        if lakeless && message.contains("no table or view named") {
+            anyhow::anyhow!("{message} (no lake was given: --lake DIR or TRACELAKE_LAKE)")
+        } else {
+            e
+        }
     })?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)

@@ -3,6 +3,7 @@
 //! (`'traces/*.jsonl'`); the format is the function's, whatever the files' extensions
 //! (`read_json('agent.log')`), where a path alone (`FROM 'x.jsonl'`) goes by extension.
 
+use std::io::Read;
 use std::sync::Arc;
 
 use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
@@ -36,11 +37,13 @@ enum Format {
 }
 
 impl Format {
-    fn file_format(self) -> Arc<dyn FileFormat> {
+    /// The format of the files at `path`: JSON is JSON Lines unless the file opens with `[`
+    /// (one array of records), which DuckDB's `read_json` tells apart too.
+    fn file_format(self, path: &str) -> Arc<dyn FileFormat> {
         match self {
             Format::Parquet => Arc::new(ParquetFormat::default()),
             Format::Csv => Arc::new(CsvFormat::default().with_has_header(true)),
-            Format::Json => Arc::new(JsonFormat::default()),
+            Format::Json => Arc::new(JsonFormat::default().with_newline_delimited(!opens_an_array(path))),
         }
     }
 
@@ -90,12 +93,18 @@ impl TableFunctionImpl for ReadFiles {
         let url = ListingTableUrl::parse(path)?;
         // A file or a glob names its files; a directory's are those of the format.
         let extension = if url.is_collection() && !is_glob { self.format.extension() } else { "" };
-        let options = ListingOptions::new(self.format.file_format()).with_file_extension(extension);
+        let options = ListingOptions::new(self.format.file_format(path)).with_file_extension(extension);
         let schema = infer_schema(args.session(), &options, &url)
             .map_err(|e| plan_datafusion_err!("{}('{path}'): {}", self.name, e.find_root().message()))?;
         let config = ListingTableConfig::new(url).with_listing_options(options).with_schema(schema);
         Ok(Arc::new(ListingTable::try_new(config)?))
     }
+}
+
+/// Whether the file at `path` (not a directory or a glob) starts with `[`.
+fn opens_an_array(path: &str) -> bool {
+    let Ok(file) = std::fs::File::open(path) else { return false };
+    std::io::BufReader::new(file).bytes().map_while(Result::ok).find(|b| !b.is_ascii_whitespace()) == Some(b'[')
 }
 
 /// The files' schema, read while the query is planned: planning is not async, so the
@@ -130,12 +139,14 @@ mod tests {
         std::fs::write(dir.path().join("a.log"), "{\"n\": 1}\n{\"n\": 2}\n").unwrap();
         std::fs::write(dir.path().join("b.json"), "{\"n\": 3}\n").unwrap();
         std::fs::write(dir.path().join("c.csv"), "n,word\n4,x\n5,y\n").unwrap();
+        std::fs::write(dir.path().join("array.txt"), " [{\"n\": 6}, {\"n\": 7}]").unwrap();
         let ctx = SessionContext::new();
         register_read_functions(&ctx);
         let at = |name: &str| dir.path().join(name).display().to_string();
         assert_eq!(count(&ctx, &format!("SELECT sum(n) FROM read_json('{}')", at("a.log"))).await.unwrap(), 3);
         assert_eq!(count(&ctx, &format!("SELECT count(*) FROM read_json_auto('{}')", at("*.json"))).await.unwrap(), 1);
         assert_eq!(count(&ctx, &format!("SELECT sum(n) FROM read_csv('{}') WHERE word = 'y'", at("c.csv"))).await.unwrap(), 5);
+        assert_eq!(count(&ctx, &format!("SELECT sum(n) FROM read_json('{}')", at("array.txt"))).await.unwrap(), 13, "an array of records");
         let dir_path = dir.path().display();
         assert_eq!(count(&ctx, &format!("SELECT count(*) FROM read_ndjson('{dir_path}')")).await.unwrap(), 1, "a directory's .json files");
 

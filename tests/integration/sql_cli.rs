@@ -492,6 +492,9 @@ fn a_file_is_queried_by_its_path() {
     ] {
         assert_eq!(tracelake_ok(&["sql", "--format", "csv", &format!("SELECT count(*) AS n FROM {call}")]), expected, "{call}");
     }
+    let missing = tracelake(&["sql", "SELECT * FROM read_parquet('no/such.parquet')"]);
+    let said = String::from_utf8_lossy(&missing.stderr);
+    assert!(said.contains("read_parquet('no/such.parquet'): no such file or directory") && !said.contains("no lake"), "{said}");
     let no_table = tracelake(&["sql", "SELECT count(*) FROM events"]);
     let said = String::from_utf8_lossy(&no_table.stderr);
     assert!(
