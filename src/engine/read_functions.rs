@@ -72,19 +72,14 @@ struct ReadFiles {
 
 impl TableFunctionImpl for ReadFiles {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
-        let path = match args.exprs() {
-            [Expr::Literal(ScalarValue::Utf8(Some(path)) | ScalarValue::LargeUtf8(Some(path)) | ScalarValue::Utf8View(Some(path)), _)] => {
-                path
-            }
-            _ => {
-                return plan_err!(
-                    "{} takes one path here, in quotes: a file, a directory or a glob ({}('traces/*{}')); for other options, \
-                     CREATE EXTERNAL TABLE",
-                    self.name,
-                    self.name,
-                    self.format.extension()
-                );
-            }
+        let [Expr::Literal(ScalarValue::Utf8(Some(path)) | ScalarValue::LargeUtf8(Some(path)) | ScalarValue::Utf8View(Some(path)), _)] =
+            args.exprs()
+        else {
+            let (name, extension) = (self.name, self.format.extension());
+            return plan_err!(
+                "{name} takes one path here, in quotes: a file, a directory or a glob ({name}('traces/*{extension}')); \
+                 for other options, CREATE EXTERNAL TABLE"
+            );
         };
         let is_glob = path.contains(['*', '?', '[']);
         if !is_glob && !path.contains("://") && !std::path::Path::new(path).exists() {
