@@ -13,11 +13,44 @@ use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::tokenizer::{Location, Token, Tokenizer};
 
+/// Text given `SELECT * ` where DuckDB reads it ([`with_select_all`]).
+#[derive(Debug)]
+pub struct WithSelectAll {
+    pub sql: String,
+    /// Where `SELECT * ` went, in the original text, in order.
+    inserted: Vec<Location>,
+}
+
+/// What `SELECT * ` adds to a line.
+const SELECT_ALL: &str = "SELECT * ";
+
+impl WithSelectAll {
+    /// A parser's `message` about the new text, with its `Line: L, Column: C` said of the
+    /// original text.
+    pub fn original_message(&self, message: &str) -> String {
+        let Some(at) = message.rfind("Line: ") else { return message.to_owned() };
+        let numbers: Vec<u64> = message[at..].split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse().ok()).take(2).collect();
+        let [line, column] = numbers[..] else { return message.to_owned() };
+        let width = SELECT_ALL.len() as u64;
+        let mut original = column;
+        let on_line = self.inserted.iter().filter(|l| l.line == line);
+        for (i, inserted) in on_line.enumerate() {
+            let new_column = inserted.column + width * i as u64;
+            if column >= new_column + width {
+                original -= width;
+            } else if column >= new_column {
+                original = inserted.column;
+            }
+        }
+        format!("{}Line: {line}, Column: {original}", &message[..at])
+    }
+}
+
 /// `sql` with `SELECT * ` put before each query that starts with `FROM` and has no `SELECT`
 /// of its own (`FROM events WHERE type = 'tool.call'`): a statement, a subquery in
 /// parentheses or a branch of a `UNION`. `None` when there is none or `sql` does not
 /// tokenize.
-pub fn with_select_all(sql: &str) -> Option<String> {
+pub fn with_select_all(sql: &str) -> Option<WithSelectAll> {
     let tokens = Tokenizer::new(&GenericDialect {}, sql).tokenize_with_location().ok()?;
     let mut inserts = Vec::new();
     // The query being read in each open parenthesis, the statement's first.
@@ -56,17 +89,16 @@ pub fn with_select_all(sql: &str) -> Option<String> {
     if inserts.is_empty() {
         return None;
     }
-    let mut offsets: Vec<usize> = inserts.iter().map(|at| byte_offset(sql, *at)).collect();
-    offsets.sort_unstable();
-    let mut rewritten = String::with_capacity(sql.len() + 9 * offsets.len());
+    inserts.sort_unstable_by_key(|at| (at.line, at.column));
+    let mut rewritten = String::with_capacity(sql.len() + SELECT_ALL.len() * inserts.len());
     let mut from = 0;
-    for offset in offsets {
+    for offset in inserts.iter().map(|at| byte_offset(sql, *at)) {
         rewritten.push_str(&sql[from..offset]);
-        rewritten.push_str("SELECT * ");
+        rewritten.push_str(SELECT_ALL);
         from = offset;
     }
     rewritten.push_str(&sql[from..]);
-    Some(rewritten)
+    Some(WithSelectAll { sql: rewritten, inserted: inserts })
 }
 
 /// How a query read so far began.
@@ -164,24 +196,39 @@ mod tests {
         assert_eq!(rows("FROM t SELECT b WHERE a > 1").await, json!({"columns": 1, "rows": 1}), "its list when it has one");
     }
 
+    fn sql_with_select_all(sql: &str) -> Option<String> {
+        with_select_all(sql).map(|w| w.sql)
+    }
+
     #[test]
     fn a_statement_that_starts_with_from_and_has_no_select_gets_one() {
-        assert_eq!(with_select_all("FROM t WHERE a > 1").as_deref(), Some("SELECT * FROM t WHERE a > 1"));
+        assert_eq!(sql_with_select_all("FROM t WHERE a > 1").as_deref(), Some("SELECT * FROM t WHERE a > 1"));
         assert_eq!(
-            with_select_all("SELECT 'é';\n  -- ü\n  from t WHERE b = 'FROM' ; FROM t SELECT a WHERE a > 1").as_deref(),
+            sql_with_select_all("SELECT 'é';\n  -- ü\n  from t WHERE b = 'FROM' ; FROM t SELECT a WHERE a > 1").as_deref(),
             Some("SELECT 'é';\n  -- ü\n  SELECT * from t WHERE b = 'FROM' ; FROM t SELECT a WHERE a > 1"),
             "at the FROM of its line, after characters of two bytes, and not where a SELECT follows"
         );
-        assert_eq!(with_select_all("SELECT 'é'; FROM t WHERE a > 1").as_deref(), Some("SELECT 'é'; SELECT * FROM t WHERE a > 1"));
-        assert_eq!(with_select_all("FROM t WHERE a IN (SELECT 1)").as_deref(), Some("SELECT * FROM t WHERE a IN (SELECT 1)"));
+        assert_eq!(sql_with_select_all("SELECT 'é'; FROM t WHERE a > 1").as_deref(), Some("SELECT 'é'; SELECT * FROM t WHERE a > 1"));
+        assert_eq!(sql_with_select_all("FROM t WHERE a IN (SELECT 1)").as_deref(), Some("SELECT * FROM t WHERE a IN (SELECT 1)"));
         assert_eq!(
-            with_select_all("SELECT count(*) FROM (FROM t WHERE a > 1) s UNION ALL FROM t WHERE a = 1").as_deref(),
+            sql_with_select_all("SELECT count(*) FROM (FROM t WHERE a > 1) s UNION ALL FROM t WHERE a = 1").as_deref(),
             Some("SELECT count(*) FROM (SELECT * FROM t WHERE a > 1) s UNION ALL SELECT * FROM t WHERE a = 1"),
             "a subquery and a branch of a union"
         );
-        assert_eq!(with_select_all("SELECT extract(year FROM a) FROM t WHERE"), None, "a FROM inside a call starts no query");
-        assert_eq!(with_select_all("SELECT * FROM t WHERE"), None);
-        assert_eq!(with_select_all("FROM t WHERE b = 'unterminated"), None);
+        assert_eq!(sql_with_select_all("SELECT extract(year FROM a) FROM t WHERE"), None, "a FROM inside a call starts no query");
+        assert_eq!(sql_with_select_all("SELECT * FROM t WHERE"), None);
+        assert_eq!(sql_with_select_all("FROM t WHERE b = 'unterminated"), None);
+    }
+
+    #[test]
+    fn an_error_in_the_new_text_is_placed_in_the_original() {
+        let sql = "SELECT 1;\nFROM t WHERE a = = 1; FROM u WHERE";
+        let rewritten = with_select_all(sql).unwrap();
+        assert_eq!(rewritten.sql, "SELECT 1;\nSELECT * FROM t WHERE a = = 1; SELECT * FROM u WHERE");
+        let said = |column: usize| rewritten.original_message(&format!("Expected: an expression, found: = at Line: 2, Column: {column}"));
+        assert!(said(27).ends_with("Line: 2, Column: 18"), "the second = of the first statement: {}", said(27));
+        assert!(said(5).ends_with("Line: 2, Column: 1"), "inside what was put in: {}", said(5));
+        assert_eq!(rewritten.original_message("Expected: an expression, found: EOF"), "Expected: an expression, found: EOF");
     }
 
     #[tokio::test]

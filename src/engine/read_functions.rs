@@ -81,19 +81,43 @@ impl TableFunctionImpl for ReadFiles {
                  for other options, CREATE EXTERNAL TABLE"
             );
         };
-        let is_glob = path.contains(['*', '?', '[']);
-        if !is_glob && !path.contains("://") && !std::path::Path::new(path).exists() {
-            return plan_err!("{}('{path}'): no such file or directory", self.name);
-        }
-        let url = ListingTableUrl::parse(path)?;
-        // A file or a glob names its files; a directory's are those of the format.
-        let extension = if url.is_collection() && !is_glob { self.format.extension() } else { "" };
+        let name = self.name;
+        let urls = table_urls(name, path)?;
+        // Files named are read whatever their extension; a directory's are those of the format.
+        let extension = if let [url] = urls.as_slice()
+            && url.is_collection()
+        {
+            self.format.extension()
+        } else {
+            ""
+        };
         let options = ListingOptions::new(self.format.file_format(path)).with_file_extension(extension);
-        let schema = infer_schema(args.session(), &options, &url)
-            .map_err(|e| plan_datafusion_err!("{}('{path}'): {}", self.name, e.find_root().message()))?;
-        let config = ListingTableConfig::new(url).with_listing_options(options).with_schema(schema);
+        let schema = infer_schema(args.session(), &options, &urls[0])
+            .map_err(|e| plan_datafusion_err!("{name}('{path}'): {}", e.find_root().message()))?;
+        let config = ListingTableConfig::new_with_multi_paths(urls).with_listing_options(options).with_schema(schema);
         Ok(Arc::new(ListingTable::try_new(config)?))
     }
+}
+
+/// The files or directory `path` names. A local glob is expanded here, so that it may span
+/// directories (`lake/events/*/*.parquet`), which a listing's own glob does not.
+fn table_urls(name: &str, path: &str) -> Result<Vec<ListingTableUrl>> {
+    let is_glob = path.contains(['*', '?', '[']);
+    if path.contains("://") {
+        return Ok(vec![ListingTableUrl::parse(path)?]);
+    }
+    if !is_glob {
+        if !std::path::Path::new(path).exists() {
+            return plan_err!("{name}('{path}'): no such file or directory");
+        }
+        return Ok(vec![ListingTableUrl::parse(path)?]);
+    }
+    let matches = glob::glob(path).map_err(|e| plan_datafusion_err!("{name}('{path}'): {e}"))?;
+    let files: Vec<std::path::PathBuf> = matches.filter_map(std::result::Result::ok).filter(|p| p.is_file()).collect();
+    if files.is_empty() {
+        return plan_err!("{name}('{path}'): no file matches");
+    }
+    files.iter().map(|file| ListingTableUrl::parse(file.to_string_lossy())).collect()
 }
 
 /// Whether the file at `path` (not a directory or a glob) starts with `[`.
@@ -142,6 +166,13 @@ mod tests {
         assert_eq!(count(&ctx, &format!("SELECT count(*) FROM read_json_auto('{}')", at("*.json"))).await.unwrap(), 1);
         assert_eq!(count(&ctx, &format!("SELECT sum(n) FROM read_csv('{}') WHERE word = 'y'", at("c.csv"))).await.unwrap(), 5);
         assert_eq!(count(&ctx, &format!("SELECT sum(n) FROM read_json('{}')", at("array.txt"))).await.unwrap(), 13, "an array of records");
+        std::fs::create_dir(dir.path().join("day=1")).unwrap();
+        std::fs::write(dir.path().join("day=1").join("d.json"), "{\"n\": 8}\n").unwrap();
+        assert_eq!(
+            count(&ctx, &format!("SELECT sum(n) FROM read_json('{}')", at("*/*.json"))).await.unwrap(),
+            8,
+            "a glob over directories"
+        );
         let dir_path = dir.path().display();
         assert_eq!(count(&ctx, &format!("SELECT count(*) FROM read_ndjson('{dir_path}')")).await.unwrap(), 1, "a directory's .json files");
 
@@ -150,6 +181,8 @@ mod tests {
         let empty = tempfile::tempdir().unwrap();
         let nothing = count(&ctx, &format!("SELECT count(*) FROM read_csv('{}')", empty.path().display())).await.unwrap_err();
         assert!(nothing.to_string().contains("No files found"), "{nothing}");
+        let no_match = count(&ctx, &format!("SELECT count(*) FROM read_json('{}')", at("*.none"))).await.unwrap_err();
+        assert!(no_match.to_string().ends_with("*.none'): no file matches"), "{no_match}");
         let no_path = count(&ctx, "SELECT count(*) FROM read_csv(1)").await.unwrap_err();
         assert!(no_path.to_string().contains("read_csv takes one path here, in quotes"), "{no_path}");
     }

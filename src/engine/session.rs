@@ -324,11 +324,17 @@ enum CortexMessages {
 
 /// Parses `sql` (one or more `;`-separated statements), `FROM t` read as DuckDB reads it.
 pub fn parse_statements(sql: &str) -> Result<VecDeque<Statement>, EngineError> {
-    let parsed = DFParser::parse_sql(sql).or_else(|error| match with_select_all(sql) {
-        Some(rewritten) => DFParser::parse_sql(&rewritten).map_err(|_| error),
-        None => Err(error),
-    });
-    let mut statements = parsed.map_err(syntax_error)?;
+    let mut statements = match DFParser::parse_sql(sql) {
+        Ok(statements) => statements,
+        // Read again as DuckDB reads it; an error then is said of the text as written.
+        Err(error) => match with_select_all(sql) {
+            None => return Err(syntax_error(error)),
+            Some(rewritten) => DFParser::parse_sql(&rewritten.sql).map_err(|e| match syntax_error(e) {
+                EngineError::Syntax(text) => EngineError::Syntax(rewritten.original_message(&text)),
+                other => other,
+            })?,
+        },
+    };
     statements.iter_mut().for_each(select_all_where_from_first);
     Ok(statements)
 }
