@@ -174,7 +174,11 @@ mod tests {
             "a glob over directories"
         );
         let dir_path = dir.path().display();
-        assert_eq!(count(&ctx, &format!("SELECT count(*) FROM read_ndjson('{dir_path}')")).await.unwrap(), 1, "a directory's .json files");
+        assert_eq!(
+            count(&ctx, &format!("SELECT count(*) FROM read_ndjson('{dir_path}')")).await.unwrap(),
+            2,
+            "a directory's .json files, its folders' too"
+        );
 
         let missing = count(&ctx, &format!("SELECT count(*) FROM read_parquet('{}')", at("none.parquet"))).await.unwrap_err();
         assert!(missing.to_string().ends_with("none.parquet'): no such file or directory"), "{missing}");
