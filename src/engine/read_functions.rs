@@ -17,7 +17,7 @@ use datafusion::error::Result;
 use datafusion::logical_expr::Expr;
 use datafusion::prelude::SessionContext;
 
-/// The functions by DuckDB's names, each with the extension its files have in a directory.
+/// The functions by DuckDB's names, each with the format it reads.
 const READ_FUNCTIONS: [(&str, Format); 8] = [
     ("read_parquet", Format::Parquet),
     ("parquet_scan", Format::Parquet),
