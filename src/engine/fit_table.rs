@@ -1,6 +1,7 @@
-//! A result table fitted to the terminal, as DuckDB prints one: every value on one line,
-//! the widest columns cut (`…`) until the table fits, and when even narrow columns do not,
-//! the middle ones left out for a `…` column. Borders as arrow's pretty tables draw them.
+//! A result table fitted to the terminal, as DuckDB prints one: the widest columns cut
+//! (`…`) until the table fits, and when even narrow columns do not, the middle ones left
+//! out for a `…` column. A value's lines stay lines (a plan of `EXPLAIN`, a message in
+//! paragraphs), each cut alone. Borders as arrow's pretty tables draw them.
 
 use console::{measure_text_width, truncate_str};
 
@@ -22,47 +23,67 @@ pub struct Fitted {
 
 /// `header` and `rows` (a value per column each) as a table at most `width` characters wide.
 pub fn fit_table(header: &[String], rows: &[Vec<String>], width: usize) -> Fitted {
-    // Line breaks and escape sequences would break the table's lines.
-    let one_line = |value: &str| value.chars().map(|c| if c.is_control() { ' ' } else { c }).collect::<String>();
-    let rows: Vec<Vec<String>> = rows.iter().map(|row| row.iter().map(|v| one_line(v)).collect()).collect();
+    let header: Vec<Vec<String>> = header.iter().map(|name| lines_of(name)).collect();
+    let rows: Vec<Vec<Vec<String>>> = rows.iter().map(|row| row.iter().map(|v| lines_of(v)).collect()).collect();
+    let widest_line = |value: &Vec<String>| value.iter().map(|l| measure_text_width(l)).max().unwrap_or(0);
     let natural: Vec<usize> = (0..header.len())
-        .map(|c| rows.iter().map(|row| measure_text_width(&row[c])).chain([measure_text_width(&header[c])]).max().unwrap_or(0))
+        .map(|c| rows.iter().map(|row| widest_line(&row[c])).chain([widest_line(&header[c])]).max().unwrap_or(0))
         .collect();
     let shown = shown_columns(&natural, width);
     let hidden_columns = header.len() - shown.iter().flatten().count();
     let shown_natural: Vec<usize> = shown.iter().map(|c| c.map_or(1, |c| natural[c])).collect();
     let widths = capped(&shown_natural, width);
 
-    let cells = |values: &[String]| -> (Vec<String>, usize) {
+    // A row's shown cells, each its lines cut to its column's width, and how many were cut.
+    let cells = |values: &[Vec<String>]| -> (Vec<Vec<String>>, usize) {
         let mut cut = 0;
         let cells = shown
             .iter()
             .zip(&widths)
             .map(|(column, &w)| match column {
-                None => "…".to_owned(),
-                Some(c) if measure_text_width(&values[*c]) > w => {
-                    cut += 1;
-                    format!("{}…", truncate_str(&values[*c], w - 1, "").trim_end())
+                None => vec!["…".to_owned()],
+                Some(c) => {
+                    let value = &values[*c];
+                    cut += usize::from(value.iter().any(|l| measure_text_width(l) > w));
+                    value
+                        .iter()
+                        .map(|l| if measure_text_width(l) > w { format!("{}…", truncate_str(l, w - 1, "").trim_end()) } else { l.clone() })
+                        .collect()
                 }
-                Some(c) => values[*c].clone(),
             })
             .collect();
         (cells, cut)
     };
     let border: String = widths.iter().map(|w| format!("+{}", "-".repeat(w + 2))).chain(["+".to_owned()]).collect();
-    let line = |cells: Vec<String>| -> String {
-        let padded = cells.iter().zip(&widths).map(|(cell, &w)| format!("| {cell}{} ", " ".repeat(w - measure_text_width(cell))));
-        padded.chain(["|".to_owned()]).collect()
+    let row_lines = |cells: Vec<Vec<String>>| -> Vec<String> {
+        let height = cells.iter().map(Vec::len).max().unwrap_or(1).max(1);
+        (0..height)
+            .map(|i| {
+                let padded = cells.iter().zip(&widths).map(|(cell, &w)| {
+                    let line = cell.get(i).map_or("", String::as_str);
+                    format!("| {line}{} ", " ".repeat(w - measure_text_width(line)))
+                });
+                padded.chain(["|".to_owned()]).collect()
+            })
+            .collect()
     };
-    let mut lines = vec![border.clone(), line(cells(header).0), border.clone()];
+    let mut lines = vec![border.clone()];
+    lines.extend(row_lines(cells(&header).0));
+    lines.push(border.clone());
     let mut cut_values = 0;
     for row in &rows {
         let (row, cut) = cells(row);
         cut_values += cut;
-        lines.push(line(row));
+        lines.extend(row_lines(row));
     }
     lines.push(border);
     Fitted { text: lines.join("\n"), hidden_columns, cut_values }
+}
+
+/// A value's lines, tabs and other control characters (escape sequences) made spaces, so
+/// that they cannot break the table's lines.
+fn lines_of(value: &str) -> Vec<String> {
+    value.lines().map(|line| line.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()).collect()
 }
 
 /// The table's width with columns of `widths`: `| a | b |`.
@@ -133,14 +154,25 @@ mod tests {
     }
 
     #[test]
-    fn the_widest_column_is_cut_to_fit_and_lines_are_joined() {
-        let long = "a long message\nthat goes on and on about the reservation";
+    fn the_widest_column_is_cut_to_fit() {
+        let long = "a long message\tthat goes on and on about the reservation";
         let fitted = fit_table(&strings(&["id", "content"]), &[strings(&["e1", long]), strings(&["e2", "short"])], 30);
         let lines: Vec<&str> = fitted.text.lines().collect();
         assert!(lines.iter().all(|l| measure_text_width(l) <= 30), "{}", fitted.text);
         assert_eq!(lines[3], "| e1 | a long message that…  |");
         assert_eq!(lines[4], "| e2 | short                 |");
         assert_eq!((fitted.hidden_columns, fitted.cut_values), (0, 1));
+    }
+
+    #[test]
+    fn a_value_of_several_lines_keeps_them_each_cut_alone() {
+        let plan = "ProjectionExec: expr=[id@0 as id, content@1 as content]\n  DataSourceExec: file_groups={1 group}";
+        let fitted = fit_table(&strings(&["plan_type", "plan"]), &[strings(&["physical_plan", plan])], 50);
+        let lines: Vec<&str> = fitted.text.lines().collect();
+        assert_eq!(lines.len(), 6, "{}", fitted.text);
+        assert_eq!(lines[3], "| physical_plan | ProjectionExec: expr=[id@0 as… |");
+        assert_eq!(lines[4], "|               |   DataSourceExec: file_groups… |");
+        assert_eq!(fitted.cut_values, 1, "one value, two lines cut");
     }
 
     #[test]
