@@ -549,8 +549,8 @@ fn maxwidth_fits_a_table_to_the_terminal_as_duckdb_does() {
     let fitted = tracelake_ok(&["sql", "--lake", &lake, "--maxwidth", "80", sql]);
     let lines: Vec<&str> = fitted.lines().collect();
     let table = lines.iter().filter(|l| l.starts_with(['+', '|']));
-    assert!(table.clone().count() == 7 && table.clone().all(|l| l.chars().count() <= 80), "{fitted}");
-    assert_eq!(lines.iter().filter(|l| l.starts_with("| evt-") && l.contains("…")).count(), 3, "{fitted}");
+    assert!(table.clone().all(|l| l.chars().count() <= 80), "{fitted}");
+    assert_eq!(lines.iter().filter(|l| l.starts_with("| evt-")).count(), 3, "a row's first line names its id: {fitted}");
     assert!(fitted.trim_end().ends_with("3 rows (3 values cut to fit 80 characters; \\maxwidth inf or --format csv for all)"), "{fitted}");
     let narrow = tracelake_ok(&["sql", "--lake", &lake, "--maxwidth", "60", "SELECT * FROM events LIMIT 1"]);
     assert!(narrow.contains("| … |") && narrow.contains("columns left out"), "{narrow}");
