@@ -268,7 +268,10 @@ impl Repl {
             }
             ("maxwidth", "") => {
                 self.options.max_width = super::sql::terminal_width();
-                writeln!(out, "Tables fit the terminal's width.")?;
+                match self.options.max_width {
+                    0 => writeln!(out, "Tables show values whole: the output is no terminal.")?,
+                    n => writeln!(out, "Tables fit the terminal's width, {n} characters.")?,
+                }
             }
             ("maxwidth", width) => {
                 self.options.max_width = super::sql::max_width(width).map_err(anyhow::Error::msg)?;

@@ -554,6 +554,12 @@ fn maxwidth_fits_a_table_to_the_terminal_as_duckdb_does() {
     assert!(fitted.trim_end().ends_with("3 rows (3 values cut to fit 80 characters; \\maxwidth inf or --format csv for all)"), "{fitted}");
     let narrow = tracelake_ok(&["sql", "--lake", &lake, "--maxwidth", "60", "SELECT * FROM events LIMIT 1"]);
     assert!(narrow.contains("| … |") && narrow.contains("columns left out"), "{narrow}");
+    let commands = tracelake_ok(&["sql", "--lake", &lake, &format!("\\maxwidth\n.maxwidth 60\n{sql};")]);
+    assert!(
+        commands.starts_with("Tables show values whole: the output is no terminal.\nTables take at most 60 characters a line.\n"),
+        "{commands}"
+    );
+    assert!(commands.lines().filter(|l| l.starts_with(['+', '|'])).all(|l| l.chars().count() <= 60), "{commands}");
     let bad = tracelake(&["sql", "--lake", &lake, "--maxwidth", "wide", sql]);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("`wide` is not a number of characters"));
 }
