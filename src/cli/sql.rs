@@ -51,17 +51,19 @@ pub struct SqlArgs {
 
 /// `inf` or a number of rows (0 for all).
 pub fn max_rows(text: &str) -> Result<usize, String> {
-    match text.trim() {
-        "inf" => Ok(0),
-        n => n.parse().map_err(|_| format!("`{n}` is not a number of rows (or `inf` for all)")),
-    }
+    number_or_inf(text, "rows", "all")
 }
 
 /// `inf` or a number of characters (0 for values whole).
 pub fn max_width(text: &str) -> Result<usize, String> {
+    number_or_inf(text, "characters", "values whole")
+}
+
+/// `text` as a number of `what`, `inf` (what `inf` gives) as 0.
+fn number_or_inf(text: &str, what: &str, inf_gives: &str) -> Result<usize, String> {
     match text.trim() {
         "inf" => Ok(0),
-        n => n.parse().map_err(|_| format!("`{n}` is not a number of characters (or `inf` for values whole)")),
+        n => n.parse().map_err(|_| format!("`{n}` is not a number of {what} (or `inf` for {inf_gives})")),
     }
 }
 

@@ -96,7 +96,7 @@ fn column_hint(nearest: &[String], columns: &[String]) -> String {
     match nearest {
         [] if columns.is_empty() => String::new(),
         [] => format!("; the columns here are {}", columns.join(", ")),
-        [one] => format!(" (did you mean {one}?)"),
+        [one] => did_you_mean(Some(one)),
         [some @ .., last] => format!(" (did you mean {} or {last}?)", some.join(", ")),
     }
 }

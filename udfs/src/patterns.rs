@@ -292,7 +292,8 @@ impl CategorySet {
     fn new(patterns: &[(&str, String)]) -> Self {
         let sources = patterns.iter().map(|(_, p)| p.clone()).collect();
         let packs: Vec<Option<usize>> = patterns.iter().map(|(code, _)| LANGUAGES.iter().position(|l| l == code)).collect();
-        let multilingual = packs.iter().flatten().any(|p| Some(p) != packs.iter().flatten().next());
+        let first = packs.iter().flatten().next();
+        let multilingual = packs.iter().flatten().any(|p| Some(p) != first);
         Self { sources, packs, multilingual, exact: OnceLock::new(), loose: OnceLock::new() }
     }
 
