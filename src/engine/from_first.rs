@@ -7,8 +7,7 @@
 
 use std::ops::ControlFlow;
 
-use datafusion::sql::parser::{CopyToSource, Statement};
-use datafusion::sql::sqlparser::ast::{Query, SelectFlavor, SelectItem, SetExpr, VisitMut, VisitorMut, WildcardAdditionalOptions};
+use datafusion::sql::sqlparser::ast::{Query, SelectFlavor, SelectItem, SetExpr, VisitorMut, WildcardAdditionalOptions};
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::tokenizer::{Location, Token, Tokenizer};
@@ -125,23 +124,9 @@ fn byte_offset(sql: &str, at: Location) -> usize {
     line_start + column
 }
 
-/// Gives every `FROM …` query without `SELECT` in `statement` the select list `*`.
-pub fn select_all_where_from_first(statement: &mut Statement) {
-    match statement {
-        Statement::Statement(statement) => {
-            let _ = statement.visit(&mut FromFirst);
-        }
-        Statement::CopyTo(copy) => {
-            if let CopyToSource::Query(query) = &mut copy.source {
-                let _ = query.visit(&mut FromFirst);
-            }
-        }
-        Statement::Explain(explain) => select_all_where_from_first(&mut explain.statement),
-        Statement::CreateExternalTable(_) | Statement::Reset(_) => {}
-    }
-}
-
-struct FromFirst;
+/// Gives every `FROM …` query without `SELECT` the select list `*`
+/// ([`super::duckdb_forms::visit_statement`]).
+pub struct FromFirst;
 
 impl VisitorMut for FromFirst {
     type Break = ();
@@ -179,7 +164,7 @@ mod tests {
         let ctx = SessionContext::new();
         ctx.sql("CREATE TABLE t (a INT, b VARCHAR) AS VALUES (1, 'x'), (2, 'y')").await.unwrap().collect().await.unwrap();
         let mut statement = datafusion::sql::parser::DFParser::parse_sql(sql).unwrap().pop_front().unwrap();
-        select_all_where_from_first(&mut statement);
+        crate::engine::duckdb_forms::visit_statement(&mut statement, &mut FromFirst);
         let plan = ctx.state().statement_to_plan(statement).await.unwrap();
         let batches = ctx.execute_logical_plan(plan).await.unwrap().collect().await.unwrap();
         let columns: usize = batches.first().map_or(0, RecordBatch::num_columns);

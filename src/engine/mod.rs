@@ -6,12 +6,14 @@ pub mod committed;
 pub mod computed_once;
 pub mod cortex;
 pub mod distributed;
+pub mod duckdb_forms;
 pub mod duckdb_names;
 pub mod files;
 pub mod fit_table;
 pub mod from_first;
 pub mod functions;
 pub mod print;
+pub mod read_calls;
 pub mod read_functions;
 pub mod session;
 pub mod session_job;
@@ -32,8 +34,11 @@ pub enum EngineError {
     Syntax(String),
     #[error("no lake at {0}: import events first (`tracelake import --lake DIR FILE.jsonl`) or run `tracelake demo`")]
     NoLake(std::path::PathBuf),
-    #[error("no table, view or file named {0}: a quoted name with an extension is read as a file path (Parquet, CSV, JSON Lines)")]
+    #[error("no table, view or file named {0}: a quoted name with an extension is read as a file path (Parquet, CSV, TSV, JSON)")]
     NoSuchFile(String),
+    /// A read function's call that cannot be read, in its own words.
+    #[error("{0}")]
+    ReadCall(String),
     #[error("no table or view named {name}{}; `SHOW TABLES` lists them", did_you_mean(nearest.as_deref()))]
     NoSuchTable { name: String, nearest: Option<String> },
     #[error("no column named {name}{}", column_hint(nearest, columns))]

@@ -1,11 +1,15 @@
 //! DuckDB's table functions that read files: `read_parquet('x.parquet')`, `read_csv(…)`,
-//! `read_json(…)` and their `_auto` names. The argument is a file, a directory or a glob
-//! (`'traces/*.jsonl'`); the format is the function's, whatever the files' extensions
-//! (`read_json('agent.log')`), where a path alone (`FROM 'x.jsonl'`) goes by extension.
+//! `read_json(…)` and their `_auto` names. The first argument is a file, a directory or a
+//! glob (`'traces/*.jsonl'`), or a list of them; the format is the function's, whatever the
+//! files' extensions (`read_json('agent.log')`). Options follow by name, as in DuckDB
+//! (`read_csv('x.csv', delim = ';', header = false)`); a CSV's delimiter, unless given, is
+//! told from its first lines, and a JSON file is one array of records when it opens with `[`.
 
 use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use datafusion::arrow::array::Array;
 use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::common::{ScalarValue, plan_datafusion_err, plan_err};
 use datafusion::datasource::file_format::FileFormat;
@@ -16,6 +20,8 @@ use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTable
 use datafusion::error::Result;
 use datafusion::logical_expr::Expr;
 use datafusion::prelude::SessionContext;
+
+use super::session::did_you_mean;
 
 /// The functions by DuckDB's names, each with the format it reads.
 const READ_FUNCTIONS: [(&str, Format); 8] = [
@@ -29,7 +35,10 @@ const READ_FUNCTIONS: [(&str, Format); 8] = [
     ("read_ndjson_auto", Format::Json),
 ];
 
-#[derive(Debug, Clone, Copy)]
+/// Extensions of compressed files, which this build does not read.
+const COMPRESSED: [&str; 5] = ["gz", "zst", "zstd", "bz2", "xz"];
+
+#[derive(Debug, Clone, Copy, PartialEq)]
 enum Format {
     Parquet,
     Csv,
@@ -37,13 +46,35 @@ enum Format {
 }
 
 impl Format {
-    /// The format of the files at `path`: JSON is JSON Lines unless the file opens with `[`
-    /// (one array of records), which DuckDB's `read_json` tells apart too.
-    fn file_format(self, path: &str) -> Arc<dyn FileFormat> {
+    /// The format of the files, `first` the first of them when local.
+    fn file_format(self, options: &ReadOptions, first: Option<&Path>) -> Arc<dyn FileFormat> {
         match self {
             Format::Parquet => Arc::new(ParquetFormat::default()),
-            Format::Csv => Arc::new(CsvFormat::default().with_has_header(true)),
-            Format::Json => Arc::new(JsonFormat::default().with_newline_delimited(!opens_an_array(path))),
+            Format::Csv => {
+                let delimiter = options.delimiter.or_else(|| first.and_then(sniff_delimiter)).unwrap_or(b',');
+                let mut csv = CsvFormat::default()
+                    .with_has_header(options.header.unwrap_or(true))
+                    .with_delimiter(delimiter)
+                    .with_escape(options.escape)
+                    .with_comment(options.comment);
+                if let Some(quote) = options.quote {
+                    csv = csv.with_quote(quote);
+                }
+                if let Some(rows) = options.sample_size {
+                    csv = csv.with_schema_infer_max_rec(rows);
+                }
+                Arc::new(csv)
+            }
+            // JSON Lines unless the file opens with `[` (one array of records), which
+            // DuckDB's `read_json` tells apart too.
+            Format::Json => {
+                let array = options.json_array.unwrap_or_else(|| first.is_some_and(opens_an_array));
+                let mut json = JsonFormat::default().with_newline_delimited(!array);
+                if let Some(rows) = options.sample_size {
+                    json = json.with_schema_infer_max_rec(rows);
+                }
+                Arc::new(json)
+            }
         }
     }
 
@@ -55,6 +86,45 @@ impl Format {
             Format::Json => ".json",
         }
     }
+
+    /// The options the format's functions take, by every name.
+    fn options(self) -> &'static [&'static str] {
+        match self {
+            Format::Parquet => &[],
+            Format::Csv => &["header", "delim", "sep", "delimiter", "quote", "escape", "comment", "sample_size", "compression"],
+            Format::Json => &["format", "sample_size", "compression"],
+        }
+    }
+
+    /// The options the format's functions take, as a user reads them.
+    fn option_names(self) -> &'static str {
+        match self {
+            Format::Parquet => "none",
+            Format::Csv => "header, delim (or sep), quote, escape, comment, sample_size",
+            Format::Json => "format ('array' or 'newline_delimited'), sample_size",
+        }
+    }
+}
+
+/// Whether `name` is one of DuckDB's read functions.
+pub fn is_read_function(name: &str) -> bool {
+    READ_FUNCTIONS.iter().any(|(function, _)| function.eq_ignore_ascii_case(name))
+}
+
+/// The read function of a file by its extension (a compressed file's by the one before):
+/// `read_csv` for `.csv` and `.tsv`, `read_json` for `.json`, `.jsonl` and `.ndjson`,
+/// `read_parquet` for `.parquet`.
+pub fn read_function_of(path: &str) -> Option<&'static str> {
+    let file = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    let mut extensions = file.rsplit('.');
+    let last = extensions.next()?;
+    let extension = if COMPRESSED.contains(&last) { extensions.next()? } else { last };
+    Some(match extension {
+        "csv" | "tsv" => "read_csv",
+        "json" | "jsonl" | "ndjson" => "read_json",
+        "parquet" => "read_parquet",
+        _ => return None,
+    })
 }
 
 /// Registers DuckDB's file-reading table functions with `ctx`.
@@ -72,56 +142,246 @@ struct ReadFiles {
 
 impl TableFunctionImpl for ReadFiles {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
-        let [Expr::Literal(ScalarValue::Utf8(Some(path)) | ScalarValue::LargeUtf8(Some(path)) | ScalarValue::Utf8View(Some(path)), _)] =
-            args.exprs()
-        else {
-            let (name, extension) = (self.name, self.format.extension());
+        let (name, extension) = (self.name, self.format.extension());
+        let (paths, options) = match args.exprs() {
+            [first, options @ ..] => (paths_of(first), options),
+            [] => (None, &[][..]),
+        };
+        let Some(paths) = paths else {
             return plan_err!(
-                "{name} takes one path here, in quotes: a file, a directory or a glob ({name}('traces/*{extension}')); \
-                 for other options, CREATE EXTERNAL TABLE"
+                "{name} takes a path in quotes (a file, a directory or a glob: {name}('traces/*{extension}')) or a list of them \
+                 (['a{extension}', 'b{extension}']), then options by name ({name}('x{extension}', option = value))"
             );
         };
-        let name = self.name;
-        let urls = table_urls(name, path)?;
+        let call = match paths.as_slice() {
+            [path] => format!("{name}('{path}')"),
+            _ => format!("{name}(['{}'])", paths.join("', '")),
+        };
+        let options = ReadOptions::of(&call, self.format, options)?;
+        let mut urls = Vec::new();
+        for path in &paths {
+            if path.rsplit('.').next().is_some_and(|e| COMPRESSED.contains(&e.to_ascii_lowercase().as_str())) {
+                return plan_err!("{call}: compressed files are not read here; decompress it first (gunzip -k FILE, zstd -d FILE)");
+            }
+            urls.extend(table_urls(&call, path)?);
+        }
         // Files named are read whatever their extension; a directory's are those of the format.
         let extension = if let [url] = urls.as_slice()
             && url.is_collection()
         {
-            self.format.extension()
+            extension
         } else {
             ""
         };
-        let options = ListingOptions::new(self.format.file_format(path)).with_file_extension(extension);
-        let schema = infer_schema(args.session(), &options, &urls[0])
-            .map_err(|e| plan_datafusion_err!("{name}('{path}'): {}", e.find_root().message()))?;
+        let first = paths.iter().find_map(|path| first_local_file(path));
+        let options = ListingOptions::new(self.format.file_format(&options, first.as_deref())).with_file_extension(extension);
+        let schema =
+            infer_schema(args.session(), &options, &urls[0]).map_err(|e| plan_datafusion_err!("{call}: {}", e.find_root().message()))?;
         let config = ListingTableConfig::new_with_multi_paths(urls).with_listing_options(options).with_schema(schema);
         Ok(Arc::new(ListingTable::try_new(config)?))
     }
 }
 
+/// The paths a call's first argument names: a text, or a list of texts (which DataFusion
+/// hands over as the list it makes of constants).
+fn paths_of(expr: &Expr) -> Option<Vec<String>> {
+    let Expr::Literal(value, _) = expr else { return None };
+    match value {
+        ScalarValue::List(list) if list.len() == 1 => {
+            let paths = list.value(0);
+            (0..paths.len()).map(|i| text_of(&ScalarValue::try_from_array(&paths, i).ok()?).map(str::to_owned)).collect()
+        }
+        value => Some(vec![text_of(value)?.to_owned()]),
+    }
+}
+
+fn text_of(value: &ScalarValue) -> Option<&str> {
+    match value {
+        ScalarValue::Utf8(Some(text)) | ScalarValue::LargeUtf8(Some(text)) | ScalarValue::Utf8View(Some(text)) => Some(text),
+        _ => None,
+    }
+}
+
+/// A call's options by name, DuckDB's names and meanings (see [`super::read_calls`] for
+/// how they arrive: `named_struct('delim', ';')`).
+#[derive(Debug, Default)]
+struct ReadOptions {
+    header: Option<bool>,
+    delimiter: Option<u8>,
+    quote: Option<u8>,
+    escape: Option<u8>,
+    comment: Option<u8>,
+    sample_size: Option<usize>,
+    json_array: Option<bool>,
+}
+
+impl ReadOptions {
+    fn of(call: &str, format: Format, exprs: &[Expr]) -> Result<Self> {
+        let mut options = ReadOptions::default();
+        for expr in exprs {
+            let Some((option, value)) = named_option(expr) else {
+                let text = if let Expr::Literal(value, _) = expr { text_of(value) } else { None };
+                let given = text.map_or_else(|| expr.human_display().to_string(), |text| format!("'{text}'"));
+                return plan_err!("{call}: after the path come options by name (option = value), not {given}");
+            };
+            let value = OptionValue { call, option: &option, value: &value };
+            match (format, option.as_str()) {
+                (Format::Csv, "header") => options.header = Some(value.boolean()?),
+                (Format::Csv, "delim" | "sep" | "delimiter") => options.delimiter = Some(value.character()?),
+                (Format::Csv, "quote") => options.quote = Some(value.character()?),
+                (Format::Csv, "escape") => options.escape = Some(value.character()?),
+                (Format::Csv, "comment") => options.comment = Some(value.character()?),
+                (Format::Csv | Format::Json, "sample_size") => options.sample_size = Some(value.rows()?),
+                (Format::Json, "format") => {
+                    options.json_array = match value.text()? {
+                        "auto" => None,
+                        "array" => Some(true),
+                        "newline_delimited" | "nd" => Some(false),
+                        other => return plan_err!("{call}: format is 'array', 'newline_delimited' or 'auto', not '{other}'"),
+                    }
+                }
+                (_, "compression") => match value.text()? {
+                    "auto" | "none" => {}
+                    _ => {
+                        return plan_err!("{call}: compressed files are not read here; decompress it first (gunzip -k FILE, zstd -d FILE)");
+                    }
+                },
+                _ => {
+                    let nearest = crate::config::nearest_within(&option, format.options(), 2);
+                    return plan_err!("{call}: no option {option} here{}; options: {}", did_you_mean(nearest), format.option_names());
+                }
+            }
+        }
+        Ok(options)
+    }
+}
+
+/// `named_struct('delim', ';')` as `("delim", ';')`: DataFusion hands it over as the
+/// struct it makes of constants.
+fn named_option(expr: &Expr) -> Option<(String, ScalarValue)> {
+    let Expr::Literal(ScalarValue::Struct(option), _) = expr else { return None };
+    let [field] = option.fields().iter().collect::<Vec<_>>()[..] else { return None };
+    let value = ScalarValue::try_from_array(option.column(0), 0).ok()?;
+    Some((field.name().clone(), value))
+}
+
+/// One option's value, read as the option needs it.
+struct OptionValue<'a> {
+    call: &'a str,
+    option: &'a str,
+    value: &'a ScalarValue,
+}
+
+impl OptionValue<'_> {
+    fn wrong<T>(&self, wanted: &str) -> Result<T> {
+        plan_err!("{}: {} takes {wanted}, not {}", self.call, self.option, self.value)
+    }
+
+    fn boolean(&self) -> Result<bool> {
+        match self.value {
+            ScalarValue::Boolean(Some(b)) => Ok(*b),
+            _ => self.wrong("true or false"),
+        }
+    }
+
+    fn text(&self) -> Result<&str> {
+        text_of(self.value).map_or_else(|| self.wrong("a text in quotes"), Ok)
+    }
+
+    /// One ASCII character; `'\t'` is a tab, as in DuckDB.
+    fn character(&self) -> Result<u8> {
+        match self.text() {
+            Ok("\\t") => Ok(b'\t'),
+            Ok(text) if text.len() == 1 && text.is_ascii() => Ok(text.as_bytes()[0]),
+            _ => self.wrong("one character in quotes"),
+        }
+    }
+
+    /// A count of rows; -1 is all of them, as in DuckDB.
+    fn rows(&self) -> Result<usize> {
+        match self.value.cast_to(&datafusion::arrow::datatypes::DataType::Int64) {
+            Ok(ScalarValue::Int64(Some(-1))) => Ok(usize::MAX),
+            Ok(ScalarValue::Int64(Some(n))) if n > 0 => Ok(n as usize),
+            _ => self.wrong("a number of rows (-1 for all)"),
+        }
+    }
+}
+
+/// How many bytes of a CSV file are read to tell its delimiter, and how many lines.
+const SNIFF_BYTES: u64 = 64 * 1024;
+const SNIFF_LINES: usize = 20;
+
+/// The delimiter of a CSV file, told as DuckDB's sniffer tells it: of `,`, tab, `;` and
+/// `|`, the one that splits each of the first lines into the same number of fields, and
+/// into the most; none when no delimiter does.
+fn sniff_delimiter(file: &Path) -> Option<u8> {
+    let mut head = Vec::new();
+    std::fs::File::open(file).ok()?.take(SNIFF_BYTES).read_to_end(&mut head).ok()?;
+    let text = String::from_utf8_lossy(&head);
+    let mut lines: Vec<&str> = text.lines().filter(|line| !line.trim().is_empty()).collect();
+    if head.len() as u64 == SNIFF_BYTES {
+        lines.pop(); // cut short
+    }
+    lines.truncate(SNIFF_LINES);
+    let mut best: Option<(u8, usize)> = None;
+    for delimiter in [b',', b'\t', b';', b'|'] {
+        let mut fields = lines.iter().map(|line| fields_of(line, delimiter));
+        let first = fields.next()?;
+        if first > 1 && fields.all(|n| n == first) && best.is_none_or(|(_, most)| first > most) {
+            best = Some((delimiter, first));
+        }
+    }
+    best.map(|(delimiter, _)| delimiter)
+}
+
+/// The fields `delimiter` splits a line into, outside double quotes.
+fn fields_of(line: &str, delimiter: u8) -> usize {
+    let mut quoted = false;
+    1 + line
+        .bytes()
+        .filter(|&b| {
+            if b == b'"' {
+                quoted = !quoted;
+            }
+            b == delimiter && !quoted
+        })
+        .count()
+}
+
+/// The first local file a path names: the file, or a glob's first match.
+fn first_local_file(path: &str) -> Option<PathBuf> {
+    if path.contains("://") {
+        return None;
+    }
+    if path.contains(['*', '?', '[']) {
+        return glob::glob(path).ok()?.filter_map(std::result::Result::ok).find(|p| p.is_file());
+    }
+    Some(PathBuf::from(path)).filter(|p| p.is_file())
+}
+
 /// The files or directory `path` names. A local glob is expanded here, so that it may span
 /// directories (`lake/events/*/*.parquet`), which a listing's own glob does not.
-fn table_urls(name: &str, path: &str) -> Result<Vec<ListingTableUrl>> {
+fn table_urls(call: &str, path: &str) -> Result<Vec<ListingTableUrl>> {
     let is_glob = path.contains(['*', '?', '[']);
     if path.contains("://") {
         return Ok(vec![ListingTableUrl::parse(path)?]);
     }
     if !is_glob {
         if !std::path::Path::new(path).exists() {
-            return plan_err!("{name}('{path}'): no such file or directory");
+            return plan_err!("{call}: no such file or directory");
         }
         return Ok(vec![ListingTableUrl::parse(path)?]);
     }
-    let matches = glob::glob(path).map_err(|e| plan_datafusion_err!("{name}('{path}'): {e}"))?;
+    let matches = glob::glob(path).map_err(|e| plan_datafusion_err!("{call}: {e}"))?;
     let files: Vec<std::path::PathBuf> = matches.filter_map(std::result::Result::ok).filter(|p| p.is_file()).collect();
     if files.is_empty() {
-        return plan_err!("{name}('{path}'): no file matches");
+        return plan_err!("{call}: no file matches");
     }
     files.iter().map(|file| ListingTableUrl::parse(file.to_string_lossy())).collect()
 }
 
-/// Whether the file at `path` (not a directory or a glob) starts with `[`.
-fn opens_an_array(path: &str) -> bool {
+/// Whether the file at `path` starts with `[`.
+fn opens_an_array(path: &Path) -> bool {
     let Ok(file) = std::fs::File::open(path) else { return false };
     std::io::BufReader::new(file).bytes().map_while(Result::ok).find(|b| !b.is_ascii_whitespace()) == Some(b'[')
 }
@@ -188,6 +448,60 @@ mod tests {
         let no_match = count(&ctx, &format!("SELECT count(*) FROM read_json('{}')", at("*.none"))).await.unwrap_err();
         assert!(no_match.to_string().ends_with("*.none'): no file matches"), "{no_match}");
         let no_path = count(&ctx, "SELECT count(*) FROM read_csv(1)").await.unwrap_err();
-        assert!(no_path.to_string().contains("read_csv takes one path here, in quotes"), "{no_path}");
+        assert!(no_path.to_string().contains("read_csv takes a path in quotes"), "{no_path}");
+    }
+
+    /// `sql` as `tracelake sql` plans it: DuckDB's options by name made arguments.
+    async fn rows_of(ctx: &SessionContext, sql: &str) -> Result<String> {
+        let mut statement = datafusion::sql::parser::DFParser::parse_sql(sql)?.pop_front().expect("a statement");
+        crate::engine::duckdb_forms::visit_statement(&mut statement, &mut crate::engine::read_calls::ReadCalls);
+        let plan = ctx.state().statement_to_plan(statement).await?;
+        let batches = ctx.execute_logical_plan(plan).await?.collect().await?;
+        Ok(datafusion::arrow::util::pretty::pretty_format_batches(&batches)?.to_string())
+    }
+
+    #[tokio::test]
+    async fn options_by_name_and_delimiters_told_from_the_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |name: &str| dir.path().join(name).display().to_string();
+        std::fs::write(at("semi.csv"), "n;word\n1;\"a;b\"\n2;-\n").unwrap();
+        std::fs::write(at("tabs.tsv"), "n\tword\n3\tx, y\n").unwrap();
+        std::fs::write(at("bare.csv"), "4|x\n5|y\n").unwrap();
+        std::fs::write(at("lines.json"), "{\"n\": 6}\n").unwrap();
+        let ctx = SessionContext::new();
+        register_read_functions(&ctx);
+        let semi = rows_of(&ctx, &format!("SELECT n, word FROM read_csv('{}') ORDER BY n", at("semi.csv"))).await.unwrap();
+        assert!(semi.contains("| 1 | a;b  |") && semi.contains("| 2 | -    |"), "a delimiter told, a quoted one kept:\n{semi}");
+        let tabs = rows_of(&ctx, &format!("SELECT word FROM read_csv_auto('{}')", at("tabs.tsv"))).await.unwrap();
+        assert!(tabs.contains("| x, y |"), "{tabs}");
+        let bare = rows_of(&ctx, &format!("SELECT sum(column_1) AS s FROM read_csv('{}', header = false, delim => '|')", at("bare.csv")))
+            .await
+            .unwrap();
+        assert!(bare.contains("| 9 |"), "{bare}");
+        let comments =
+            rows_of(&ctx, &format!("SELECT count(*) AS c FROM read_csv('{}', comment = '2', sep = ';')", at("semi.csv"))).await.unwrap();
+        assert!(comments.contains("| 1 |"), "a line that opens with the comment character is none:\n{comments}");
+        std::fs::write(at("more.txt"), "n;word\n10;z\n").unwrap();
+        let list = rows_of(&ctx, &format!("SELECT sum(n) AS s FROM read_csv(['{}', '{}'], delim = ';')", at("semi.csv"), at("more.txt")))
+            .await
+            .unwrap();
+        assert!(list.contains("| 13 |"), "a list of files:\n{list}");
+        let json = format!("SELECT count(*) AS c FROM read_json('{}', sample_size = -1, format = 'newline_delimited')", at("lines.json"));
+        assert!(rows_of(&ctx, &json).await.unwrap().contains("| 1 |"));
+
+        let said = |sql: String| {
+            let ctx = ctx.clone();
+            async move { rows_of(&ctx, &sql).await.unwrap_err().to_string() }
+        };
+        let unknown = said(format!("SELECT * FROM read_csv('{}', delimiter_x = ';')", at("semi.csv"))).await;
+        assert!(unknown.contains("no option delimiter_x here (did you mean delimiter?); options: header, delim"), "{unknown}");
+        let wrong = said(format!("SELECT * FROM read_csv('{}', delim = ';;')", at("semi.csv"))).await;
+        assert!(wrong.contains("delim takes one character in quotes, not ;;"), "{wrong}");
+        let format = said(format!("SELECT * FROM read_json('{}', format = 'records')", at("lines.json"))).await;
+        assert!(format.contains("format is 'array', 'newline_delimited' or 'auto'"), "{format}");
+        let parquet = said(format!("SELECT * FROM read_parquet('{}', hive_partitioning = true)", at("x.parquet"))).await;
+        assert!(parquet.contains("no option hive_partitioning here; options: none"), "{parquet}");
+        let compressed = said(format!("SELECT * FROM read_json('{}.gz')", at("lines.json"))).await;
+        assert!(compressed.contains("compressed files are not read here"), "{compressed}");
     }
 }

@@ -22,7 +22,8 @@ use super::chains::shared::{ChainViewsSql, build_once_if_read_often};
 use super::committed::CommittedFiles;
 use super::cortex::cortex_messages_sql;
 use super::distributed::{distribute, explain_distributed, worker_urls};
-use super::from_first::{select_all_where_from_first, with_select_all};
+use super::duckdb_forms;
+use super::from_first::with_select_all;
 use super::print::{PrintFormat, PrintOptions};
 use super::session_job::{SessionFunctions, SessionJobDecoder, with_physical_rules};
 use super::sql::{
@@ -335,7 +336,7 @@ pub fn parse_statements(sql: &str) -> Result<VecDeque<Statement>, EngineError> {
             })?,
         },
     };
-    statements.iter_mut().for_each(select_all_where_from_first);
+    statements.iter_mut().for_each(duckdb_forms::rewrite);
     Ok(statements)
 }
 
@@ -355,8 +356,9 @@ fn syntax_error(error: DataFusionError) -> EngineError {
 
 /// A statement's planning error, said in terms of what went wrong for the user where
 /// DataFusion's words mislead: a missing file, a misspelt table (with the name nearest
-/// to it), a window function called without `OVER` (DataFusion then reports an unknown
-/// function and suggests another), or a function of DuckDB's that DataFusion names otherwise.
+/// to it), a read function's call (`read_csv('x.csv', delim = 1)`, in its own words), a
+/// window function called without `OVER` (DataFusion then reports an unknown function and
+/// suggests another), or a function of DuckDB's that DataFusion names otherwise.
 fn planning_error(ctx: &SessionContext, error: DataFusionError) -> EngineError {
     if let Some(name) = super::files::unknown_table(&error) {
         if super::files::is_missing_file(name) {
@@ -373,6 +375,11 @@ fn planning_error(ctx: &SessionContext, error: DataFusionError) -> EngineError {
         let nearest = nearest_columns(field.name(), &known);
         let columns = if nearest.is_empty() { columns } else { Vec::new() };
         return EngineError::NoSuchColumn { name: field.name().to_owned(), nearest, columns };
+    }
+    if let DataFusionError::Plan(message) = error.find_root()
+        && message.split(['(', ' ']).next().is_some_and(super::read_functions::is_read_function)
+    {
+        return EngineError::ReadCall(message.clone());
     }
     if let DataFusionError::Plan(message) = error.find_root()
         && let Some(name) = message.strip_prefix("Invalid function '").and_then(|rest| rest.split('\'').next())

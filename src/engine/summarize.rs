@@ -11,6 +11,9 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::util::display::array_value_to_string;
 use datafusion::error::Result;
 use datafusion::prelude::{DataFrame, SessionContext};
+use datafusion::sql::parser::DFParser;
+
+use super::duckdb_forms;
 
 /// The longest least or greatest value shown, in characters: longer texts are cut.
 const VALUE_CHARS: usize = 60;
@@ -30,19 +33,27 @@ pub fn summarize_target(sql: &str) -> Option<&str> {
     (keyword.eq_ignore_ascii_case("summarize") && !target.contains(';')).then(|| target.trim())
 }
 
+/// One query, its files read as DuckDB reads them (`SUMMARIZE 'x.tsv'`).
+async fn duckdb_sql(ctx: &SessionContext, sql: &str) -> Result<DataFrame> {
+    let mut statement = DFParser::parse_sql(sql)?.pop_front().expect("one query");
+    duckdb_forms::rewrite(&mut statement);
+    let plan = ctx.state().statement_to_plan(statement).await?;
+    ctx.execute_logical_plan(plan).await
+}
+
 /// The summary of `target`, a table, view or file, or a query.
 pub async fn summarize(ctx: &SessionContext, target: &str) -> Result<DataFrame> {
     let first_word = target.split_whitespace().next().unwrap_or_default().to_ascii_lowercase();
     let query = ["select", "with", "from", "values", "("].iter().any(|start| first_word.starts_with(start));
     let relation = if query { format!("({target}) AS summarized") } else { target.to_owned() };
-    let fields = ctx.sql(&format!("SELECT * FROM {relation}")).await?.schema().fields().clone();
+    let fields = duckdb_sql(ctx, &format!("SELECT * FROM {relation}")).await?.schema().fields().clone();
     let mut aggregates = vec!["count(*)".to_owned()];
     for field in &fields {
         aggregates.extend(column_aggregates(field.name(), field.data_type()));
     }
     // Named by position: two NULLs of one type would otherwise share a name.
     let aggregates: Vec<String> = aggregates.iter().enumerate().map(|(i, aggregate)| format!("{aggregate} AS a{i}")).collect();
-    let aggregated = ctx.sql(&format!("SELECT {} FROM {relation}", aggregates.join(", "))).await?;
+    let aggregated = duckdb_sql(ctx, &format!("SELECT {} FROM {relation}", aggregates.join(", "))).await?;
     let schema = Arc::new(aggregated.schema().as_arrow().clone());
     // One row: an aggregate with no GROUP BY has one, over no rows too.
     let row = datafusion::arrow::compute::concat_batches(&schema, &aggregated.collect().await?)?;

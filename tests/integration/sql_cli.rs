@@ -171,6 +171,10 @@ fn errors_are_clear_and_exit_1() {
         (vec!["sql", "--lake", &lake, "SELECT * FROM sessions"], "no table or view named sessions; `SHOW TABLES` lists them"),
         (vec!["sql", "--lake", &lake, "SELECT * FROM 'no/such/traces.parquet'"], "no table, view or file named no/such/traces.parquet"),
         (
+            vec!["sql", "--lake", &lake, "SELECT * FROM read_csv('x.csv', hedaer = false)"],
+            "error: read_csv('x.csv'): no option hedaer here (did you mean header?); options: header, delim",
+        ),
+        (
             vec!["sql", "--lake", &lake, "SELECT nonexistent FROM events"],
             "no column named nonexistent; the columns here are stream_seq, id, ts,",
         ),
@@ -507,6 +511,19 @@ fn a_file_is_queried_by_its_path() {
         tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", &join]),
         tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", &format!("SELECT count(*) AS n FROM '{}'", parquet.display())])
     );
+    // As in DuckDB: a JSON array, a tab-separated file, each table named by its file.
+    let array = dir.path().join("outcomes.json");
+    std::fs::write(&array, r#"[{"session": "a", "ok": true}, {"session": "b", "ok": false}]"#).unwrap();
+    let tabs = dir.path().join("scores.tsv");
+    std::fs::write(&tabs, "session\tscore\na\t1\nb\t0\n").unwrap();
+    let both = format!(
+        "SELECT outcomes.session, scores.score FROM '{}' JOIN '{}' ON outcomes.session = scores.session WHERE ok",
+        array.display(),
+        tabs.display()
+    );
+    assert_eq!(tracelake_ok(&["sql", "--format", "csv", &both]), "session,score\na,1\n");
+    let options = format!("SELECT count(*) AS n FROM read_csv('{}', header = false, delim = '\\t')", tabs.display());
+    assert_eq!(tracelake_ok(&["sql", "--format", "csv", &options]), "n\n3\n", "options by name, as in DuckDB");
 }
 
 #[test]
