@@ -37,6 +37,7 @@ const READ_FUNCTIONS: [(&str, Format); 8] = [
 
 /// Extensions of compressed files, which this build does not read.
 const COMPRESSED: [&str; 5] = ["gz", "zst", "zstd", "bz2", "xz"];
+const NOT_DECOMPRESSED: &str = "compressed files are not read here; decompress it first (gunzip -k FILE, zstd -d FILE)";
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Format {
@@ -161,7 +162,7 @@ impl TableFunctionImpl for ReadFiles {
         let mut urls = Vec::new();
         for path in &paths {
             if path.rsplit('.').next().is_some_and(|e| COMPRESSED.contains(&e.to_ascii_lowercase().as_str())) {
-                return plan_err!("{call}: compressed files are not read here; decompress it first (gunzip -k FILE, zstd -d FILE)");
+                return plan_err!("{call}: {NOT_DECOMPRESSED}");
             }
             urls.extend(table_urls(&call, path)?);
         }
@@ -240,11 +241,9 @@ impl ReadOptions {
                         other => return plan_err!("{call}: format is 'array', 'newline_delimited' or 'auto', not '{other}'"),
                     }
                 }
-                (_, "compression") => match value.text()? {
+                (Format::Csv | Format::Json, "compression") => match value.text()? {
                     "auto" | "none" => {}
-                    _ => {
-                        return plan_err!("{call}: compressed files are not read here; decompress it first (gunzip -k FILE, zstd -d FILE)");
-                    }
+                    _ => return plan_err!("{call}: {NOT_DECOMPRESSED}"),
                 },
                 _ => {
                     let nearest = crate::config::nearest_within(&option, format.options(), 2);

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{Array, ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::util::display::array_value_to_string;
+use datafusion::common::plan_err;
 use datafusion::error::Result;
 use datafusion::prelude::{DataFrame, SessionContext};
 use datafusion::sql::parser::DFParser;
@@ -35,7 +36,7 @@ pub fn summarize_target(sql: &str) -> Option<&str> {
 
 /// One query, its files read as DuckDB reads them (`SUMMARIZE 'x.tsv'`).
 async fn duckdb_sql(ctx: &SessionContext, sql: &str) -> Result<DataFrame> {
-    let mut statement = DFParser::parse_sql(sql)?.pop_front().expect("one query");
+    let Some(mut statement) = DFParser::parse_sql(sql)?.pop_front() else { return plan_err!("nothing to summarize") };
     duckdb_forms::rewrite(&mut statement);
     let plan = ctx.state().statement_to_plan(statement).await?;
     ctx.execute_logical_plan(plan).await

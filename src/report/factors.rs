@@ -71,13 +71,21 @@ pub async fn factor_section(ctx: &SessionContext) -> Result<Option<FactorSection
 impl FactorSection {
     /// What was scored, in a sentence.
     pub fn scored(&self) -> String {
+        let with = match self.outcomes {
+            "inferred" => "an outcome inferred from their users' words (none was imported)",
+            _ => "an imported outcome",
+        };
         format!(
-            "{} sessions with a known outcome ({}), {} failed ({:.1} %)",
+            "{} sessions with {with}, {} failed ({:.1} %)",
             self.sessions_scored,
-            self.outcomes,
             self.failed,
             100.0 * self.failed as f64 / self.sessions_scored.max(1) as f64
         )
+    }
+
+    /// The heading of the riskiest sessions' outcomes.
+    pub fn outcome_heading(&self) -> String {
+        format!("outcome ({})", self.outcomes)
     }
 
     /// Whether any value stands out, in a sentence.
@@ -117,7 +125,7 @@ impl FactorSection {
             self.auc()
         ));
         if !self.risk.riskiest_without_finding.is_empty() {
-            md.push_str("\n| risk | session without a finding | known outcome |\n|---|---|---|\n");
+            md.push_str(&format!("\n| risk | session without a finding | {} |\n|---|---|---|\n", self.outcome_heading()));
             for s in &self.risk.riskiest_without_finding {
                 md.push_str(&format!("| {:.1} % | {} | {} |\n", 100.0 * s.risk, s.session, known_outcome(s.failed)));
             }

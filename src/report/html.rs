@@ -167,7 +167,11 @@ fn factors_section(page: &mut String, report: &LakeReport) {
         page.push_str("<p>Every session has a finding.</p></section>\n");
         return;
     }
-    page.push_str("<table class=\"risk\"><thead><tr><th>risk</th><th>session</th><th>known outcome</th></tr></thead><tbody>\n");
+    let _ = writeln!(
+        page,
+        "<table class=\"risk\"><thead><tr><th>risk</th><th>session</th><th>{}</th></tr></thead><tbody>",
+        section.outcome_heading()
+    );
     for s in &risk.riskiest_without_finding {
         let session = if report.session_transcripts.contains_key(&s.session) {
             format!("<a href=\"#session-{0}\">{0}</a>", escape(&s.session))

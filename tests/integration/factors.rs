@@ -148,6 +148,11 @@ fn a_planted_factor_ranks_first_on_inferred_outcomes() {
     assert!(factor(&report, "tool:null_tool")["qValue"].as_f64().unwrap() > 0.05);
     let scores = tracelake_ok(&["score", "--lake", &lake, "--outcomes", "inferred"]);
     assert!(scores.starts_with("400 sessions with a known outcome"), "{scores}");
+    // The report says the outcomes it scored are inferred, not known.
+    tracelake_ok(&["analyze", "--lake", &lake]);
+    let markdown = tracelake_ok(&["report", "--lake", &lake, "--format", "markdown"]);
+    assert!(markdown.contains("400 sessions with an outcome inferred from their users' words (none was imported), "), "{markdown}");
+    assert!(!markdown.contains("known outcome"), "{markdown}");
 }
 
 #[test]
@@ -285,6 +290,7 @@ fn the_report_shows_what_goes_with_failure_and_the_riskiest_sessions() {
 
     let markdown = tracelake_ok(&["report", "--lake", &lake, "--format", "markdown"]);
     assert!(markdown.contains("## What goes with failure") && markdown.contains("| tool:planted = used |"), "{markdown}");
+    assert!(markdown.contains("400 sessions with an imported outcome, ") && markdown.contains("| outcome (imported) |"), "{markdown}");
     let json: Value = serde_json::from_str(&tracelake_ok(&["report", "--lake", &lake, "--format", "json"])).unwrap();
     let factors = &json["factors"];
     assert_eq!((factors["outcomes"].as_str(), factors["sessionsScored"].as_u64()), (Some("imported"), Some(400)));
