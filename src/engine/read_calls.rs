@@ -15,7 +15,7 @@ use datafusion::sql::sqlparser::ast::{
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 
-use super::read_functions::{is_read_function, read_function_of};
+use super::read_functions::{is_glob, is_read_function, read_function_of};
 
 /// Rewrites the read calls and file tables of one statement ([`super::duckdb_forms::visit_statement`]).
 pub struct ReadCalls;
@@ -47,7 +47,7 @@ impl VisitorMut for ReadCalls {
     }
 }
 
-/// `header = false`, `header => false` or `header := false` as `named_struct('header', false)`.
+/// `header = false` or `header => false` as `named_struct('header', false)`.
 fn option_as_struct(arg: &mut FunctionArg) {
     let (name, value) = match arg {
         FunctionArg::Named { name, arg: FunctionArgExpr::Expr(value), .. } => (name.value.clone(), value.to_string()),
@@ -73,8 +73,7 @@ fn file_table(name: &ObjectName) -> Option<(&'static str, String)> {
         return None;
     }
     let function = read_function_of(path)?;
-    let is_glob = path.contains(['*', '?', '[']);
-    (is_glob || std::path::Path::new(path).exists()).then(|| (function, path.clone()))
+    (is_glob(path) || std::path::Path::new(path).exists()).then(|| (function, path.clone()))
 }
 
 /// DuckDB's name for a file's table: its file name up to the first dot (`traces` for
@@ -82,7 +81,7 @@ fn file_table(name: &ObjectName) -> Option<(&'static str, String)> {
 fn table_name(path: &str) -> Option<String> {
     let file = path.rsplit('/').next().unwrap_or(path);
     let name = file.split('.').next().filter(|n| !n.is_empty())?;
-    (!name.contains(['*', '?', '['])).then(|| name.to_owned())
+    (!is_glob(name)).then(|| name.to_owned())
 }
 
 #[cfg(test)]

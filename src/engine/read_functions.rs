@@ -107,6 +107,11 @@ impl Format {
     }
 }
 
+/// Whether `path` is a glob (`traces/*.jsonl`).
+pub fn is_glob(path: &str) -> bool {
+    path.contains(['*', '?', '['])
+}
+
 /// Whether `name` is one of DuckDB's read functions.
 pub fn is_read_function(name: &str) -> bool {
     READ_FUNCTIONS.iter().any(|(function, _)| function.eq_ignore_ascii_case(name))
@@ -352,7 +357,7 @@ fn first_local_file(path: &str) -> Option<PathBuf> {
     if path.contains("://") {
         return None;
     }
-    if path.contains(['*', '?', '[']) {
+    if is_glob(path) {
         return glob::glob(path).ok()?.filter_map(std::result::Result::ok).find(|p| p.is_file());
     }
     Some(PathBuf::from(path)).filter(|p| p.is_file())
@@ -361,11 +366,10 @@ fn first_local_file(path: &str) -> Option<PathBuf> {
 /// The files or directory `path` names. A local glob is expanded here, so that it may span
 /// directories (`lake/events/*/*.parquet`), which a listing's own glob does not.
 fn table_urls(call: &str, path: &str) -> Result<Vec<ListingTableUrl>> {
-    let is_glob = path.contains(['*', '?', '[']);
     if path.contains("://") {
         return Ok(vec![ListingTableUrl::parse(path)?]);
     }
-    if !is_glob {
+    if !is_glob(path) {
         if !std::path::Path::new(path).exists() {
             return plan_err!("{call}: no such file or directory");
         }
