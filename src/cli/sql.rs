@@ -9,7 +9,7 @@ use clap::Args;
 use tracelake::engine::files::with_file_tables;
 use tracelake::engine::print::MAX_TABLE_ROWS;
 use tracelake::engine::session::lakeless_session;
-use tracelake::engine::{EngineOptions, PrintFormat, PrintOptions, open_session};
+use tracelake::engine::{EngineError, EngineOptions, PrintFormat, PrintOptions, open_session};
 use tracelake::lake::history::{AsOf, lake_as_of_shared};
 
 use super::Ctx;
@@ -121,12 +121,8 @@ pub async fn run(ctx: &Ctx, args: SqlArgs) -> anyhow::Result<ExitCode> {
     let lakeless = lake.is_none();
     Repl::new(session, lake, options).run_script(&sql, &mut out).await.map_err(|e| {
         // A table the query names may be the lake's.
-        let message = super::message(&e);
-        if lakeless && message.contains("no table or view named") {
-            anyhow::anyhow!("{message} (no lake was given: --lake DIR or TRACELAKE_LAKE)")
-        } else {
-            e
-        }
+        let no_table = e.chain().any(|cause| matches!(cause.downcast_ref::<EngineError>(), Some(EngineError::NoSuchTable { .. })));
+        if lakeless && no_table { anyhow::anyhow!("{} (no lake was given: --lake DIR or TRACELAKE_LAKE)", super::message(&e)) } else { e }
     })?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)

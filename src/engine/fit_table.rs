@@ -43,12 +43,19 @@ pub fn fit_table(header: &[String], rows: &[Vec<String>], width: usize) -> Fitte
             .map(|(column, &w)| match column {
                 None => vec!["…".to_owned()],
                 Some(c) => {
-                    let value = &values[*c];
-                    cut += usize::from(value.iter().any(|l| measure_text_width(l) > w));
-                    value
+                    let mut value_cut = false;
+                    let lines = values[*c]
                         .iter()
-                        .map(|l| if measure_text_width(l) > w { format!("{}…", truncate_str(l, w - 1, "").trim_end()) } else { l.clone() })
-                        .collect()
+                        .map(|l| {
+                            if measure_text_width(l) <= w {
+                                return l.clone();
+                            }
+                            value_cut = true;
+                            format!("{}…", truncate_str(l, w - 1, "").trim_end())
+                        })
+                        .collect();
+                    cut += usize::from(value_cut);
+                    lines
                 }
             })
             .collect();

@@ -6,7 +6,7 @@
 //! told from its first lines, and a JSON file is one array of records when it opens with `[`.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use datafusion::arrow::array::Array;
@@ -179,7 +179,7 @@ impl TableFunctionImpl for ReadFiles {
         } else {
             ""
         };
-        let first = paths.iter().find_map(|path| first_local_file(path));
+        let first = urls.iter().find_map(|url| url.get_url().to_file_path().ok().filter(|path| path.is_file()));
         let options = ListingOptions::new(self.format.file_format(&options, first.as_deref())).with_file_extension(extension);
         let schema =
             infer_schema(args.session(), &options, &urls[0]).map_err(|e| plan_datafusion_err!("{call}: {}", e.find_root().message()))?;
@@ -350,17 +350,6 @@ fn fields_of(line: &str, delimiter: u8) -> usize {
             b == delimiter && !quoted
         })
         .count()
-}
-
-/// The first local file a path names: the file, or a glob's first match.
-fn first_local_file(path: &str) -> Option<PathBuf> {
-    if path.contains("://") {
-        return None;
-    }
-    if is_glob(path) {
-        return glob::glob(path).ok()?.filter_map(std::result::Result::ok).find(|p| p.is_file());
-    }
-    Some(PathBuf::from(path)).filter(|p| p.is_file())
 }
 
 /// The files or directory `path` names. A local glob is expanded here, so that it may span
