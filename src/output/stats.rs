@@ -24,7 +24,10 @@ pub fn wilson_interval(k: u64, n: u64, confidence: f64) -> (f64, f64) {
     let denominator = 1.0 + z * z / n;
     let center = (p + z * z / (2.0 * n)) / denominator;
     let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denominator;
-    ((center - half).max(0.0), (center + half).min(1.0))
+    // At k = 0 (k = n) the bound is exactly 0 (1); in floating point it may miss by 1e-17.
+    let low = if k == 0 { 0.0 } else { (center - half).max(0.0) };
+    let high = if k as f64 == n { 1.0 } else { (center + half).min(1.0) };
+    (low, high)
 }
 
 /// The two-sided p-value of Fisher's exact test for `[[a, b], [c, d]]`: the probability,

@@ -111,15 +111,15 @@ fn findings_table(page: &mut String, report: &LakeReport) {
     page.push_str("</tbody></table></div></section>\n");
 }
 
-/// The forest plot's rows: each factor value's lift with its interval (values whose
-/// lift is unbounded, no other session having failed, are left out).
+/// The forest plot's rows: each factor value's lift with its interval; `lift` is null
+/// when it is unbounded (no other session failed), and the plot draws it at its edge.
 fn forest_rows(section: Option<&FactorSection>) -> Vec<Value> {
     let factors = section.map(|s| s.factors.as_slice()).unwrap_or_default();
     factors
         .iter()
-        .filter_map(|f| {
+        .map(|f| {
             let label = format!("{} = {}", f.factor, f.value);
-            Some(json!({ "label": label, "lift": f.lift?, "low": f.lift_low?, "high": f.lift_high?, "sessions": f.sessions, "q": f.q_value }))
+            json!({ "label": label, "lift": f.lift, "low": f.lift_low, "high": f.lift_high, "rate": f.failure_rate, "sessions": f.sessions, "q": f.q_value })
         })
         .collect()
 }

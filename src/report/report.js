@@ -191,44 +191,65 @@
   });
 
   // A forest plot: one row per factor value, its lift as a dot and its interval as a
-  // line, on a log scale around lift 1 (as often as the others).
+  // line, on a log scale around lift 1 (as often as the others). A lift of 0 (no session
+  // with the value failed) is a hollow dot at the left edge; an unbounded one (no other
+  // session failed) an arrow at the right edge: neither has a place on a log scale.
   function forestPlot(container, rows) {
-    const width = 640, row = 22, top = 6, right = 16;
+    const width = 640, row = 22, top = 6, right = 24;
     if (rows.length === 0) {
       const svg = el("svg", { viewBox: `0 0 ${width} 80`, role: "img" });
-      svg.appendChild(el("text", { x: width / 2, y: 40, "text-anchor": "middle", class: "empty" }, "no value with a bounded lift"));
+      svg.appendChild(el("text", { x: width / 2, y: 40, "text-anchor": "middle", class: "empty" }, "no factor value tested"));
       container.appendChild(svg);
       return;
     }
     const labels = rows.map((r) => shorten(r.label, 44));
     const left = Math.ceil(Math.min(300, Math.max(...labels.map((l) => textWidth(l.length)), 40) + 12));
-    const height = top + rows.length * row + 36;
+    const bounded = rows.filter((r) => r.lift !== null);
+    const legend = [];
+    if (rows.some((r) => r.lift === 0)) legend.push("○ at the left edge: no session with the value failed (lift 0)");
+    if (rows.some((r) => r.lift === null)) legend.push("▶ at the right edge: no other session failed (lift unbounded)");
+    const height = top + rows.length * row + 36 + 14 * legend.length;
     const svg = el("svg", { viewBox: `0 0 ${width} ${height}`, role: "img" });
-    // Intervals that reach 0 are drawn from the axis's lowest tick.
-    const floor = 1 / 16;
-    const lowest = Math.max(floor, Math.min(1, ...rows.map((r) => r.low)));
-    const highest = Math.max(2, ...rows.map((r) => r.high));
+    // The axis reaches the lowest lift or interval end above 0; intervals that reach 0 are
+    // drawn from its lowest tick.
+    const floor = 1 / 1024;
+    const positive = bounded.flatMap((r) => [r.lift, r.low, r.high]).filter((v) => v > 0);
+    const lowest = Math.max(floor, Math.min(1, ...positive));
+    const highest = Math.max(2, ...bounded.map((r) => r.high));
     const lo = Math.pow(2, Math.floor(Math.log2(lowest)));
     const hi = Math.pow(2, Math.ceil(Math.log2(highest)));
     const plot = width - left - right;
     const x = (v) => left + ((Math.log2(Math.max(v, lo)) - Math.log2(lo)) / (Math.log2(hi) - Math.log2(lo))) * plot;
     const bottom = top + rows.length * row;
+    // Every tick labelled while they have room (28 px), else every other one, 1 among them.
+    const every = plot / Math.log2(hi / lo) < 28 ? 2 : 1;
     for (let t = lo; t <= hi + 1e-9; t *= 2) {
       svg.appendChild(el("line", { x1: x(t), y1: top, x2: x(t), y2: bottom, stroke: t === 1 ? "#556" : "#e4e7ee",
         "stroke-dasharray": t === 1 ? "4 3" : "" }));
+      if (Math.round(Math.log2(t)) % every !== 0) continue;
       svg.appendChild(el("text", { x: x(t), y: bottom + 14, "text-anchor": "middle", class: "tick" }, t >= 1 ? String(t) : `1/${1 / t}`));
     }
     svg.appendChild(el("text", { x: left + plot / 2, y: bottom + 27, "text-anchor": "middle", class: "tick" }, "lift of the failure rate"));
+    legend.forEach((line, i) => svg.appendChild(el("text", { x: left, y: bottom + 42 + 14 * i, class: "tick legend" }, line)));
+    const percent = (v) => `${(100 * v).toFixed(1)} %`;
     rows.forEach((r, i) => {
       const y = top + i * row + row / 2;
       const label = el("text", { x: left - 8, y: y + 4, "text-anchor": "end" }, labels[i]);
       label.appendChild(el("title", {}, r.label));
       svg.appendChild(label);
-      const color = r.q < 0.05 ? (r.lift >= 1 ? "#c0392b" : "#27ae60") : "#7f8c8d";
-      svg.appendChild(el("line", { x1: x(r.low), y1: y, x2: x(r.high), y2: y, stroke: color, "stroke-width": 2 }));
-      const dot = el("circle", { cx: x(r.lift), cy: y, r: 4.5, fill: color, class: "dot" });
-      dot.appendChild(el("title", {}, `${r.label}: lift ${r.lift.toFixed(2)} (${r.low.toFixed(2)}–${r.high.toFixed(2)}), ${r.sessions} sessions, q ${r.q.toPrecision(2)}`));
-      svg.appendChild(dot);
+      const color = r.q < 0.05 ? (r.lift === null || r.lift >= 1 ? "#c0392b" : "#27ae60") : "#7f8c8d";
+      let mark;
+      if (r.lift === null) {
+        const tip = left + plot + 12;
+        mark = el("path", { d: `M${tip - 10},${y - 5.5} L${tip},${y} L${tip - 10},${y + 5.5} Z`, fill: color, class: "dot unbounded" });
+        mark.appendChild(el("title", {}, `${r.label}: lift unbounded (no other session failed), failure rate ${percent(r.rate)}, ${r.sessions} sessions, q ${r.q.toPrecision(2)}`));
+      } else {
+        svg.appendChild(el("line", { x1: x(r.low), y1: y, x2: x(r.high), y2: y, stroke: color, "stroke-width": 2 }));
+        const none = r.lift === 0;
+        mark = el("circle", { cx: x(r.lift), cy: y, r: 4.5, fill: none ? "#fff" : color, stroke: color, "stroke-width": none ? 2 : 0, class: none ? "dot none-failed" : "dot" });
+        mark.appendChild(el("title", {}, `${r.label}: lift ${r.lift.toFixed(2)} (${r.low.toFixed(2)}–${r.high.toFixed(2)}), ${r.sessions} sessions, q ${r.q.toPrecision(2)}`));
+      }
+      svg.appendChild(mark);
     });
     container.appendChild(svg);
   }

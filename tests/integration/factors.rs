@@ -20,30 +20,40 @@ enum Told {
 /// random; a session that calls `planted` fails with probability 0.45, any other with 0.15.
 fn planted_lake(dir: &std::path::Path, told: Told) -> String {
     let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let sessions = (0..400)
+        .map(|_| {
+            let tools: Vec<&str> = ["planted", "null_tool", "lookup"]
+                .into_iter()
+                .filter(|&t| rng.random_bool(if t == "lookup" { 0.5 } else { 0.3 }))
+                .collect();
+            let failed = rng.random_bool(if tools.contains(&"planted") { 0.45 } else { 0.15 });
+            (tools, failed)
+        })
+        .collect::<Vec<_>>();
+    lake_of_sessions(dir, &sessions, told)
+}
+
+/// A lake of one session per `(tools it calls, whether it failed)`, named `s0`, `s1`, …
+fn lake_of_sessions(dir: &std::path::Path, sessions: &[(Vec<&str>, bool)], told: Told) -> String {
     let (mut events, mut outcomes) = (Vec::new(), Vec::new());
-    for s in 0..400 {
+    for (s, (tools, failed)) in sessions.iter().enumerate() {
         let session = format!("s{s}");
-        let ts = 1_767_225_600_000_i64 + s * 60_000;
+        let ts = 1_767_225_600_000_i64 + s as i64 * 60_000;
         let mut push = |n: i64, kind: &str, payload: Value| {
             events.push(json!({"id": format!("{session}-{n}"), "ts": ts + n * 1000, "agent": "support", "session": session, "type": kind, "payload": payload}).to_string());
         };
         push(0, "msg.in", json!({"content": "Help me, please."}));
         let mut n = 1;
-        let mut planted = false;
-        for tool in ["planted", "null_tool", "lookup"] {
-            if rng.random_bool(if tool == "lookup" { 0.5 } else { 0.3 }) {
-                planted |= tool == "planted";
-                push(n, "tool.call", json!({"toolName": tool, "params": {"n": n}}));
-                push(n + 1, "tool.result", json!({"toolName": tool, "result": {"ok": true}}));
-                n += 2;
-            }
+        for tool in tools {
+            push(n, "tool.call", json!({"toolName": tool, "params": {"n": n}}));
+            push(n + 1, "tool.result", json!({"toolName": tool, "result": {"ok": true}}));
+            n += 2;
         }
         push(n, "msg.out", json!({"content": "Here you are."}));
-        let failed = rng.random_bool(if planted { 0.45 } else { 0.15 });
         if told == Told::InWords {
-            push(n + 1, "msg.in", json!({"content": if failed { "That's wrong, not what I asked." } else { "Thanks, that's all!" }}));
+            push(n + 1, "msg.in", json!({"content": if *failed { "That's wrong, not what I asked." } else { "Thanks, that's all!" }}));
         }
-        outcomes.push(json!({"session": session, "outcome": if failed { "failure" } else { "success" }}).to_string());
+        outcomes.push(json!({"session": session, "outcome": if *failed { "failure" } else { "success" }}).to_string());
     }
     let (events_file, outcomes_file) = (dir.join("events.jsonl"), dir.join("outcomes.jsonl"));
     std::fs::write(&events_file, events.join("\n") + "\n").unwrap();
@@ -304,6 +314,42 @@ fn the_report_shows_what_goes_with_failure_and_the_riskiest_sessions() {
         assert!(!anonymous.contains(&format!(">{session}<")) && !anonymous.contains(&format!("session-{session}\"")), "{session} left");
     }
     assert!(anonymous.contains("href=\"#session-session-1\""), "placeholders link to placeholder transcripts");
+}
+
+/// Lifts with no place on a log scale are drawn at the plot's edges, not left out: a value
+/// every failed session holds (no other session failed: unbounded) and one no failed
+/// session holds (lift 0).
+#[test]
+fn the_forest_plot_draws_unbounded_and_zero_lifts_at_its_edges() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions: Vec<(Vec<&str>, bool)> = (0..60)
+        .map(|s| match s % 6 {
+            0 | 1 => (vec!["escalate", "lookup"], true),
+            2 => (vec!["escalate"], false),
+            3 | 4 => (vec!["refund", "lookup"], false),
+            _ => (vec!["lookup"], false),
+        })
+        .collect();
+    let lake = lake_of_sessions(dir.path(), &sessions, Told::ByFile);
+    tracelake_ok(&["analyze", "--lake", &lake]);
+    let page = dir.path().join("report.html");
+    tracelake_ok(&["report", "--lake", &lake, "--output", page.to_str().unwrap()]);
+    let (dom, console) = crate::report::chromium_render(&page);
+    assert!(console.is_empty(), "console output: {console:#?}");
+    let section = &dom[dom.find("id=\"factors\"").expect("a factors section")..];
+    let plot = &section[section.find("id=\"chart-factors\"").unwrap()..section.find("</figure>").unwrap()];
+    let table = &section[section.find("<table class=\"factors\"").unwrap()..];
+    let rows = table[..table.find("</table>").unwrap()].matches("<tr><td>").count();
+    assert!(rows >= 2, "{table}");
+    assert_eq!(plot.matches("class=\"dot").count(), rows, "one mark per row of the table: {plot}");
+    assert!(table.contains("<td>tool:escalate = used</td>") && table.contains("<td>tool:refund = used</td>"), "{table}");
+    assert_eq!(plot.matches("class=\"dot unbounded\"").count(), table.matches("<td>∞</td>").count(), "{plot}");
+    assert!(plot.contains("tool:escalate = used: lift unbounded (no other session failed), failure rate 66.7 %, 30 sessions"), "{plot}");
+    assert_eq!(plot.matches("class=\"dot none-failed\"").count(), table.matches("<td>0.00</td>").count(), "{plot}");
+    assert!(plot.contains("tool:refund = used: lift 0.00 (0.00–"), "{plot}");
+    assert!(!plot.contains(">1/1024<"), "the axis reaches no lower than its lifts and intervals above 0: {plot}");
+    assert!(plot.contains("▶ at the right edge: no other session failed (lift unbounded)"), "the legend: {plot}");
+    assert!(plot.contains("○ at the left edge: no session with the value failed (lift 0)"), "the legend: {plot}");
 }
 
 /// The factors section gives way only to the memory pool: a damaged outcomes file still
