@@ -18,6 +18,7 @@ const DUCKDB_FUNCTIONS: &[(&[&str], &[&str])] = &[
     (&["arg_max", "max_by"], &["first_value(tool_name ORDER BY ts DESC)"]),
     (&["arg_min", "min_by"], &["first_value(tool_name ORDER BY ts)"]),
     (&["group_concat"], &["string_agg(type, ',')"]),
+    (&["columns"], &["* EXCLUDE (content)", "tool_name, tool_params"]),
 ];
 
 /// What to write here for DuckDB's function `name`, if it is one DataFusion lacks.
@@ -35,9 +36,9 @@ mod tests {
     #[tokio::test]
     async fn what_each_says_to_write_runs_where_its_name_does_not() {
         let ctx = SessionContext::new();
-        let table = "CREATE TABLE events (ts TIMESTAMP, type VARCHAR, tool_name VARCHAR, content VARCHAR) AS VALUES \
-             (TIMESTAMP '2026-01-01 00:00:00', 'msg.in', NULL, 'order 42 please'), \
-             (TIMESTAMP '2026-01-01 00:00:05', 'tool.call', 'cancel_order', NULL)";
+        let table = "CREATE TABLE events (ts TIMESTAMP, type VARCHAR, tool_name VARCHAR, tool_params VARCHAR, content VARCHAR) AS VALUES \
+             (TIMESTAMP '2026-01-01 00:00:00', 'msg.in', NULL, NULL, 'order 42 please'), \
+             (TIMESTAMP '2026-01-01 00:00:05', 'tool.call', 'cancel_order', '{}', NULL)";
         ctx.sql(table).await.unwrap().collect().await.unwrap();
         for (names, instead) in DUCKDB_FUNCTIONS {
             for example in *instead {

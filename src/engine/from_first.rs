@@ -118,7 +118,7 @@ impl QueryStart {
 }
 
 /// The byte offset of a tokenizer location (a line and a column of characters, from 1).
-fn byte_offset(sql: &str, at: Location) -> usize {
+pub fn byte_offset(sql: &str, at: Location) -> usize {
     let line_start: usize = sql.split_inclusive('\n').take(at.line.saturating_sub(1) as usize).map(str::len).sum();
     let column = sql[line_start..].char_indices().nth(at.column.saturating_sub(1) as usize).map_or(sql.len() - line_start, |(i, _)| i);
     line_start + column
@@ -164,7 +164,7 @@ mod tests {
         let ctx = SessionContext::new();
         ctx.sql("CREATE TABLE t (a INT, b VARCHAR) AS VALUES (1, 'x'), (2, 'y')").await.unwrap().collect().await.unwrap();
         let mut statement = datafusion::sql::parser::DFParser::parse_sql(sql).unwrap().pop_front().unwrap();
-        crate::engine::duckdb_forms::visit_statement(&mut statement, &mut FromFirst);
+        let _ = crate::engine::duckdb_forms::visit_statement(&mut statement, &mut FromFirst);
         let plan = ctx.state().statement_to_plan(statement).await.unwrap();
         let batches = ctx.execute_logical_plan(plan).await.unwrap().collect().await.unwrap();
         let columns: usize = batches.first().map_or(0, RecordBatch::num_columns);

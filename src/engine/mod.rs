@@ -12,9 +12,11 @@ pub mod files;
 pub mod fit_table;
 pub mod from_first;
 pub mod functions;
+pub mod order_by_all;
 pub mod print;
 pub mod read_calls;
 pub mod read_functions;
+pub mod samples;
 pub mod session;
 pub mod session_job;
 pub mod sql;
@@ -39,6 +41,9 @@ pub enum EngineError {
     /// A read function's call that cannot be read, in its own words.
     #[error("{0}")]
     ReadCall(String),
+    /// A sample clause that cannot be taken, with what to write instead.
+    #[error("{0}")]
+    Sample(String),
     #[error("no table or view named {name}{}; `SHOW TABLES` lists them", did_you_mean(nearest.as_deref()))]
     NoSuchTable { name: String, nearest: Option<String> },
     #[error("no column named {name}{}", column_hint(nearest, columns))]

@@ -93,7 +93,7 @@ mod tests {
 
     fn rewritten(sql: &str) -> String {
         let mut statements = DFParser::parse_sql(sql).unwrap();
-        visit_statement(&mut statements[0], &mut ReadCalls);
+        let _ = visit_statement(&mut statements[0], &mut ReadCalls);
         statements[0].to_string()
     }
 

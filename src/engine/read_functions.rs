@@ -2,8 +2,9 @@
 //! `read_json(…)` and their `_auto` names. The first argument is a file, a directory or a
 //! glob (`'traces/*.jsonl'`), or a list of them; the format is the function's, whatever the
 //! files' extensions (`read_json('agent.log')`). Options follow by name, as in DuckDB
-//! (`read_csv('x.csv', delim = ';', header = false)`); a CSV's delimiter, unless given, is
-//! told from its first lines, and a JSON file is one array of records when it opens with `[`.
+//! (`read_csv('x.csv', delim = ';', header = false)`); a CSV's delimiter and whether its
+//! first line is a header, unless given, are told from its first lines, and a JSON file is
+//! one array of records when it opens with `[`.
 
 use std::io::Read;
 use std::path::Path;
@@ -11,17 +12,23 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::Array;
 use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
-use datafusion::common::{ScalarValue, plan_datafusion_err, plan_err};
+use datafusion::common::{ScalarValue, plan_err};
 use datafusion::datasource::file_format::FileFormat;
 use datafusion::datasource::file_format::csv::CsvFormat;
 use datafusion::datasource::file_format::json::JsonFormat;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::Expr;
 use datafusion::prelude::SessionContext;
 
+use super::EngineError;
 use super::session::did_you_mean;
+
+/// A read call's own error, carried whole through DataFusion to the user.
+fn read_error(message: String) -> DataFusionError {
+    DataFusionError::External(Box::new(EngineError::ReadCall(message)))
+}
 
 /// The functions by DuckDB's names, each with the format it reads.
 const READ_FUNCTIONS: [(&str, Format); 8] = [
@@ -52,9 +59,11 @@ impl Format {
         match self {
             Format::Parquet => Arc::new(ParquetFormat::default()),
             Format::Csv => {
-                let delimiter = options.delimiter.or_else(|| first.and_then(sniff_delimiter)).unwrap_or(b',');
+                let sniffed = first.and_then(sniff_csv);
+                let delimiter = options.delimiter.or(sniffed.as_ref().and_then(|s| s.delimiter)).unwrap_or(b',');
+                let header = options.header.unwrap_or(sniffed.is_none_or(|s| s.header));
                 let mut csv = CsvFormat::default()
-                    .with_has_header(options.header.unwrap_or(true))
+                    .with_has_header(header)
                     .with_delimiter(delimiter)
                     .with_escape(options.escape)
                     .with_comment(options.comment);
@@ -154,10 +163,10 @@ impl TableFunctionImpl for ReadFiles {
             [] => (None, &[][..]),
         };
         let Some(paths) = paths else {
-            return plan_err!(
+            return Err(read_error(format!(
                 "{name} takes a path in quotes (a file, a directory or a glob: {name}('traces/*{extension}')) or a list of them \
                  (['a{extension}', 'b{extension}']), then options by name ({name}('x{extension}', option = value))"
-            );
+            )));
         };
         let call = match paths.as_slice() {
             [path] => format!("{name}('{path}')"),
@@ -167,7 +176,7 @@ impl TableFunctionImpl for ReadFiles {
         let mut urls = Vec::new();
         for path in &paths {
             if path.rsplit('.').next().is_some_and(|e| COMPRESSED.contains(&e.to_ascii_lowercase().as_str())) {
-                return plan_err!("{call}: {NOT_DECOMPRESSED}");
+                return Err(read_error(format!("{call}: {NOT_DECOMPRESSED}")));
             }
             urls.extend(table_urls(&call, path)?);
         }
@@ -182,7 +191,7 @@ impl TableFunctionImpl for ReadFiles {
         let first = urls.iter().find_map(|url| url.get_url().to_file_path().ok().filter(|path| path.is_file()));
         let options = ListingOptions::new(self.format.file_format(&options, first.as_deref())).with_file_extension(extension);
         let schema =
-            infer_schema(args.session(), &options, &urls[0]).map_err(|e| plan_datafusion_err!("{call}: {}", e.find_root().message()))?;
+            infer_schema(args.session(), &options, &urls[0]).map_err(|e| read_error(format!("{call}: {}", e.find_root().message())))?;
         let config = ListingTableConfig::new_with_multi_paths(urls).with_listing_options(options).with_schema(schema);
         Ok(Arc::new(ListingTable::try_new(config)?))
     }
@@ -228,7 +237,7 @@ impl ReadOptions {
             let Some((option, value)) = named_option(expr) else {
                 let text = if let Expr::Literal(value, _) = expr { text_of(value) } else { None };
                 let given = text.map_or_else(|| expr.human_display().to_string(), |text| format!("'{text}'"));
-                return plan_err!("{call}: after the path come options by name (option = value), not {given}");
+                return Err(read_error(format!("{call}: after the path come options by name (option = value), not {given}")));
             };
             let value = OptionValue { call, option: &option, value: &value };
             match (format, option.as_str()) {
@@ -243,16 +252,22 @@ impl ReadOptions {
                         "auto" => None,
                         "array" => Some(true),
                         "newline_delimited" | "nd" => Some(false),
-                        other => return plan_err!("{call}: format is 'array', 'newline_delimited' or 'auto', not '{other}'"),
+                        other => {
+                            return Err(read_error(format!("{call}: format is 'array', 'newline_delimited' or 'auto', not '{other}'")));
+                        }
                     }
                 }
                 (Format::Csv | Format::Json, "compression") => match value.text()? {
                     "auto" | "none" => {}
-                    _ => return plan_err!("{call}: {NOT_DECOMPRESSED}"),
+                    _ => return Err(read_error(format!("{call}: {NOT_DECOMPRESSED}"))),
                 },
                 _ => {
                     let nearest = crate::config::nearest_within(&option, format.options(), 2);
-                    return plan_err!("{call}: no option {option} here{}; options: {}", did_you_mean(nearest), format.option_names());
+                    return Err(read_error(format!(
+                        "{call}: no option {option} here{}; options: {}",
+                        did_you_mean(nearest),
+                        format.option_names()
+                    )));
                 }
             }
         }
@@ -278,7 +293,7 @@ struct OptionValue<'a> {
 
 impl OptionValue<'_> {
     fn wrong<T>(&self, wanted: &str) -> Result<T> {
-        plan_err!("{}: {} takes {wanted}, not {}", self.call, self.option, self.value)
+        Err(read_error(format!("{}: {} takes {wanted}, not {}", self.call, self.option, self.value)))
     }
 
     fn boolean(&self) -> Result<bool> {
@@ -311,14 +326,24 @@ impl OptionValue<'_> {
     }
 }
 
-/// How many bytes of a CSV file are read to tell its delimiter, and how many lines.
+/// How many bytes of a CSV file are read to tell its delimiter and header, and how many
+/// lines.
 const SNIFF_BYTES: u64 = 64 * 1024;
 const SNIFF_LINES: usize = 20;
 
-/// The delimiter of a CSV file, told as DuckDB's sniffer tells it: of `,`, tab, `;` and
-/// `|`, the one that splits each of the first lines into the same number of fields, and
-/// into the most; none when no delimiter does.
-fn sniff_delimiter(file: &Path) -> Option<u8> {
+/// What a CSV file's first lines tell, as DuckDB's sniffer tells it.
+#[derive(Debug, PartialEq)]
+struct Sniffed {
+    /// Of `,`, tab, `;` and `|`, the one that splits each line into the same number of
+    /// fields, and into the most; none when no delimiter does.
+    delimiter: Option<u8>,
+    /// Whether the first line names the columns: it does unless one of its fields is a
+    /// number over a column of numbers (`1,2.5,x` over more such lines is data), as column
+    /// names are not.
+    header: bool,
+}
+
+fn sniff_csv(file: &Path) -> Option<Sniffed> {
     let mut head = Vec::new();
     std::fs::File::open(file).ok()?.take(SNIFF_BYTES).read_to_end(&mut head).ok()?;
     let text = String::from_utf8_lossy(&head);
@@ -329,27 +354,43 @@ fn sniff_delimiter(file: &Path) -> Option<u8> {
     lines.truncate(SNIFF_LINES);
     let mut best: Option<(u8, usize)> = None;
     for delimiter in [b',', b'\t', b';', b'|'] {
-        let mut fields = lines.iter().map(|line| fields_of(line, delimiter));
+        let mut fields = lines.iter().map(|line| fields_of(line, delimiter).len());
         let first = fields.next()?;
         if first > 1 && fields.all(|n| n == first) && best.is_none_or(|(_, most)| first > most) {
             best = Some((delimiter, first));
         }
     }
-    best.map(|(delimiter, _)| delimiter)
+    let delimiter = best.map(|(delimiter, _)| delimiter);
+    let rows: Vec<Vec<&str>> = lines.iter().map(|line| fields_of(line, delimiter.unwrap_or(b','))).collect();
+    let header = match rows.split_first() {
+        Some((first, rest)) if !rest.is_empty() => !first.iter().enumerate().any(|(column, value)| {
+            is_number(value) && rest.iter().all(|row| row.get(column).is_some_and(|v| v.is_empty() || is_number(v)))
+        }),
+        _ => true,
+    };
+    Some(Sniffed { delimiter, header })
 }
 
-/// The fields `delimiter` splits a line into, outside double quotes.
-fn fields_of(line: &str, delimiter: u8) -> usize {
+fn is_number(field: &str) -> bool {
+    let field = field.trim();
+    !field.is_empty() && field.parse::<f64>().is_ok_and(f64::is_finite)
+}
+
+/// The fields `delimiter` splits a line into, outside double quotes (with their quotes).
+fn fields_of(line: &str, delimiter: u8) -> Vec<&str> {
     let mut quoted = false;
-    1 + line
-        .bytes()
-        .filter(|&b| {
-            if b == b'"' {
-                quoted = !quoted;
-            }
-            b == delimiter && !quoted
-        })
-        .count()
+    let mut fields = Vec::new();
+    let mut start = 0;
+    for (i, b) in line.bytes().enumerate() {
+        if b == b'"' {
+            quoted = !quoted;
+        } else if b == delimiter && !quoted {
+            fields.push(&line[start..i]);
+            start = i + 1;
+        }
+    }
+    fields.push(&line[start..]);
+    fields
 }
 
 /// The files or directory `path` names. A local glob is expanded here, so that it may span
@@ -360,14 +401,14 @@ fn table_urls(call: &str, path: &str) -> Result<Vec<ListingTableUrl>> {
     }
     if !is_glob(path) {
         if !std::path::Path::new(path).exists() {
-            return plan_err!("{call}: no such file or directory");
+            return Err(read_error(format!("{call}: no such file or directory")));
         }
         return Ok(vec![ListingTableUrl::parse(path)?]);
     }
-    let matches = glob::glob(path).map_err(|e| plan_datafusion_err!("{call}: {e}"))?;
+    let matches = glob::glob(path).map_err(|e| read_error(format!("{call}: {e}")))?;
     let files: Vec<std::path::PathBuf> = matches.filter_map(std::result::Result::ok).filter(|p| p.is_file()).collect();
     if files.is_empty() {
-        return plan_err!("{call}: no file matches");
+        return Err(read_error(format!("{call}: no file matches")));
     }
     files.iter().map(|file| ListingTableUrl::parse(file.to_string_lossy())).collect()
 }
@@ -446,7 +487,7 @@ mod tests {
     /// `sql` as `tracelake sql` plans it: DuckDB's options by name made arguments.
     async fn rows_of(ctx: &SessionContext, sql: &str) -> Result<String> {
         let mut statement = datafusion::sql::parser::DFParser::parse_sql(sql)?.pop_front().expect("a statement");
-        crate::engine::duckdb_forms::visit_statement(&mut statement, &mut crate::engine::read_calls::ReadCalls);
+        let _ = crate::engine::duckdb_forms::visit_statement(&mut statement, &mut crate::engine::read_calls::ReadCalls);
         let plan = ctx.state().statement_to_plan(statement).await?;
         let batches = ctx.execute_logical_plan(plan).await?.collect().await?;
         Ok(datafusion::arrow::util::pretty::pretty_format_batches(&batches)?.to_string())
@@ -470,6 +511,8 @@ mod tests {
             .await
             .unwrap();
         assert!(bare.contains("| 9 |"), "{bare}");
+        let sniffed = rows_of(&ctx, &format!("SELECT sum(column_1) AS s FROM read_csv('{}')", at("bare.csv"))).await.unwrap();
+        assert!(sniffed.contains("| 9 |"), "a first line with a number over a column of numbers is data:\n{sniffed}");
         let comments =
             rows_of(&ctx, &format!("SELECT count(*) AS c FROM read_csv('{}', comment = '2', sep = ';')", at("semi.csv"))).await.unwrap();
         assert!(comments.contains("| 1 |"), "a line that opens with the comment character is none:\n{comments}");

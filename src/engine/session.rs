@@ -1,6 +1,5 @@
 //! The session builder: explicit settings, the lake's tables, every UDF.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray, TimestampMillisecondArray};
@@ -15,15 +14,13 @@ use datafusion::execution::memory_pool::{FairSpillPool, MemoryLimit};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
-use datafusion::sql::parser::{DFParser, Statement};
 
 use super::EngineError;
 use super::chains::shared::{ChainViewsSql, build_once_if_read_often};
 use super::committed::CommittedFiles;
 use super::cortex::cortex_messages_sql;
 use super::distributed::{distribute, explain_distributed, worker_urls};
-use super::duckdb_forms;
-use super::from_first::with_select_all;
+use super::duckdb_forms::parse_statements;
 use super::print::{PrintFormat, PrintOptions};
 use super::session_job::{SessionFunctions, SessionJobDecoder, with_physical_rules};
 use super::sql::{
@@ -323,43 +320,19 @@ enum CortexMessages {
     FromEvents,
 }
 
-/// Parses `sql` (one or more `;`-separated statements), `FROM t` read as DuckDB reads it.
-pub fn parse_statements(sql: &str) -> Result<VecDeque<Statement>, EngineError> {
-    let mut statements = match DFParser::parse_sql(sql) {
-        Ok(statements) => statements,
-        // Read again as DuckDB reads it; an error then is said of the text as written.
-        Err(error) => match with_select_all(sql) {
-            None => return Err(syntax_error(error)),
-            Some(rewritten) => DFParser::parse_sql(&rewritten.sql).map_err(|e| match syntax_error(e) {
-                EngineError::Syntax(text) => EngineError::Syntax(rewritten.original_message(&text)),
-                other => other,
-            })?,
-        },
-    };
-    statements.iter_mut().for_each(duckdb_forms::rewrite);
-    Ok(statements)
-}
-
-/// A parser's error as one line; DataFusion wraps some ("Expected: end of statement") in a
-/// diagnostic that says the same.
-fn syntax_error(error: DataFusionError) -> EngineError {
-    use datafusion::sql::sqlparser::parser::ParserError;
-    match error {
-        DataFusionError::SQL(error, _) => EngineError::Syntax(match *error {
-            ParserError::ParserError(text) | ParserError::TokenizerError(text) => text,
-            ParserError::RecursionLimitExceeded => "the statement nests too deeply".to_owned(),
-        }),
-        DataFusionError::Diagnostic(_, inner) => syntax_error(*inner),
-        other => other.into(),
-    }
-}
-
 /// A statement's planning error, said in terms of what went wrong for the user where
-/// DataFusion's words mislead: a missing file, a misspelt table (with the name nearest
-/// to it), a read function's call (`read_csv('x.csv', delim = 1)`, in its own words), a
-/// window function called without `OVER` (DataFusion then reports an unknown function and
+/// DataFusion's words mislead: ours, carried through DataFusion whole (a read function's
+/// call, `read_csv('x.csv', delim = 1)`, in its own words), a missing file, a misspelt
+/// table (with the name nearest to it), a window function called without `OVER` (DataFusion then reports an unknown function and
 /// suggests another), or a function of DuckDB's that DataFusion names otherwise.
 fn planning_error(ctx: &SessionContext, error: DataFusionError) -> EngineError {
+    let error = match error {
+        DataFusionError::External(inner) => match inner.downcast::<EngineError>() {
+            Ok(ours) => return *ours,
+            Err(inner) => DataFusionError::External(inner),
+        },
+        other => other,
+    };
     if let Some(name) = super::files::unknown_table(&error) {
         if super::files::is_missing_file(name) {
             return EngineError::NoSuchFile(name.to_owned());
@@ -375,11 +348,6 @@ fn planning_error(ctx: &SessionContext, error: DataFusionError) -> EngineError {
         let nearest = nearest_columns(field.name(), &known);
         let columns = if nearest.is_empty() { columns } else { Vec::new() };
         return EngineError::NoSuchColumn { name: field.name().to_owned(), nearest, columns };
-    }
-    if let DataFusionError::Plan(message) = error.find_root()
-        && message.split(['(', ' ']).next().is_some_and(super::read_functions::is_read_function)
-    {
-        return EngineError::ReadCall(message.clone());
     }
     if let DataFusionError::Plan(message) = error.find_root()
         && let Some(name) = message.strip_prefix("Invalid function '").and_then(|rest| rest.split('\'').next())

@@ -10,9 +10,9 @@ use datafusion::arrow::array::{Array, ArrayRef, Float64Array, Int64Array, Record
 use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::util::display::array_value_to_string;
 use datafusion::common::plan_err;
+use datafusion::error::DataFusionError;
 use datafusion::error::Result;
 use datafusion::prelude::{DataFrame, SessionContext};
-use datafusion::sql::parser::DFParser;
 
 use super::duckdb_forms;
 
@@ -34,10 +34,11 @@ pub fn summarize_target(sql: &str) -> Option<&str> {
     (keyword.eq_ignore_ascii_case("summarize") && !target.contains(';')).then(|| target.trim())
 }
 
-/// One query, its files read as DuckDB reads them (`SUMMARIZE 'x.tsv'`).
+/// One query, read as DuckDB reads it (`SUMMARIZE 'x.tsv'`); its own errors are carried
+/// whole.
 async fn duckdb_sql(ctx: &SessionContext, sql: &str) -> Result<DataFrame> {
-    let Some(mut statement) = DFParser::parse_sql(sql)?.pop_front() else { return plan_err!("nothing to summarize") };
-    duckdb_forms::rewrite(&mut statement);
+    let statements = duckdb_forms::parse_statements(sql).map_err(|e| DataFusionError::External(Box::new(e)))?;
+    let Some(statement) = statements.into_iter().next() else { return plan_err!("nothing to summarize") };
     let plan = ctx.state().statement_to_plan(statement).await?;
     ctx.execute_logical_plan(plan).await
 }
