@@ -1,7 +1,8 @@
 //! DuckDB's forms that DataFusion's parser does not read or plans otherwise, made
 //! DataFusion's before planning: `FROM t WHERE …` with no `SELECT` ([`with_select_all`],
 //! [`FromFirst`]), `ORDER BY ALL` ([`OrderByAll`]), the read functions' options by name
-//! and files as tables ([`ReadCalls`]), samples ([`duckdb_samples`], [`Samples`]).
+//! and files as tables ([`ReadCalls`]), samples ([`duckdb_samples`], [`Samples`]), the
+//! options of `COPY … TO` ([`duckdb_copy`]).
 
 use std::collections::VecDeque;
 use std::ops::ControlFlow;
@@ -11,6 +12,7 @@ use datafusion::sql::parser::{CopyToSource, DFParser, Statement};
 use datafusion::sql::sqlparser::ast::{VisitMut, VisitorMut};
 
 use super::EngineError;
+use super::copy_options::duckdb_copy;
 use super::from_first::{FromFirst, with_select_all};
 use super::order_by_all::OrderByAll;
 use super::read_calls::ReadCalls;
@@ -20,6 +22,8 @@ use super::samples::{Samples, duckdb_samples};
 pub fn parse_statements(sql: &str) -> Result<VecDeque<Statement>, EngineError> {
     let sampled = duckdb_samples(sql)?;
     let sql = sampled.as_deref().unwrap_or(sql);
+    let copied = duckdb_copy(sql)?;
+    let sql = copied.as_deref().unwrap_or(sql);
     let mut statements = match DFParser::parse_sql(sql) {
         Ok(statements) => statements,
         // Read again as DuckDB reads it; an error then is said of the text as written.

@@ -4,6 +4,7 @@
 pub mod chains;
 pub mod committed;
 pub mod computed_once;
+pub mod copy_options;
 pub mod cortex;
 pub mod distributed;
 pub mod duckdb_forms;
@@ -44,6 +45,9 @@ pub enum EngineError {
     /// A sample clause that cannot be taken, with what to write instead.
     #[error("{0}")]
     Sample(String),
+    /// DuckDB's options of `COPY … TO` that cannot be taken, with those that can.
+    #[error("{0}")]
+    Copy(String),
     #[error("no table or view named {name}{}; `SHOW TABLES` lists them", did_you_mean(nearest.as_deref()))]
     NoSuchTable { name: String, nearest: Option<String> },
     #[error("no column named {name}{}", column_hint(nearest, columns))]

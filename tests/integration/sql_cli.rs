@@ -461,6 +461,34 @@ fn a_statement_that_returns_no_rows_says_what_it_did() {
     assert_eq!(tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", sql]), "any\ntrue\n", "machine formats hold only results");
 }
 
+/// DuckDB's options of `COPY … TO`: a CSV with no header and a delimiter of its own, a
+/// Parquet folder partitioned by a column; an option it does not take is named with those
+/// it does.
+#[test]
+fn copy_takes_duckdbs_options() {
+    let (dir, lake) = imported_lake();
+    let (csv, parts) = (dir.path().join("types.csv"), dir.path().join("parts"));
+    let by_type = "SELECT type, count(*) AS n FROM events GROUP BY ALL ORDER BY ALL";
+    let copy = format!(
+        "COPY ({by_type}) TO '{}' (HEADER false, DELIMITER '|'); COPY (SELECT id, type FROM events) TO '{}' (FORMAT parquet, PARTITION_BY (type), COMPRESSION zstd)",
+        csv.display(),
+        parts.display()
+    );
+    tracelake_ok(&["sql", "--lake", &lake, &copy]);
+    let types = tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", by_type]);
+    let expected: String = types.lines().skip(1).map(|line| line.replace(',', "|") + "\n").collect();
+    assert_eq!(std::fs::read_to_string(&csv).unwrap(), expected);
+    let folders =
+        std::fs::read_dir(&parts).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("type=")).count();
+    assert_eq!(folders, types.lines().count() - 1, "one folder per type");
+    let count = |from: &str| tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", &format!("SELECT count(*) AS n FROM {from}")]);
+    assert_eq!(count(&format!("read_parquet('{}/*/*.parquet')", parts.display())), count("events"));
+
+    let wrong = tracelake(&["sql", "--lake", &lake, &format!("COPY events TO '{}' (HEADR)", csv.display())]);
+    let said = String::from_utf8_lossy(&wrong.stderr);
+    assert!(!wrong.status.success() && said.contains("COPY … TO takes no option HEADR (did you mean HEADER?); options: FORMAT"), "{said}");
+}
+
 #[test]
 fn a_file_is_queried_by_its_path() {
     let (dir, lake) = imported_lake();
