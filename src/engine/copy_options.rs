@@ -3,12 +3,11 @@
 //! (date))`), which DataFusion's parser does not read, written in DataFusion's form
 //! (`STORED AS PARQUET PARTITIONED BY (date) OPTIONS ('format.compression' 'zstd(3)')`).
 
-use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
-use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
+use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan};
 
 use super::EngineError;
-use super::from_first::byte_offset;
+use super::sql_text::{byte_offset, tokens_if_it_holds, with_edits};
 
 /// The options taken, as DuckDB names them.
 const OPTIONS: &str = "FORMAT (csv, parquet, json), HEADER, DELIMITER (or DELIM, SEP), QUOTE, ESCAPE, NULL, DATEFORMAT, TIMESTAMPFORMAT, COMPRESSION, ROW_GROUP_SIZE, PARTITION_BY";
@@ -16,11 +15,7 @@ const OPTIONS: &str = "FORMAT (csv, parquet, json), HEADER, DELIMITER (or DELIM,
 /// `sql` with each `COPY … TO 'path' (options)` written in DataFusion's form; `None` when
 /// it has none.
 pub fn duckdb_copy(sql: &str) -> Result<Option<String>, EngineError> {
-    if !sql.as_bytes().windows(4).any(|w| w.eq_ignore_ascii_case(b"copy")) {
-        return Ok(None);
-    }
-    let Ok(tokens) = Tokenizer::new(&GenericDialect {}, sql).tokenize_with_location() else { return Ok(None) };
-    let tokens: Vec<TokenWithSpan> = tokens.into_iter().filter(|t| !matches!(t.token, Token::Whitespace(_))).collect();
+    let Some(tokens) = tokens_if_it_holds(sql, "copy") else { return Ok(None) };
     let mut edits = Vec::new();
     let (mut depth, mut copying, mut statement_start) = (0usize, false, true);
     for (i, token) in tokens.iter().enumerate() {
@@ -46,18 +41,7 @@ pub fn duckdb_copy(sql: &str) -> Result<Option<String>, EngineError> {
         }
         statement_start = false;
     }
-    if edits.is_empty() {
-        return Ok(None);
-    }
-    let mut rewritten = String::with_capacity(sql.len() + 64);
-    let mut from = 0;
-    for (start, end, text) in edits {
-        rewritten.push_str(&sql[from..start]);
-        rewritten.push_str(&text);
-        from = end;
-    }
-    rewritten.push_str(&sql[from..]);
-    Ok(Some(rewritten))
+    Ok(with_edits(sql, edits))
 }
 
 fn copy_error(what: impl std::fmt::Display) -> EngineError {

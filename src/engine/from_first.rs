@@ -12,6 +12,8 @@ use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::tokenizer::{Location, Token, Tokenizer};
 
+use super::sql_text::{byte_offset, with_edits};
+
 /// Text given `SELECT * ` where DuckDB reads it ([`with_select_all`]).
 #[derive(Debug)]
 pub struct WithSelectAll {
@@ -89,15 +91,8 @@ pub fn with_select_all(sql: &str) -> Option<WithSelectAll> {
         return None;
     }
     inserts.sort_unstable_by_key(|at| (at.line, at.column));
-    let mut rewritten = String::with_capacity(sql.len() + SELECT_ALL.len() * inserts.len());
-    let mut from = 0;
-    for offset in inserts.iter().map(|at| byte_offset(sql, *at)) {
-        rewritten.push_str(&sql[from..offset]);
-        rewritten.push_str(SELECT_ALL);
-        from = offset;
-    }
-    rewritten.push_str(&sql[from..]);
-    Some(WithSelectAll { sql: rewritten, inserted: inserts })
+    let edits = inserts.iter().map(|at| byte_offset(sql, *at)).map(|offset| (offset, offset, SELECT_ALL.to_owned())).collect();
+    Some(WithSelectAll { sql: with_edits(sql, edits)?, inserted: inserts })
 }
 
 /// How a query read so far began.
@@ -115,13 +110,6 @@ impl QueryStart {
     fn without_select(self) -> Option<Location> {
         self.from.filter(|_| !self.selects)
     }
-}
-
-/// The byte offset of a tokenizer location (a line and a column of characters, from 1).
-pub fn byte_offset(sql: &str, at: Location) -> usize {
-    let line_start: usize = sql.split_inclusive('\n').take(at.line.saturating_sub(1) as usize).map(str::len).sum();
-    let column = sql[line_start..].char_indices().nth(at.column.saturating_sub(1) as usize).map_or(sql.len() - line_start, |(i, _)| i);
-    line_start + column
 }
 
 /// Gives every `FROM …` query without `SELECT` the select list `*`

@@ -21,6 +21,7 @@ pub mod samples;
 pub mod session;
 pub mod session_job;
 pub mod sql;
+pub mod sql_text;
 pub mod summarize;
 pub mod text_tests_last;
 pub mod window_memory;

@@ -18,10 +18,10 @@ use datafusion::sql::sqlparser::ast::{
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::Parser;
-use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
+use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan};
 
 use super::EngineError;
-use super::from_first::byte_offset;
+use super::sql_text::{byte_offset, tokens_if_it_holds, with_edits};
 
 /// How much of a table a sample keeps.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -109,11 +109,7 @@ const NO_SEED: &str =
 /// its query's table as `TABLESAMPLE …`, and `TABLESAMPLE 10%` written
 /// `TABLESAMPLE BERNOULLI (10 PERCENT)`. `None` when `sql` has no sample clause.
 pub fn duckdb_samples(sql: &str) -> Result<Option<String>, EngineError> {
-    if !sql.as_bytes().windows(6).any(|w| w.eq_ignore_ascii_case(b"sample")) {
-        return Ok(None);
-    }
-    let Ok(tokens) = Tokenizer::new(&GenericDialect {}, sql).tokenize_with_location() else { return Ok(None) };
-    let tokens: Vec<TokenWithSpan> = tokens.into_iter().filter(|t| !matches!(t.token, Token::Whitespace(_))).collect();
+    let Some(tokens) = tokens_if_it_holds(sql, "sample") else { return Ok(None) };
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
     // The FROM clause of the query being read at each depth of parentheses.
     let mut froms = vec![FromClause::default()];
@@ -168,19 +164,7 @@ pub fn duckdb_samples(sql: &str) -> Result<Option<String>, EngineError> {
         }
         i += 1;
     }
-    if edits.is_empty() {
-        return Ok(None);
-    }
-    edits.sort_by_key(|(start, _, _)| *start);
-    let mut rewritten = String::with_capacity(sql.len() + 64);
-    let mut from = 0;
-    for (start, end, text) in edits {
-        rewritten.push_str(&sql[from..start]);
-        rewritten.push_str(&text);
-        from = end;
-    }
-    rewritten.push_str(&sql[from..]);
-    Ok(Some(rewritten))
+    Ok(with_edits(sql, edits))
 }
 
 /// The clauses that end a FROM clause's tables.

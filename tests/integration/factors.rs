@@ -277,6 +277,16 @@ fn size_buckets_follow_the_configured_edges() {
     );
 }
 
+/// The HTML report of `lake`, analysed, as Chromium renders it (no console output).
+fn rendered_report(dir: &std::path::Path, lake: &str) -> String {
+    tracelake_ok(&["analyze", "--lake", lake]);
+    let page = dir.join("report.html");
+    tracelake_ok(&["report", "--lake", lake, "--output", page.to_str().unwrap()]);
+    let (dom, console) = crate::report::chromium_render(&page);
+    assert!(console.is_empty(), "console output: {console:#?}");
+    dom
+}
+
 /// The report's factors section: the planted value first in the table and the forest plot
 /// (drawn in Chromium), the riskiest unflagged sessions linked to their transcripts; the
 /// same in Markdown and JSON; no session id once anonymized.
@@ -284,11 +294,7 @@ fn size_buckets_follow_the_configured_edges() {
 fn the_report_shows_what_goes_with_failure_and_the_riskiest_sessions() {
     let dir = tempfile::tempdir().unwrap();
     let lake = planted_lake(dir.path(), Told::ByFile);
-    tracelake_ok(&["analyze", "--lake", &lake]);
-    let page = dir.path().join("report.html");
-    tracelake_ok(&["report", "--lake", &lake, "--output", page.to_str().unwrap()]);
-    let (dom, console) = crate::report::chromium_render(&page);
-    assert!(console.is_empty(), "console output: {console:#?}");
+    let dom = rendered_report(dir.path(), &lake);
     let section = &dom[dom.find("id=\"factors\"").expect("a factors section")..];
     let plot = &section[section.find("id=\"chart-factors\"").unwrap()..section.find("</figure>").unwrap()];
     assert!(plot.contains("data-rendered=\"true\"") && plot.matches("class=\"dot\"").count() >= 2, "{plot}");
@@ -331,11 +337,7 @@ fn the_forest_plot_draws_unbounded_and_zero_lifts_at_its_edges() {
         })
         .collect();
     let lake = lake_of_sessions(dir.path(), &sessions, Told::ByFile);
-    tracelake_ok(&["analyze", "--lake", &lake]);
-    let page = dir.path().join("report.html");
-    tracelake_ok(&["report", "--lake", &lake, "--output", page.to_str().unwrap()]);
-    let (dom, console) = crate::report::chromium_render(&page);
-    assert!(console.is_empty(), "console output: {console:#?}");
+    let dom = rendered_report(dir.path(), &lake);
     let section = &dom[dom.find("id=\"factors\"").expect("a factors section")..];
     let plot = &section[section.find("id=\"chart-factors\"").unwrap()..section.find("</figure>").unwrap()];
     let table = &section[section.find("<table class=\"factors\"").unwrap()..];
