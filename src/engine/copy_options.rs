@@ -15,7 +15,7 @@ const OPTIONS: &str = "FORMAT (csv, parquet, json), HEADER, DELIMITER (or DELIM,
 /// `sql` with each `COPY … TO 'path' (options)` written in DataFusion's form; `None` when
 /// it has none.
 pub fn duckdb_copy(sql: &str) -> Result<Option<String>, EngineError> {
-    let Some(tokens) = tokens_if_it_holds(sql, "copy") else { return Ok(None) };
+    let Some(tokens) = tokens_if_it_holds(sql, &["copy"]) else { return Ok(None) };
     let mut edits = Vec::new();
     let (mut depth, mut copying, mut statement_start) = (0usize, false, true);
     for (i, token) in tokens.iter().enumerate() {

@@ -109,7 +109,7 @@ const NO_SEED: &str =
 /// its query's table as `TABLESAMPLE …`, and `TABLESAMPLE 10%` written
 /// `TABLESAMPLE BERNOULLI (10 PERCENT)`. `None` when `sql` has no sample clause.
 pub fn duckdb_samples(sql: &str) -> Result<Option<String>, EngineError> {
-    let Some(tokens) = tokens_if_it_holds(sql, "sample") else { return Ok(None) };
+    let Some(tokens) = tokens_if_it_holds(sql, &["sample", "tablesample"]) else { return Ok(None) };
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
     // The FROM clause of the query being read at each depth of parentheses.
     let mut froms = vec![FromClause::default()];

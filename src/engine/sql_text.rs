@@ -5,12 +5,22 @@
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
 
-/// The tokens of `sql` but whitespace and comments, when it holds `word` (in any case)
-/// and tokenizes; the test for the word spares the tokenizer most statements.
-pub fn tokens_if_it_holds(sql: &str, word: &str) -> Option<Vec<TokenWithSpan>> {
-    sql.as_bytes().windows(word.len()).any(|w| w.eq_ignore_ascii_case(word.as_bytes())).then_some(())?;
+/// The tokens of `sql` but whitespace and comments, when it holds one of `words` as a word
+/// (in any case) and tokenizes; the test for the words spares the tokenizer most statements.
+pub fn tokens_if_it_holds(sql: &str, words: &[&str]) -> Option<Vec<TokenWithSpan>> {
+    words.iter().any(|word| holds_word(sql, word)).then_some(())?;
     let tokens = Tokenizer::new(&GenericDialect {}, sql).tokenize_with_location().ok()?;
     Some(tokens.into_iter().filter(|t| !matches!(t.token, Token::Whitespace(_))).collect())
+}
+
+fn holds_word(sql: &str, word: &str) -> bool {
+    let bytes = sql.as_bytes();
+    let part_of_a_word = |at: Option<&u8>| at.is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_');
+    bytes.windows(word.len()).enumerate().any(|(i, w)| {
+        w.eq_ignore_ascii_case(word.as_bytes())
+            && !part_of_a_word(i.checked_sub(1).and_then(|j| bytes.get(j)))
+            && !part_of_a_word(bytes.get(i + word.len()))
+    })
 }
 
 /// The byte offset of a tokenizer location (a line and a column of characters, from 1).
@@ -36,4 +46,23 @@ pub fn with_edits(sql: &str, mut edits: Vec<(usize, usize, String)>) -> Option<S
     }
     rewritten.push_str(&sql[from..]);
     Some(rewritten)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_text_that_holds_the_word_is_tokenized() {
+        let samples = ["sample", "tablesample"];
+        assert!(tokens_if_it_holds("SELECT * FROM t USING SAMPLE 5", &samples).is_some());
+        assert!(tokens_if_it_holds("SELECT * FROM t TABLESAMPLE 5", &samples).is_some());
+        assert!(tokens_if_it_holds("SELECT sample_size, copies FROM t", &samples).is_none());
+        assert!(tokens_if_it_holds("SELECT copies FROM t", &["copy"]).is_none());
+        assert_eq!(
+            with_edits("abcdef", vec![(4, 5, "E".to_owned()), (0, 1, "A".to_owned()), (2, 2, "-".to_owned())]).as_deref(),
+            Some("Ab-cdEf")
+        );
+        assert_eq!(with_edits("abc", Vec::new()), None);
+    }
 }
