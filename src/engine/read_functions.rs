@@ -11,6 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use datafusion::arrow::array::Array;
+use datafusion::arrow::datatypes::DataType;
 use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::common::{ScalarValue, plan_err};
 use datafusion::datasource::file_format::FileFormat;
@@ -100,18 +101,20 @@ impl Format {
     /// The options the format's functions take, by every name.
     fn options(self) -> &'static [&'static str] {
         match self {
-            Format::Parquet => &[],
-            Format::Csv => &["header", "delim", "sep", "delimiter", "quote", "escape", "comment", "sample_size", "compression"],
-            Format::Json => &["format", "sample_size", "compression"],
+            Format::Parquet => &["hive_partitioning"],
+            Format::Csv => {
+                &["header", "delim", "sep", "delimiter", "quote", "escape", "comment", "sample_size", "compression", "hive_partitioning"]
+            }
+            Format::Json => &["format", "sample_size", "compression", "hive_partitioning"],
         }
     }
 
     /// The options the format's functions take, as a user reads them.
     fn option_names(self) -> &'static str {
         match self {
-            Format::Parquet => "none",
-            Format::Csv => "header, delim (or sep), quote, escape, comment, sample_size",
-            Format::Json => "format ('array' or 'newline_delimited'), sample_size",
+            Format::Parquet => "hive_partitioning",
+            Format::Csv => "header, delim (or sep), quote, escape, comment, sample_size, hive_partitioning",
+            Format::Json => "format ('array' or 'newline_delimited'), sample_size, hive_partitioning",
         }
     }
 }
@@ -180,8 +183,10 @@ impl TableFunctionImpl for ReadFiles {
             }
             urls.extend(table_urls(&call, path)?);
         }
-        // Files named are read whatever their extension; a directory's are those of the format.
-        let extension = if let [url] = urls.as_slice()
+        let hive = options.hive_partitioning != Some(false);
+        // Files named are read whatever their extension; a directory's are those of the format,
+        // and a glob over partition folders is read as the folder above them.
+        let mut extension = if let [url] = urls.as_slice()
             && url.is_collection()
         {
             extension
@@ -189,10 +194,17 @@ impl TableFunctionImpl for ReadFiles {
             ""
         };
         let first = urls.iter().find_map(|url| url.get_url().to_file_path().ok().filter(|path| path.is_file()));
-        let options = ListingOptions::new(self.format.file_format(&options, first.as_deref())).with_file_extension(extension);
-        let schema =
-            infer_schema(args.session(), &options, &urls[0]).map_err(|e| read_error(format!("{call}: {}", e.find_root().message())))?;
-        let config = ListingTableConfig::new_with_multi_paths(urls).with_listing_options(options).with_schema(schema);
+        if let ([path], true) = (paths.as_slice(), hive)
+            && let Some((root, files)) = partitioned_glob(path, &urls)
+        {
+            urls = vec![ListingTableUrl::parse(root)?];
+            extension = files;
+        }
+        let listing = ListingOptions::new(self.format.file_format(&options, first.as_deref())).with_file_extension(extension);
+        let (schema, partitions) = infer_schema(args.session(), &listing, &urls[0], hive && urls.len() == 1)
+            .map_err(|e| read_error(format!("{call}: {}", e.find_root().message())))?;
+        let listing = listing.with_table_partition_cols(partitions.into_iter().map(|column| (column, DataType::Utf8)).collect());
+        let config = ListingTableConfig::new_with_multi_paths(urls).with_listing_options(listing).with_schema(schema);
         Ok(Arc::new(ListingTable::try_new(config)?))
     }
 }
@@ -228,6 +240,9 @@ struct ReadOptions {
     comment: Option<u8>,
     sample_size: Option<usize>,
     json_array: Option<bool>,
+    /// Whether `key=value` folders are columns (DuckDB's `hive_partitioning`); by default
+    /// they are where every file lies in such folders.
+    hive_partitioning: Option<bool>,
 }
 
 impl ReadOptions {
@@ -247,6 +262,7 @@ impl ReadOptions {
                 (Format::Csv, "escape") => options.escape = Some(value.character()?),
                 (Format::Csv, "comment") => options.comment = Some(value.character()?),
                 (Format::Csv | Format::Json, "sample_size") => options.sample_size = Some(value.rows()?),
+                (_, "hive_partitioning") => options.hive_partitioning = Some(value.boolean()?),
                 (Format::Json, "format") => {
                     options.json_array = match value.text()? {
                         "auto" => None,
@@ -413,20 +429,65 @@ fn table_urls(call: &str, path: &str) -> Result<Vec<ListingTableUrl>> {
     files.iter().map(|file| ListingTableUrl::parse(file.to_string_lossy())).collect()
 }
 
+/// A glob over partition folders (`exports/*/*.parquet`) as the folder before its first
+/// pattern and the files' extension, where that folder's files of the extension are those
+/// the glob matched (`files`) and each lies in `key=value` folders under it: read so, the
+/// folders' values are columns (DataFusion's listing of a glob does not descend folders).
+fn partitioned_glob(path: &str, files: &[ListingTableUrl]) -> Option<(String, &'static str)> {
+    let segments: Vec<&str> = path.split('/').collect();
+    let at = segments.iter().position(|s| is_glob(s)).filter(|at| *at > 0)?;
+    let pattern = segments.last()?;
+    let extension =
+        [".parquet", ".csv", ".tsv", ".json", ".jsonl", ".ndjson"].into_iter().find(|e| pattern.strip_prefix('*') == Some(e))?;
+    let root = segments[..at].join("/");
+    let base = std::path::Path::new(&root).canonicalize().ok()?;
+    let partitioned = |file: &ListingTableUrl| {
+        let Ok(path) = file.get_url().to_file_path() else { return false };
+        let Some(folders) = path.parent().and_then(|p| p.strip_prefix(&base).ok()) else { return false };
+        folders.components().next().is_some() && folders.components().all(|c| c.as_os_str().to_string_lossy().contains('='))
+    };
+    (files.iter().all(partitioned) && files_under(&base, extension) == files.len()).then(|| (root + "/", extension))
+}
+
+/// How many files under `dir`, its folders' included, end with `extension`.
+fn files_under(dir: &Path, extension: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .filter_map(std::result::Result::ok)
+        .map(|entry| match entry.file_type() {
+            Ok(kind) if kind.is_dir() => files_under(&entry.path(), extension),
+            Ok(_) => usize::from(entry.file_name().to_string_lossy().ends_with(extension)),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
 /// Whether the file at `path` starts with `[`.
 fn opens_an_array(path: &Path) -> bool {
     let Ok(file) = std::fs::File::open(path) else { return false };
     std::io::BufReader::new(file).bytes().map_while(Result::ok).find(|b| !b.is_ascii_whitespace()) == Some(b'[')
 }
 
-/// The files' schema, read while the query is planned: planning is not async, so the
-/// files are read on a thread of its own.
-fn infer_schema(session: &dyn Session, options: &ListingOptions, url: &ListingTableUrl) -> Result<datafusion::arrow::datatypes::SchemaRef> {
+/// The files' schema, and with `partitions` the `key=value` folders' keys under `url`,
+/// read while the query is planned: planning is not async, so the files are read on a
+/// thread of its own.
+fn infer_schema(
+    session: &dyn Session,
+    options: &ListingOptions,
+    url: &ListingTableUrl,
+    partitions: bool,
+) -> Result<(datafusion::arrow::datatypes::SchemaRef, Vec<String>)> {
     std::thread::scope(|scope| {
         scope
             .spawn(|| {
                 let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-                runtime.block_on(options.infer_schema(session, url))
+                runtime.block_on(async {
+                    let schema = options.infer_schema(session, url).await?;
+                    // Folders that are not all partitions (a table's `_delta_log/`) make none.
+                    let mut keys = if partitions { options.infer_partitions(session, url).await.unwrap_or_default() } else { Vec::new() };
+                    keys.retain(|key| schema.field_with_name(key).is_err());
+                    Ok((schema, keys))
+                })
             })
             .join()
             .unwrap_or_else(|_| plan_err!("reading the files' schema failed"))
@@ -534,8 +595,8 @@ mod tests {
         assert!(wrong.contains("delim takes one character in quotes, not ;;"), "{wrong}");
         let format = said(format!("SELECT * FROM read_json('{}', format = 'records')", at("lines.json"))).await;
         assert!(format.contains("format is 'array', 'newline_delimited' or 'auto'"), "{format}");
-        let parquet = said(format!("SELECT * FROM read_parquet('{}', hive_partitioning = true)", at("x.parquet"))).await;
-        assert!(parquet.contains("no option hive_partitioning here; options: none"), "{parquet}");
+        let parquet = said(format!("SELECT * FROM read_parquet('{}', union_by_name = true)", at("x.parquet"))).await;
+        assert!(parquet.contains("no option union_by_name here; options: hive_partitioning"), "{parquet}");
         let compressed = said(format!("SELECT * FROM read_json('{}.gz')", at("lines.json"))).await;
         assert!(compressed.contains("compressed files are not read here"), "{compressed}");
     }

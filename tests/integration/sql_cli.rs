@@ -483,6 +483,21 @@ fn copy_takes_duckdbs_options() {
     assert_eq!(folders, types.lines().count() - 1, "one folder per type");
     let count = |from: &str| tracelake_ok(&["sql", "--lake", &lake, "--format", "csv", &format!("SELECT count(*) AS n FROM {from}")]);
     assert_eq!(count(&format!("read_parquet('{}/*/*.parquet')", parts.display())), count("events"));
+    // Read back as DuckDB reads them, the folders' values are the column they were written from.
+    for from in [format!("'{}/*/*.parquet'", parts.display()), format!("read_parquet('{}')", parts.display())] {
+        let back = tracelake_ok(&[
+            "sql",
+            "--lake",
+            &lake,
+            "--format",
+            "csv",
+            &format!("SELECT type, count(*) AS n FROM {from} GROUP BY ALL ORDER BY ALL"),
+        ]);
+        assert_eq!(back, types, "{from}");
+    }
+    let flat =
+        tracelake(&["sql", "--lake", &lake, &format!("SELECT type FROM read_parquet('{}', hive_partitioning = false)", parts.display())]);
+    assert!(String::from_utf8_lossy(&flat.stderr).contains("no column named type"), "{flat:?}");
 
     let wrong = tracelake(&["sql", "--lake", &lake, &format!("COPY events TO '{}' (HEADR)", csv.display())]);
     let said = String::from_utf8_lossy(&wrong.stderr);
