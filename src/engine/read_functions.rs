@@ -353,9 +353,9 @@ struct Sniffed {
     /// Of `,`, tab, `;` and `|`, the one that splits each line into the same number of
     /// fields, and into the most; none when no delimiter does.
     delimiter: Option<u8>,
-    /// Whether the first line names the columns: it does unless one of its fields is a
-    /// number over a column of numbers (`1,2.5,x` over more such lines is data), as column
-    /// names are not.
+    /// Whether the first line names the columns: it does unless some column below it holds
+    /// numbers and each of its fields is of its column's kind (`1,x` over `2,y` is data,
+    /// `1.5,2` over `3,4` and `name,city` over `bob,paris` are names), as DuckDB tells.
     header: bool,
 }
 
@@ -379,17 +379,38 @@ fn sniff_csv(file: &Path) -> Option<Sniffed> {
     let delimiter = best.map(|(delimiter, _)| delimiter);
     let rows: Vec<Vec<&str>> = lines.iter().map(|line| fields_of(line, delimiter.unwrap_or(b','))).collect();
     let header = match rows.split_first() {
-        Some((first, rest)) if !rest.is_empty() => !first.iter().enumerate().any(|(column, value)| {
-            is_number(value) && rest.iter().all(|row| row.get(column).is_some_and(|v| v.is_empty() || is_number(v)))
-        }),
+        Some((first, rest)) if !rest.is_empty() => {
+            let columns: Vec<Kind> = (0..first.len())
+                .map(|c| rest.iter().filter_map(|row| row.get(c).and_then(|v| kind_of(v))).max().unwrap_or(Kind::Text))
+                .collect();
+            let fits = first.iter().zip(&columns).all(|(value, column)| kind_of(value).is_none_or(|kind| kind <= *column));
+            !(fits && columns.iter().any(|c| *c != Kind::Text))
+        }
         _ => true,
     };
     Some(Sniffed { delimiter, header })
 }
 
-fn is_number(field: &str) -> bool {
+/// What a CSV field holds, each kind taking the ones before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Integer,
+    Number,
+    Text,
+}
+
+/// The kind of a field; `None` for an empty one, which fits every kind.
+fn kind_of(field: &str) -> Option<Kind> {
     let field = field.trim();
-    !field.is_empty() && field.parse::<f64>().is_ok_and(f64::is_finite)
+    if field.is_empty() {
+        None
+    } else if field.parse::<i64>().is_ok() {
+        Some(Kind::Integer)
+    } else if field.parse::<f64>().is_ok_and(f64::is_finite) {
+        Some(Kind::Number)
+    } else {
+        Some(Kind::Text)
+    }
 }
 
 /// The fields `delimiter` splits a line into, outside double quotes (with their quotes).
@@ -574,6 +595,12 @@ mod tests {
         assert!(bare.contains("| 9 |"), "{bare}");
         let sniffed = rows_of(&ctx, &format!("SELECT sum(column_1) AS s FROM read_csv('{}')", at("bare.csv"))).await.unwrap();
         assert!(sniffed.contains("| 9 |"), "a first line with a number over a column of numbers is data:\n{sniffed}");
+        for (lines, header) in
+            [("1,x\n2,y\n", false), ("1.5,2\n3,4\n", true), ("name,city\nbob,paris\n", true), ("year,2024\nq1,5\n", false)]
+        {
+            std::fs::write(at("kinds.csv"), lines).unwrap();
+            assert_eq!(sniff_csv(Path::new(&at("kinds.csv"))).map(|s| s.header), Some(header), "{lines}");
+        }
         let comments =
             rows_of(&ctx, &format!("SELECT count(*) AS c FROM read_csv('{}', comment = '2', sep = ';')", at("semi.csv"))).await.unwrap();
         assert!(comments.contains("| 1 |"), "a line that opens with the comment character is none:\n{comments}");
