@@ -2,7 +2,8 @@
 //! DataFusion's before planning: `FROM t WHERE …` with no `SELECT` ([`with_select_all`],
 //! [`FromFirst`]), `ORDER BY ALL` ([`OrderByAll`]), the read functions' options by name
 //! and files as tables ([`ReadCalls`]), samples ([`duckdb_samples`], [`Samples`]), the
-//! options of `COPY … TO` ([`duckdb_copy`]).
+//! options of `COPY … TO` ([`duckdb_copy`]); `PIVOT`, which DataFusion has not, says what
+//! to write instead.
 
 use std::collections::VecDeque;
 use std::ops::ControlFlow;
@@ -10,6 +11,8 @@ use std::ops::ControlFlow;
 use datafusion::error::DataFusionError;
 use datafusion::sql::parser::{CopyToSource, DFParser, Statement};
 use datafusion::sql::sqlparser::ast::{VisitMut, VisitorMut};
+use datafusion::sql::sqlparser::keywords::Keyword;
+use datafusion::sql::sqlparser::tokenizer::Token;
 
 use super::EngineError;
 use super::copy_options::duckdb_copy;
@@ -17,6 +20,7 @@ use super::from_first::{FromFirst, with_select_all};
 use super::order_by_all::OrderByAll;
 use super::read_calls::ReadCalls;
 use super::samples::{Samples, duckdb_samples};
+use super::sql_text::tokens_if_it_holds;
 
 /// The statements of `sql`, read as DuckDB reads them.
 pub fn parse_statements(sql: &str) -> Result<VecDeque<Statement>, EngineError> {
@@ -26,6 +30,9 @@ pub fn parse_statements(sql: &str) -> Result<VecDeque<Statement>, EngineError> {
     let sql = copied.as_deref().unwrap_or(sql);
     let mut statements = match DFParser::parse_sql(sql) {
         Ok(statements) => statements,
+        Err(_) if let Some((name, instead)) = pivot_statement(sql) => {
+            return Err(EngineError::DuckDbFunction { name, instead });
+        }
         // Read again as DuckDB reads it; an error then is said of the text as written.
         Err(error) => match with_select_all(sql) {
             None => return Err(syntax_error(error)),
@@ -39,6 +46,26 @@ pub fn parse_statements(sql: &str) -> Result<VecDeque<Statement>, EngineError> {
         rewrite(statement)?;
     }
     Ok(statements)
+}
+
+/// What DuckDB's `PIVOT` and `UNPIVOT` statements are written as here.
+const PIVOT_HERE: &[&str] = &[
+    "SELECT session, count(*) FILTER (WHERE type = 'tool.call') AS tool_calls, count(*) FILTER (WHERE type = 'msg.in') AS messages_in FROM events GROUP BY session",
+];
+const UNPIVOT_HERE: &[&str] = &[
+    "SELECT session, 'usage_input' AS name, usage_input AS value FROM events UNION ALL SELECT session, 'usage_output', usage_output FROM events",
+];
+
+/// `PIVOT` or `UNPIVOT`, and what to write instead, when a statement of `sql` is one of
+/// DuckDB's pivot statements, which DataFusion has not.
+fn pivot_statement(sql: &str) -> Option<(String, &'static [&'static str])> {
+    let tokens = tokens_if_it_holds(sql, &["pivot", "unpivot"])?;
+    let starts = std::iter::once(tokens.first()).chain(tokens.windows(2).filter(|w| w[0].token == Token::SemiColon).map(|w| w.get(1)));
+    starts.flatten().find_map(|t| match &t.token {
+        Token::Word(w) if w.keyword == Keyword::PIVOT => Some(("PIVOT".to_owned(), PIVOT_HERE)),
+        Token::Word(w) if w.keyword == Keyword::UNPIVOT => Some(("UNPIVOT".to_owned(), UNPIVOT_HERE)),
+        _ => None,
+    })
 }
 
 /// A parser's error as one line; DataFusion wraps some ("Expected: end of statement") in a
