@@ -7,6 +7,7 @@ use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan};
 
 use super::EngineError;
+use super::read_functions::{Format, unescaped_character};
 use super::sql_text::{byte_offset, tokens_if_it_holds, with_edits};
 
 /// The options taken, as DuckDB names them.
@@ -66,25 +67,6 @@ fn closing_paren(tokens: &[TokenWithSpan], open: usize) -> Option<usize> {
     None
 }
 
-/// The file formats `COPY` writes.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Format {
-    Csv,
-    Parquet,
-    Json,
-}
-
-impl Format {
-    fn named(name: &str) -> Option<Format> {
-        match name.to_ascii_lowercase().as_str() {
-            "csv" | "tsv" => Some(Format::Csv),
-            "parquet" => Some(Format::Parquet),
-            "json" | "jsonl" | "ndjson" => Some(Format::Json),
-            _ => None,
-        }
-    }
-}
-
 /// DataFusion's `STORED AS … PARTITIONED BY … OPTIONS (…)` for DuckDB's options `tokens`
 /// (between the parentheses) of a copy to `path`.
 fn datafusion_clause(path: &str, tokens: &[TokenWithSpan]) -> Result<String, EngineError> {
@@ -95,11 +77,11 @@ fn datafusion_clause(path: &str, tokens: &[TokenWithSpan]) -> Result<String, Eng
             && name.value.eq_ignore_ascii_case("format")
         {
             let value = value.first().map(text_of).unwrap_or_default();
-            format = Some(Format::named(&value).ok_or_else(|| copy_error(format!("FORMAT is csv, parquet or json, not {value}")))?);
+            format = Some(Format::of_extension(&value).ok_or_else(|| copy_error(format!("FORMAT is csv, parquet or json, not {value}")))?);
         }
     }
     let extension = path.rsplit_once('.').map(|(_, e)| e).unwrap_or_default();
-    let written = format.or_else(|| Format::named(extension));
+    let written = format.or_else(|| Format::of_extension(extension));
     let mut options: Vec<(&str, String)> = Vec::new();
     let mut partitioned = None;
     for item in &items {
@@ -114,7 +96,7 @@ fn datafusion_clause(path: &str, tokens: &[TokenWithSpan]) -> Result<String, Eng
             other => Err(copy_error(format!(
                 "{} is an option of CSV files, and this COPY writes {}",
                 name.to_uppercase(),
-                other.map_or("a file of its extension".to_owned(), |f| format!("{f:?}").to_lowercase())
+                other.map_or("a file of its extension", Format::name)
             ))),
         };
         match name.as_str() {
@@ -128,7 +110,7 @@ fn datafusion_clause(path: &str, tokens: &[TokenWithSpan]) -> Result<String, Eng
                 options.push(csv("format.has_header", on.to_owned())?);
             }
             // `'\t'` is a tab, as DuckDB reads it.
-            "delimiter" | "delim" | "sep" => options.push(csv("format.delimiter", if given == "\\t" { "\t".to_owned() } else { given })?),
+            "delimiter" | "delim" | "sep" => options.push(csv("format.delimiter", unescaped_character(&given).to_owned())?),
             "quote" => options.push(csv("format.quote", given)?),
             "escape" => options.push(csv("format.escape", given)?),
             "null" | "nullstr" => options.push(csv("format.null_value", given)?),
@@ -160,7 +142,7 @@ fn datafusion_clause(path: &str, tokens: &[TokenWithSpan]) -> Result<String, Eng
     }
     let mut clause = String::new();
     if let Some(format) = format {
-        clause.push_str(&format!("STORED AS {}", format!("{format:?}").to_uppercase()));
+        clause.push_str(&format!("STORED AS {}", format.name().to_uppercase()));
     }
     if let Some(columns) = partitioned {
         clause.push_str(&format!(" PARTITIONED BY ({columns})"));

@@ -8,11 +8,10 @@
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{Query, SelectFlavor, SelectItem, SetExpr, VisitorMut, WildcardAdditionalOptions};
-use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
-use datafusion::sql::sqlparser::tokenizer::{Location, Token, Tokenizer};
+use datafusion::sql::sqlparser::tokenizer::{Location, Token};
 
-use super::sql_text::{byte_offset, with_edits};
+use super::sql_text::{byte_offset, tokens_if_it_holds, with_edits};
 
 /// Text given `SELECT * ` where DuckDB reads it ([`with_select_all`]).
 #[derive(Debug)]
@@ -52,11 +51,11 @@ impl WithSelectAll {
 /// parentheses or a branch of a `UNION`. `None` when there is none or `sql` does not
 /// tokenize.
 pub fn with_select_all(sql: &str) -> Option<WithSelectAll> {
-    let tokens = Tokenizer::new(&GenericDialect {}, sql).tokenize_with_location().ok()?;
+    let tokens = tokens_if_it_holds(sql, &["from"])?;
     let mut inserts = Vec::new();
     // The query being read in each open parenthesis, the statement's first.
     let mut queries = vec![QueryStart::default()];
-    for token in tokens.iter().filter(|t| !matches!(t.token, Token::Whitespace(_))) {
+    for token in &tokens {
         let depth = queries.len();
         let query = queries.last_mut().expect("the statement's query stays");
         match &token.token {

@@ -47,14 +47,35 @@ const READ_FUNCTIONS: [(&str, Format); 8] = [
 const COMPRESSED: [&str; 5] = ["gz", "zst", "zstd", "bz2", "xz"];
 const NOT_DECOMPRESSED: &str = "compressed files are not read here; decompress it first (gunzip -k FILE, zstd -d FILE)";
 
+/// The file formats read here, and written by `COPY` ([`super::copy_options`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Format {
+pub enum Format {
     Parquet,
     Csv,
     Json,
 }
 
 impl Format {
+    /// The format of a file's extension, also DuckDB's name of the format (`FORMAT csv`):
+    /// `.csv` and `.tsv`, `.json`, `.jsonl` and `.ndjson`, `.parquet`.
+    pub fn of_extension(extension: &str) -> Option<Format> {
+        match extension.to_ascii_lowercase().as_str() {
+            "csv" | "tsv" => Some(Format::Csv),
+            "json" | "jsonl" | "ndjson" => Some(Format::Json),
+            "parquet" => Some(Format::Parquet),
+            _ => None,
+        }
+    }
+
+    /// Its name, as DuckDB's `FORMAT` and DataFusion's `STORED AS` take it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Parquet => "parquet",
+            Format::Csv => "csv",
+            Format::Json => "json",
+        }
+    }
+
     /// The format of the files, `first` the first of them when local.
     fn file_format(self, options: &ReadOptions, first: Option<&Path>) -> Arc<dyn FileFormat> {
         match self {
@@ -129,20 +150,20 @@ pub fn is_read_function(name: &str) -> bool {
     READ_FUNCTIONS.iter().any(|(function, _)| function.eq_ignore_ascii_case(name))
 }
 
-/// The read function of a file by its extension (a compressed file's by the one before):
-/// `read_csv` for `.csv` and `.tsv`, `read_json` for `.json`, `.jsonl` and `.ndjson`,
-/// `read_parquet` for `.parquet`.
+/// The read function of a file by its extension (a compressed file's by the one before,
+/// [`Format::of_extension`]): `read_csv`, `read_json` or `read_parquet`.
 pub fn read_function_of(path: &str) -> Option<&'static str> {
     let file = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
     let mut extensions = file.rsplit('.');
     let last = extensions.next()?;
     let extension = if COMPRESSED.contains(&last) { extensions.next()? } else { last };
-    Some(match extension {
-        "csv" | "tsv" => "read_csv",
-        "json" | "jsonl" | "ndjson" => "read_json",
-        "parquet" => "read_parquet",
-        _ => return None,
-    })
+    let format = Format::of_extension(extension)?;
+    READ_FUNCTIONS.iter().find(|(_, f)| *f == format).map(|(name, _)| *name)
+}
+
+/// A CSV option's character as DuckDB writes it: `'\t'` is a tab.
+pub fn unescaped_character(text: &str) -> &str {
+    if text == "\\t" { "\t" } else { text }
 }
 
 /// Registers DuckDB's file-reading table functions with `ctx`.
@@ -325,8 +346,7 @@ impl OptionValue<'_> {
 
     /// One ASCII character; `'\t'` is a tab, as in DuckDB.
     fn character(&self) -> Result<u8> {
-        match self.text() {
-            Ok("\\t") => Ok(b'\t'),
+        match self.text().map(unescaped_character) {
             Ok(text) if text.len() == 1 && text.is_ascii() => Ok(text.as_bytes()[0]),
             _ => self.wrong("one character in quotes"),
         }
@@ -454,12 +474,11 @@ fn table_urls(call: &str, path: &str) -> Result<Vec<ListingTableUrl>> {
 /// pattern and the files' extension, where that folder's files of the extension are those
 /// the glob matched (`files`) and each lies in `key=value` folders under it: read so, the
 /// folders' values are columns (DataFusion's listing of a glob does not descend folders).
-fn partitioned_glob(path: &str, files: &[ListingTableUrl]) -> Option<(String, &'static str)> {
+fn partitioned_glob<'a>(path: &'a str, files: &[ListingTableUrl]) -> Option<(String, &'a str)> {
     let segments: Vec<&str> = path.split('/').collect();
     let at = segments.iter().position(|s| is_glob(s)).filter(|at| *at > 0)?;
     let pattern = segments.last()?;
-    let extension =
-        [".parquet", ".csv", ".tsv", ".json", ".jsonl", ".ndjson"].into_iter().find(|e| pattern.strip_prefix('*') == Some(e))?;
+    let extension = pattern.strip_prefix('*').filter(|e| e.strip_prefix('.').is_some_and(|e| Format::of_extension(e).is_some()))?;
     let root = segments[..at].join("/");
     let base = std::path::Path::new(&root).canonicalize().ok()?;
     let partitioned = |file: &ListingTableUrl| {

@@ -323,8 +323,9 @@ enum CortexMessages {
 /// A statement's planning error, said in terms of what went wrong for the user where
 /// DataFusion's words mislead: ours, carried through DataFusion whole (a read function's
 /// call, `read_csv('x.csv', delim = 1)`, in its own words), a missing file, a misspelt
-/// table (with the name nearest to it), a window function called without `OVER` (DataFusion then reports an unknown function and
-/// suggests another), or a function of DuckDB's that DataFusion names otherwise.
+/// table (with the name nearest to it), a window function called without `OVER`
+/// (DataFusion then reports an unknown function and suggests another), or a function of
+/// DuckDB's that DataFusion names otherwise.
 fn planning_error(ctx: &SessionContext, error: DataFusionError) -> EngineError {
     let error = match error {
         DataFusionError::External(inner) => match inner.downcast::<EngineError>() {
