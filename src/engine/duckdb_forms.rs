@@ -1,6 +1,7 @@
 //! DuckDB's forms that DataFusion's parser does not read or plans otherwise, made
 //! DataFusion's before planning: `FROM t WHERE …` with no `SELECT` ([`with_select_all`],
-//! [`FromFirst`]), `ORDER BY ALL` ([`OrderByAll`]), the read functions' options by name
+//! [`FromFirst`]), `ORDER BY ALL` ([`OrderByAll`]), functions DataFusion names otherwise
+//! ([`DuckDbFunctions`]), the read functions' options by name
 //! and files as tables ([`ReadCalls`]), samples ([`duckdb_samples`], [`Samples`]), the
 //! options of `COPY … TO` ([`duckdb_copy`]); `PIVOT`, which DataFusion has not, says what
 //! to write instead.
@@ -16,6 +17,7 @@ use datafusion::sql::sqlparser::tokenizer::Token;
 
 use super::EngineError;
 use super::copy_options::duckdb_copy;
+use super::duckdb_functions::DuckDbFunctions;
 use super::from_first::{FromFirst, with_select_all};
 use super::order_by_all::OrderByAll;
 use super::read_calls::ReadCalls;
@@ -31,7 +33,7 @@ pub fn parse_statements(sql: &str) -> Result<VecDeque<Statement>, EngineError> {
     let mut statements = match DFParser::parse_sql(sql) {
         Ok(statements) => statements,
         Err(_) if let Some((name, instead)) = pivot_statement(sql) => {
-            return Err(EngineError::DuckDbFunction { name, instead });
+            return Err(EngineError::DuckDbFunction { name, instead: instead.iter().map(|s| (*s).to_owned()).collect() });
         }
         // Read again as DuckDB reads it; an error then is said of the text as written.
         Err(error) => match with_select_all(sql) {
@@ -84,9 +86,10 @@ fn syntax_error(error: DataFusionError) -> EngineError {
 
 /// `statement` as DuckDB would run it.
 fn rewrite(statement: &mut Statement) -> Result<(), EngineError> {
-    // These three never break.
+    // These never break.
     let _ = visit_statement(statement, &mut FromFirst);
     let _ = visit_statement(statement, &mut OrderByAll);
+    let _ = visit_statement(statement, &mut DuckDbFunctions::default());
     let _ = visit_statement(statement, &mut ReadCalls);
     match visit_statement(statement, &mut Samples) {
         ControlFlow::Continue(()) => Ok(()),

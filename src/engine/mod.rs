@@ -8,6 +8,7 @@ pub mod copy_options;
 pub mod cortex;
 pub mod distributed;
 pub mod duckdb_forms;
+pub mod duckdb_functions;
 pub mod duckdb_names;
 pub mod files;
 pub mod fit_table;
@@ -18,6 +19,7 @@ pub mod print;
 pub mod read_calls;
 pub mod read_functions;
 pub mod samples;
+pub mod select_aliases;
 pub mod session;
 pub mod session_job;
 pub mod sql;
@@ -56,7 +58,7 @@ pub enum EngineError {
     #[error("{0} is a window function: call it with OVER (…) (`tracelake functions {0}` shows how)")]
     WindowWithoutOver(String),
     #[error("{name} is DuckDB's; here write {}", .instead.join(" or "))]
-    DuckDbFunction { name: String, instead: &'static [&'static str] },
+    DuckDbFunction { name: String, instead: Vec<String> },
     #[error("writing results: {0}")]
     Output(#[from] std::io::Error),
     #[error(transparent)]

@@ -14,6 +14,7 @@ use datafusion::execution::memory_pool::{FairSpillPool, MemoryLimit};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
+use datafusion::sql::parser::Statement;
 
 use super::EngineError;
 use super::chains::shared::{ChainViewsSql, build_once_if_read_often};
@@ -22,6 +23,7 @@ use super::cortex::cortex_messages_sql;
 use super::distributed::{distribute, explain_distributed, worker_urls};
 use super::duckdb_forms::parse_statements;
 use super::print::{PrintFormat, PrintOptions};
+use super::select_aliases::plan_statement;
 use super::session_job::{SessionFunctions, SessionJobDecoder, with_physical_rules};
 use super::sql::{
     CHAIN_VIEWS, CHAINS, CORTEX, INFERRED_OUTCOMES, RULE_EFFECTIVENESS, SESSION_FACTORS, SESSION_OUTCOMES, SIGNAL_SCORES, SqlParams,
@@ -326,7 +328,7 @@ enum CortexMessages {
 /// table (with the name nearest to it), a window function called without `OVER`
 /// (DataFusion then reports an unknown function and suggests another), or a function of
 /// DuckDB's that DataFusion names otherwise.
-fn planning_error(ctx: &SessionContext, error: DataFusionError) -> EngineError {
+fn planning_error(ctx: &SessionContext, error: DataFusionError, statement: Option<&Statement>) -> EngineError {
     let error = match error {
         DataFusionError::External(inner) => match inner.downcast::<EngineError>() {
             Ok(ours) => return *ours,
@@ -356,7 +358,7 @@ fn planning_error(ctx: &SessionContext, error: DataFusionError) -> EngineError {
         if ctx.state().window_functions().contains_key(name) {
             return EngineError::WindowWithoutOver(name.to_owned());
         }
-        if let Some(instead) = super::duckdb_names::written_here(name) {
+        if let Some(instead) = super::duckdb_names::written_here(name, statement) {
             return EngineError::DuckDbFunction { name: name.to_owned(), instead };
         }
     }
@@ -402,19 +404,19 @@ pub async fn print_statements(
 ) -> Result<(), EngineError> {
     if let Some(target) = summarize_target(sql) {
         let started = std::time::Instant::now();
-        let summary = summarize(ctx, target).await.map_err(|e| planning_error(ctx, e))?;
+        let summary = summarize(ctx, target).await.map_err(|e| planning_error(ctx, e, None))?;
         return print_rows(summary, options, out, started).await;
     }
-    for statement in parse_statements(sql)? {
+    for mut statement in parse_statements(sql)? {
         let started = std::time::Instant::now();
-        let mut plan = ctx.state().statement_to_plan(statement.clone()).await.map_err(|e| planning_error(ctx, e))?;
+        let mut plan = plan_statement(ctx, &mut statement).await.map_err(|e| planning_error(ctx, e, Some(&statement)))?;
         if let Some(lake) = lake {
             refuse_lake_writes(&plan, lake)?;
         }
         // EXPLAIN shows the chains built as the statement reads them; a view reads nothing yet.
         let reads_now = !matches!(plan, LogicalPlan::Explain(_) | LogicalPlan::Analyze(_) | LogicalPlan::Ddl(DdlStatement::CreateView(_)));
         if reads_now && build_once_if_read_often(ctx, &plan).await? {
-            plan = ctx.state().statement_to_plan(statement).await.map_err(|e| planning_error(ctx, e))?;
+            plan = plan_statement(ctx, &mut statement).await.map_err(|e| planning_error(ctx, e, Some(&statement)))?;
         }
         let done = confirmation(&plan);
         let distributed_explain = match &plan {
@@ -504,8 +506,8 @@ pub async fn run_statements(
     sql: &str,
     mut each: impl FnMut(SchemaRef, Vec<RecordBatch>) -> Result<(), EngineError>,
 ) -> Result<(), EngineError> {
-    for statement in parse_statements(sql)? {
-        let plan = ctx.state().statement_to_plan(statement).await.map_err(|e| planning_error(ctx, e))?;
+    for mut statement in parse_statements(sql)? {
+        let plan = plan_statement(ctx, &mut statement).await.map_err(|e| planning_error(ctx, e, Some(&statement)))?;
         let df = ctx.execute_logical_plan(plan).await?;
         let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
         let batches = df.collect().await?;
