@@ -70,7 +70,7 @@ const COLUMNS: [Column; 38] = [
     text("tool_params", |e| e.tool_params.as_deref()),
     text("tool_result", |e| e.tool_result.as_deref()),
     text("tool_error", |e| e.tool_error.as_deref()),
-    flag("tool_is_error", |e| e.tool_is_error),
+    flag("tool_is_error", tool_failed),
     int("tool_duration_ms", |e| e.tool_duration_ms),
     text("error", |e| e.error.as_deref()),
     int("duration_ms", |e| e.duration_ms),
@@ -179,6 +179,12 @@ impl Builder {
     }
 }
 
+/// Whether a tool result failed, as the `tool_is_error` column holds it: the source's
+/// flag, or an error text (schema A sends only `error`); `None` on other events.
+fn tool_failed(event: &Event) -> Option<bool> {
+    (event.event_type == "tool.result").then(|| event.tool_is_error == Some(true) || event.tool_error.is_some())
+}
+
 /// Events (already in their final order) as one record batch.
 pub fn events_batch(events: &[&Event<'_>]) -> Result<RecordBatch, ArrowError> {
     let mut text_bytes = [0usize; COLUMNS.len()];
@@ -238,5 +244,22 @@ mod tests {
         let cache_write = batch.column_by_name("usage_cache_write").unwrap().as_primitive::<Int64Type>();
         assert_eq!((cache_write.value(0), cache_write.is_null(1)), (42, true));
         assert!(batch.column_by_name("usage_cache_read").unwrap().is_null(0));
+    }
+
+    #[test]
+    fn a_tool_result_with_an_error_text_is_an_error_whatever_its_flag() {
+        let result = |error: Option<&'static str>, flag: Option<bool>| {
+            let mut event = Event::new(1, "e", 1_767_225_600_000, "a", "s", "tool.result", Schema::A);
+            event.tool_error = error.map(Into::into);
+            event.tool_is_error = flag;
+            event
+        };
+        let message = Event::new(2, "m", 1_767_225_600_000, "a", "s", "msg.in", Schema::A);
+        let events =
+            [result(Some("Error: not found"), None), result(None, Some(true)), result(None, None), result(None, Some(false)), message];
+        let batch = events_batch(&events.iter().collect::<Vec<_>>()).unwrap();
+        let flags = batch.column_by_name("tool_is_error").unwrap().as_boolean();
+        let flags: Vec<Option<bool>> = (0..flags.len()).map(|row| flags.is_valid(row).then(|| flags.value(row))).collect();
+        assert_eq!(flags, [Some(true), Some(true), Some(false), Some(false), None]);
     }
 }
