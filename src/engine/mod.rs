@@ -55,6 +55,10 @@ pub enum EngineError {
     NoSuchTable { name: String, nearest: Option<String> },
     #[error("no column named {name}{}", column_hint(nearest, columns))]
     NoSuchColumn { name: String, nearest: Vec<String>, columns: Vec<String> },
+    #[error(
+        "{name} is a window function's value, which WHERE cannot test (it is computed after the WHERE): test it in QUALIFY, as in `… QUALIFY {filter}`"
+    )]
+    WindowAliasInWhere { name: String, filter: String },
     #[error("{0} is a window function: call it with OVER (…) (`tracelake functions {0}` shows how)")]
     WindowWithoutOver(String),
     #[error("{name} is DuckDB's; here write {}", .instead.join(" or "))]

@@ -13,8 +13,9 @@ use datafusion::error::DataFusionError;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::Statement;
-use datafusion::sql::sqlparser::ast::{Expr, Ident, Query, Select, SelectItem, VisitMut, VisitorMut};
+use datafusion::sql::sqlparser::ast::{Expr, Ident, Query, Select, SelectItem, VisitMut, VisitorMut, visit_expressions};
 
+use super::EngineError;
 use super::duckdb_forms::visit_statement;
 
 /// How many aliases one statement may have written out; each planning again.
@@ -31,6 +32,10 @@ pub async fn plan_statement(ctx: &SessionContext, statement: &mut Statement) -> 
         let Some(missing) = missing_column(&error) else { break };
         let mut counted = InlineAlias::new(&missing.name, usize::MAX);
         let _ = visit_statement(&mut statement.clone(), &mut counted);
+        if let Some(filter) = counted.window_filter {
+            let name = missing.name;
+            return Err(DataFusionError::External(Box::new(EngineError::WindowAliasInWhere { name, filter })));
+        }
         for scope in 0..counted.selects_naming {
             let mut candidate = statement.clone();
             let _ = visit_statement(&mut candidate, &mut InlineAlias::new(&missing.name, scope));
@@ -82,11 +87,13 @@ struct InlineAlias<'a> {
     name: &'a str,
     scope: usize,
     selects_naming: usize,
+    /// A `WHERE` that tests the alias of a window function, which it cannot.
+    window_filter: Option<String>,
 }
 
 impl<'a> InlineAlias<'a> {
     fn new(name: &'a str, scope: usize) -> Self {
-        Self { name, scope, selects_naming: 0 }
+        Self { name, scope, selects_naming: 0, window_filter: None }
     }
 }
 
@@ -95,7 +102,7 @@ impl VisitorMut for InlineAlias<'_> {
 
     fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<()> {
         let mut inlined = select.clone();
-        if inline_alias(&mut inlined, self.name) {
+        if inline_alias(&mut inlined, self.name, &mut self.window_filter) {
             if self.selects_naming == self.scope {
                 *select = inlined;
             }
@@ -107,8 +114,10 @@ impl VisitorMut for InlineAlias<'_> {
 
 /// Writes the expression that `select`'s list names `name` in place of that name in its
 /// `WHERE` and in the items after it, not in its subqueries; whether it named it there.
-/// An item without alias keeps the name it was written with (`n * 2`).
-fn inline_alias(select: &mut Select, name: &str) -> bool {
+/// An item without alias keeps the name it was written with (`n * 2`). A window
+/// function's value cannot be tested in `WHERE` (it is computed after it): such a `WHERE`
+/// is left as it is and kept in `window_filter`.
+fn inline_alias(select: &mut Select, name: &str, window_filter: &mut Option<String>) -> bool {
     let Some(position) =
         select.projection.iter().position(|item| matches!(item, SelectItem::ExprWithAlias { alias, .. } if normalized(alias) == name))
     else {
@@ -133,10 +142,25 @@ fn inline_alias(select: &mut Select, name: &str) -> bool {
     }
     let mut named = replace.replaced;
     if let Some(selection) = &mut select.selection {
+        let written = selection.clone();
         replace.replaced_in(selection);
-        named |= replace.replaced;
+        if replace.replaced && is_windowed(&replace.with) {
+            *window_filter = Some(written.to_string());
+            *selection = written;
+        } else {
+            named |= replace.replaced;
+        }
     }
     named
+}
+
+/// Whether `expr` calls a window function.
+fn is_windowed(expr: &Expr) -> bool {
+    visit_expressions(expr, |e| match e {
+        Expr::Function(function) if function.over.is_some() => ControlFlow::Break(()),
+        _ => ControlFlow::Continue(()),
+    })
+    .is_break()
 }
 
 /// Replaces the unqualified identifier `name` outside subqueries.
@@ -241,6 +265,16 @@ mod tests {
             printed.contains("| 3 | 4 | 40     |") && printed.contains("| 4 | 5 | 50     |") && !printed.contains("| 2 |"),
             "{printed}"
         );
+
+        let error = planned_columns(&ctx, "SELECT row_number() OVER (ORDER BY i) AS r FROM t WHERE r < 3 AND i > 0").await.unwrap_err();
+        let DataFusionError::External(error) = error else { panic!("{error}") };
+        assert_eq!(
+            error.to_string(),
+            "r is a window function's value, which WHERE cannot test (it is computed after the WHERE): test it in \
+             QUALIFY, as in `… QUALIFY r < 3 AND i > 0`"
+        );
+        let (columns, _) = planned_columns(&ctx, "SELECT row_number() OVER (ORDER BY i) AS r, r * 10 FROM t").await.unwrap();
+        assert_eq!(columns, ["r", "r * 10"], "the items after it can name it");
 
         let error = planned_columns(&ctx, "SELECT i AS a FROM t WHERE nope > 1").await.unwrap_err();
         assert_eq!(missing_column(&error).map(|m| m.name), Some("nope".to_owned()), "{error}");
