@@ -3,8 +3,8 @@
 //! [`FromFirst`]), `ORDER BY ALL` ([`OrderByAll`]), functions DataFusion names otherwise
 //! ([`DuckDbFunctions`]), the read functions' options by name
 //! and files as tables ([`ReadCalls`]), samples ([`duckdb_samples`], [`Samples`]), the
-//! options of `COPY … TO` ([`duckdb_copy`]); `PIVOT`, which DataFusion has not, says what
-//! to write instead.
+//! options of `COPY … TO` ([`duckdb_copy`]), the pragmas that ask what the session holds
+//! ([`duckdb_pragmas`]); `PIVOT`, which DataFusion has not, says what to write instead.
 
 use std::collections::VecDeque;
 use std::ops::ControlFlow;
@@ -20,6 +20,7 @@ use super::copy_options::duckdb_copy;
 use super::duckdb_functions::DuckDbFunctions;
 use super::from_first::{FromFirst, with_select_all};
 use super::order_by_all::OrderByAll;
+use super::pragmas::duckdb_pragmas;
 use super::read_calls::ReadCalls;
 use super::samples::{Samples, duckdb_samples};
 use super::sql_text::tokens_if_it_holds;
@@ -30,6 +31,8 @@ pub fn parse_statements(sql: &str) -> Result<VecDeque<Statement>, EngineError> {
     let sql = sampled.as_deref().unwrap_or(sql);
     let copied = duckdb_copy(sql)?;
     let sql = copied.as_deref().unwrap_or(sql);
+    let answered = duckdb_pragmas(sql)?;
+    let sql = answered.as_deref().unwrap_or(sql);
     let mut statements = match DFParser::parse_sql(sql) {
         Ok(statements) => statements,
         Err(_) if let Some((name, instead)) = pivot_statement(sql) => {

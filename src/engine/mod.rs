@@ -15,6 +15,7 @@ pub mod fit_table;
 pub mod from_first;
 pub mod functions;
 pub mod order_by_all;
+pub mod pragmas;
 pub mod print;
 pub mod read_calls;
 pub mod read_functions;
@@ -51,6 +52,9 @@ pub enum EngineError {
     /// DuckDB's options of `COPY … TO` that cannot be taken, with those that can.
     #[error("{0}")]
     Copy(String),
+    /// DuckDB's pragmas that are not taken, with those that are.
+    #[error("{0}")]
+    Pragma(String),
     #[error("no table or view named {name}{}; `SHOW TABLES` lists them", did_you_mean(nearest.as_deref()))]
     NoSuchTable { name: String, nearest: Option<String> },
     #[error("no column named {name}{}", column_hint(nearest, columns))]
