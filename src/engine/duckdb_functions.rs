@@ -102,18 +102,11 @@ fn as_datafusion_writes(function: &mut Function) -> Option<Expr> {
         function.name = ObjectName::from(vec![Ident::new(*renamed)]);
         return None;
     }
-    // The rest take plain arguments only: no DISTINCT, ORDER BY inside or OVER.
-    if list.duplicate_treatment.is_some() || !list.clauses.is_empty() || function.over.is_some() {
+    // The rest take plain arguments only, and no OVER.
+    if function.over.is_some() {
         return None;
     }
-    let arguments: Vec<String> = list
-        .args
-        .iter()
-        .map(|arg| match arg {
-            FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => Some(expr.to_string()),
-            _ => None,
-        })
-        .collect::<Option<_>>()?;
+    let arguments = plain_arguments(&function.args)?;
     let filter = function.filter.as_ref().map(|f| format!(" FILTER (WHERE {f})")).unwrap_or_default();
     let written = match (name.as_str(), arguments.as_slice()) {
         (name, [time]) if let Some((_, part)) = PARTS.iter().find(|(duckdb, _)| *duckdb == name) => {
@@ -125,6 +118,22 @@ fn as_datafusion_writes(function: &mut Function) -> Option<Expr> {
         _ => return None,
     };
     Parser::new(&GenericDialect).try_with_sql(&written).ok()?.parse_expr().ok()
+}
+
+/// A call's arguments as written, when they are expressions only: no `DISTINCT`, no
+/// `ORDER BY` inside, none named.
+pub fn plain_arguments(arguments: &FunctionArguments) -> Option<Vec<String>> {
+    let FunctionArguments::List(list) = arguments else { return None };
+    if list.duplicate_treatment.is_some() || !list.clauses.is_empty() {
+        return None;
+    }
+    list.args
+        .iter()
+        .map(|arg| match arg {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => Some(expr.to_string()),
+            _ => None,
+        })
+        .collect()
 }
 
 #[cfg(test)]

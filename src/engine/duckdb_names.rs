@@ -8,9 +8,10 @@
 use std::ops::ControlFlow;
 
 use datafusion::sql::parser::Statement;
-use datafusion::sql::sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, FunctionArguments, VisitorMut};
+use datafusion::sql::sqlparser::ast::{Expr, VisitorMut};
 
 use super::duckdb_forms::visit_statement;
+use super::duckdb_functions::plain_arguments;
 
 /// What to write here for a call: `{1}`, `{2}`, … stand for its arguments; the example's
 /// arguments fill them when the call has another number of them.
@@ -80,18 +81,7 @@ impl VisitorMut for FirstCall<'_> {
         if !function.name.0.last().and_then(|part| part.as_ident()).is_some_and(|id| id.value.eq_ignore_ascii_case(self.name)) {
             return ControlFlow::Continue(());
         }
-        let arguments = match &function.args {
-            FunctionArguments::List(list) if list.duplicate_treatment.is_none() && list.clauses.is_empty() => list
-                .args
-                .iter()
-                .map(|arg| match arg {
-                    FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => Some(expr.to_string()),
-                    _ => None,
-                })
-                .collect(),
-            _ => None,
-        };
-        self.arguments = Some(arguments);
+        self.arguments = Some(plain_arguments(&function.args));
         ControlFlow::Break(())
     }
 }

@@ -125,6 +125,7 @@ fn inline_alias(select: &mut Select, name: &str, window_filter: &mut Option<Stri
     };
     let SelectItem::ExprWithAlias { expr: aliased, .. } = &select.projection[position] else { return false };
     let mut replace = ReplaceName { name, with: Expr::Nested(Box::new(aliased.clone())), depth: 0, replaced: false };
+    let mut named = false;
     for item in &mut select.projection[position + 1..] {
         match item {
             SelectItem::UnnamedExpr(expr) => {
@@ -134,13 +135,11 @@ fn inline_alias(select: &mut Select, name: &str, window_filter: &mut Option<Stri
                     *item = SelectItem::ExprWithAlias { expr: expr.clone(), alias: Ident::with_quote('"', written) };
                 }
             }
-            SelectItem::ExprWithAlias { expr, .. } => {
-                replace.replaced_in(expr);
-            }
+            SelectItem::ExprWithAlias { expr, .. } => replace.replaced_in(expr),
             _ => {}
         }
+        named |= replace.replaced;
     }
-    let mut named = replace.replaced;
     if let Some(selection) = &mut select.selection {
         let written = selection.clone();
         replace.replaced_in(selection);
