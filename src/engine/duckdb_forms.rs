@@ -23,7 +23,7 @@ use super::order_by_all::OrderByAll;
 use super::pragmas::duckdb_pragmas;
 use super::read_calls::ReadCalls;
 use super::samples::{Samples, duckdb_samples};
-use super::sql_text::tokens_if_it_holds;
+use super::sql_text::{statements, tokens_if_it_holds};
 
 /// The statements of `sql`, read as DuckDB reads them.
 pub fn parse_statements(sql: &str) -> Result<VecDeque<Statement>, EngineError> {
@@ -65,8 +65,7 @@ const UNPIVOT_HERE: &[&str] = &[
 /// DuckDB's pivot statements, which DataFusion has not.
 fn pivot_statement(sql: &str) -> Option<(String, &'static [&'static str])> {
     let tokens = tokens_if_it_holds(sql, &["pivot", "unpivot"])?;
-    let starts = std::iter::once(tokens.first()).chain(tokens.windows(2).filter(|w| w[0].token == Token::SemiColon).map(|w| w.get(1)));
-    starts.flatten().find_map(|t| match &t.token {
+    statements(&tokens).filter_map(<[_]>::first).find_map(|t| match &t.token {
         Token::Word(w) if w.keyword == Keyword::PIVOT => Some(("PIVOT".to_owned(), PIVOT_HERE)),
         Token::Word(w) if w.keyword == Keyword::UNPIVOT => Some(("UNPIVOT".to_owned(), UNPIVOT_HERE)),
         _ => None,

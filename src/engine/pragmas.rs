@@ -8,32 +8,19 @@ use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan};
 
 use super::EngineError;
-use super::sql_text::{byte_offset, tokens_if_it_holds, with_edits};
+use super::sql_text::{byte_offset, statements, tokens_if_it_holds, with_edits};
 
 /// `sql` with each of DuckDB's pragmas written as the statement that answers it here;
 /// `None` when it holds none.
 pub fn duckdb_pragmas(sql: &str) -> Result<Option<String>, EngineError> {
     let Some(tokens) = tokens_if_it_holds(sql, &["pragma"]) else { return Ok(None) };
     let mut edits = Vec::new();
-    let mut depth = 0usize;
-    let mut start = Some(0);
-    for (i, token) in tokens.iter().enumerate() {
-        match &token.token {
-            Token::LParen => depth += 1,
-            Token::RParen => depth = depth.saturating_sub(1),
-            Token::SemiColon if depth == 0 => {
-                start = Some(i + 1);
-                continue;
-            }
-            Token::Word(w) if start == Some(i) && w.keyword == Keyword::PRAGMA => {
-                let end = tokens[i..].iter().position(|t| t.token == Token::SemiColon).map_or(tokens.len(), |n| i + n);
-                let answer = answering_statement(&tokens[i + 1..end])?;
-                edits.push((byte_offset(sql, token.span.start), byte_offset(sql, tokens[end - 1].span.end), answer));
-            }
-            _ => {}
-        }
-        if start == Some(i) && !matches!(token.token, Token::EOF) {
-            start = None;
+    for statement in statements(&tokens) {
+        if let [first, .., last] | [first @ last] = statement
+            && matches!(&first.token, Token::Word(w) if w.keyword == Keyword::PRAGMA)
+        {
+            let answer = answering_statement(&statement[1..])?;
+            edits.push((byte_offset(sql, first.span.start), byte_offset(sql, last.span.end), answer));
         }
     }
     Ok(with_edits(sql, edits))
@@ -41,7 +28,7 @@ pub fn duckdb_pragmas(sql: &str) -> Result<Option<String>, EngineError> {
 
 /// The statement that answers `PRAGMA` and the tokens after it.
 fn answering_statement(tokens: &[TokenWithSpan]) -> Result<String, EngineError> {
-    let words: Vec<&Token> = tokens.iter().map(|t| &t.token).filter(|t| !matches!(t, Token::EOF)).collect();
+    let words: Vec<&Token> = tokens.iter().map(|t| &t.token).collect();
     let name = match words.first() {
         Some(Token::Word(w)) => w.value.to_ascii_lowercase(),
         _ => return Err(pragma_error("PRAGMA needs a name")),

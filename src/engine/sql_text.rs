@@ -13,6 +13,12 @@ pub fn tokens_if_it_holds(sql: &str, words: &[&str]) -> Option<Vec<TokenWithSpan
     Some(tokens.into_iter().filter(|t| !matches!(t.token, Token::Whitespace(_))).collect())
 }
 
+/// The tokens of each statement, between the semicolons (which a statement holds only
+/// inside strings, so never as a token of its own).
+pub fn statements(tokens: &[TokenWithSpan]) -> impl Iterator<Item = &[TokenWithSpan]> {
+    tokens.split(|t| t.token == Token::SemiColon)
+}
+
 fn holds_word(sql: &str, word: &str) -> bool {
     let bytes = sql.as_bytes();
     let part_of_a_word = |at: Option<&u8>| at.is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_');
